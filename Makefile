@@ -1,0 +1,16 @@
+# The README's two commands: `make demo` (set up, then run the demo) and `make test`.
+PY := .venv/bin/python
+
+.PHONY: setup demo test bench
+setup:
+	@bash scripts/setup.sh
+
+demo: setup
+	$(PY) scripts/demo.py
+
+test: setup
+	$(PY) -m pytest
+
+bench: setup
+	$(PY) benchmarks/bench_pass.py
+	$(PY) benchmarks/bench_xla.py

@@ -1,0 +1,35 @@
+"""neurondev: see and fix the device pins torch.compile freezes into graphs traced on CPU for XLA."""
+
+from .capture import Capture, capture
+from .diagnose import diagnose
+from .errors import (
+    InvalidTargetError,
+    MissingInputsError,
+    NeurondevError,
+    NotCallableError,
+    TraceError,
+    XlaInputError,
+    XlaUnavailableError,
+)
+from .passes.device_rewriter import DeviceRewriterPass, Rewrite, rewrite_copy
+from .pins import DevicePin, find_pins
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Capture",
+    "DevicePin",
+    "DeviceRewriterPass",
+    "InvalidTargetError",
+    "MissingInputsError",
+    "NeurondevError",
+    "NotCallableError",
+    "Rewrite",
+    "TraceError",
+    "XlaInputError",
+    "XlaUnavailableError",
+    "capture",
+    "diagnose",
+    "find_pins",
+    "rewrite_copy",
+]

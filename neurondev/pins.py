@@ -1,0 +1,193 @@
+"""Find device pins in torch.fx graphs: device arguments that are not on the target device."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Iterator, NamedTuple
+
+import torch
+import torch.fx
+
+from .errors import InvalidTargetError
+from .source import judge_kind, source_of
+
+__all__ = [
+    "DevicePin",
+    "Slot",
+    "as_device",
+    "device_format",
+    "device_slots",
+    "find_pins",
+    "parse_target",
+    "readable_target",
+    "slot_device",
+]
+
+_TO_METHODS = frozenset({"to"})
+_MOVE_METHODS = frozenset({"cpu", "cuda"})
+_TO_FUNCTIONS = frozenset({torch.Tensor.to})
+
+
+class Slot(NamedTuple):
+    """One device argument of a node: where it sits ('kwarg', 'arg[i]' or 'method') and its value."""
+
+    location: str
+    value: Any
+
+
+@dataclasses.dataclass(frozen=True)
+class DevicePin:
+    """One device pin: a node argument that places a tensor on a device other than the target."""
+
+    graph: int
+    node: str
+    op: str
+    target: str
+    device: Any
+    format: str
+    location: str
+    kwargs_pass: bool
+    default_pass: bool
+    kind: str
+    file: str | None
+    line: int | None
+    code: str | None
+    users: tuple[str, ...]
+
+
+def parse_target(target: str | torch.device) -> torch.device:
+    """The target device as a torch.device; InvalidTargetError if torch does not know it."""
+    try:
+        return torch.device(target)
+    except (RuntimeError, TypeError) as error:
+        raise InvalidTargetError(
+            f"target {target!r} is not a device torch knows; use e.g. 'xla', 'xla:0' or torch.device('xla')"
+        ) from error
+
+
+def as_device(value: Any) -> torch.device | None:
+    """The device a device argument names, or None when it names none (None, a Node, a dtype, ...)."""
+    if isinstance(value, torch.device):
+        return value
+    if isinstance(value, str):
+        try:
+            return torch.device(value)
+        except RuntimeError:
+            return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return torch.device("cuda", value)
+    return None
+
+
+def device_format(value: Any) -> str:
+    """How a device is written: 'str', 'torch.device', 'int' or 'other'."""
+    if isinstance(value, str):
+        return "str"
+    if isinstance(value, torch.device):
+        return "torch.device"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return "int"
+    return "other"
+
+
+def device_slots(node: torch.fx.Node, *, positional: bool = True) -> Iterator[Slot]:
+    """Every device argument of ``node`` that names a device (None and graph values are skipped).
+
+    With ``positional=False`` only the ``device`` kwarg is looked at: the documented algorithm.
+    """
+    if node.op not in ("call_function", "call_method"):
+        return
+    if positional and node.op == "call_method" and node.target in _MOVE_METHODS:
+        yield Slot("method", _moved_to(node))
+        return
+    device = node.kwargs.get("device")
+    if device is not None and as_device(device) is not None:
+        yield Slot("kwarg", device)
+    if positional:
+        yield from _positional_slots(node)
+
+
+def _moved_to(node: torch.fx.Node) -> torch.device:
+    """The device a ``.cpu()`` / ``.cuda(i)`` call moves to."""
+    if node.target == "cpu":
+        return torch.device("cpu")
+    index = node.args[1] if len(node.args) > 1 else node.kwargs.get("device")
+    device = as_device(index) if index is not None else None
+    return device if device is not None else torch.device("cuda")
+
+
+def _positional_slots(node: torch.fx.Node) -> Iterator[Slot]:
+    if node.target is torch.device:
+        if node.args and as_device(node.args[0]) is not None:
+            yield Slot("arg[0]", node.args[0])
+        return
+    loose = _is_to_call(node)
+    for index, value in enumerate(node.args):
+        if isinstance(value, torch.device) or (loose and index > 0 and as_device(value) is not None):
+            yield Slot(f"arg[{index}]", value)
+
+
+def _is_to_call(node: torch.fx.Node) -> bool:
+    """``Tensor.to`` in any spelling: there a positional str or int is a device."""
+    if node.op == "call_method":
+        return node.target in _TO_METHODS
+    target = node.target
+    if target in _TO_FUNCTIONS:
+        return True
+    overload_packet = getattr(target, "overloadpacket", None)
+    return overload_packet is torch.ops.aten.to
+
+
+def slot_device(node: torch.fx.Node, slot: Slot) -> torch.device:
+    """The device a slot names; for a ``torch.device('cuda', 1)`` node, the index is included."""
+    if node.target is torch.device and len(node.args) > 1 and isinstance(node.args[1], int):
+        return torch.device(as_device(slot.value).type, node.args[1])
+    return as_device(slot.value)
+
+
+def readable_target(node: torch.fx.Node) -> str:
+    """A name a user recognises: 'torch.empty', 'Tensor.to', 'aten.empty.memory_format'."""
+    if node.op == "call_method":
+        return f"Tensor.{node.target}"
+    if node.op != "call_function":
+        return str(node.target)
+    if isinstance(node.target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        return str(node.target)
+    try:
+        return torch.fx.node._get_qualified_name(node.target)
+    except (RuntimeError, AttributeError):
+        return getattr(node.target, "__name__", str(node.target))
+
+
+def find_pins(gm: torch.fx.GraphModule, *, target: str | torch.device = "xla", graph: int = 0) -> list[DevicePin]:
+    """Every device pin of ``gm`` that is not already on ``target``, in graph order."""
+    target_type = parse_target(target).type
+    pins = []
+    for node in gm.graph.nodes:
+        for slot in device_slots(node):
+            device = slot_device(node, slot)
+            if device.type != target_type:
+                pins.append(_pin(node, slot, device, graph))
+    return pins
+
+
+def _pin(node: torch.fx.Node, slot: Slot, device: torch.device, graph: int) -> DevicePin:
+    source = source_of(node)
+    rewritable = device.type != "meta"
+    return DevicePin(
+        graph=graph,
+        node=node.name,
+        op=node.op,
+        target=readable_target(node),
+        device=slot.value if slot.location != "method" else device,
+        format=device_format(slot.value) if slot.location != "method" else "other",
+        location=slot.location,
+        kwargs_pass=rewritable and (slot.location == "kwarg" or (slot.location == "method" and "device" in node.kwargs)),
+        default_pass=rewritable,
+        kind=judge_kind(source, slot.location),
+        file=source.file if source else None,
+        line=source.line if source else None,
+        code=source.code if source else None,
+        users=tuple(user.name for user in node.users),
+    )
+

@@ -1,0 +1,97 @@
+"""Where a graph node came from in the user's code, and whether its device was frozen or literal."""
+
+from __future__ import annotations
+
+import dataclasses
+import linecache
+import re
+
+import torch.fx
+
+__all__ = ["SourceLine", "source_of", "judge_kind", "statement_at"]
+
+_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>[^\n]+)\n(?P<code>[^\n]*)')
+_KWARG_DEVICE = re.compile(r"\bdevice\s*=\s*(?P<expr>[^,)]+)")
+_TO_DEVICE = re.compile(r"\.to\(\s*(?P<expr>[^,)]+)")
+_LITERAL = re.compile(r"""^(['"][a-z]+(:\d+)?['"]|torch\.device\(.*|\d+)$""")
+_MAX_STATEMENT_LINES = 20
+_MAX_LOOKBACK_LINES = 200
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceLine:
+    """The innermost user frame of a node's stack trace; ``code`` is the whole statement."""
+
+    file: str
+    line: int
+    function: str
+    code: str
+
+
+def source_of(node: torch.fx.Node) -> SourceLine | None:
+    """The user source line a node was traced from (from ``node.meta['stack_trace']``), or None."""
+    trace = node.meta.get("stack_trace")
+    if not trace:
+        return None
+    frames = list(_FRAME.finditer(trace))
+    if not frames:
+        return None
+    last = frames[-1]
+    file, line = last["file"], int(last["line"])
+    code = statement_at(file, line) or last["code"].strip()
+    return SourceLine(file=file, line=line, function=last["function"].strip(), code=code)
+
+
+def statement_at(file: str, line: int) -> str | None:
+    """The statement starting at ``file:line``, joined onto one line when it spans several."""
+    parts = []
+    for number in range(line, line + _MAX_STATEMENT_LINES):
+        text = linecache.getline(file, number)
+        if not text:
+            break
+        parts.append(text.strip())
+        joined = " ".join(parts)
+        if _balanced(joined):
+            return joined
+    return " ".join(parts) or None
+
+
+def _balanced(text: str) -> bool:
+    return sum(text.count(c) for c in "([{") <= sum(text.count(c) for c in ")]}")
+
+
+def judge_kind(source: SourceLine | None, location: str) -> str:
+    """'frozen' (from a tensor's .device), 'literal' (written out), 'variable' or 'unknown'."""
+    if location == "method":
+        return "literal"
+    if source is None:
+        return "unknown"
+    match = (_KWARG_DEVICE if location == "kwarg" else _TO_DEVICE).search(source.code)
+    if match is None:
+        return "frozen" if ".device" in source.code else "unknown"
+    return _kind_of_expression(match["expr"].strip(), source)
+
+
+def _kind_of_expression(expression: str, source: SourceLine, depth: int = 3) -> str:
+    if ".device" in expression:
+        return "frozen"
+    if _LITERAL.match(expression):
+        return "literal"
+    if expression.isidentifier() and depth > 0:
+        assigned = _assignment_before(expression, source)
+        if assigned is not None:
+            return _kind_of_expression(assigned, source, depth - 1)
+    return "variable"
+
+
+def _assignment_before(name: str, source: SourceLine) -> str | None:
+    """The right-hand side of the nearest ``name = ...`` above the line, within its function."""
+    assignment = re.compile(rf"^\s*{re.escape(name)}\s*(?::[^=]+)?=\s*(?P<value>.+)$")
+    for number in range(source.line - 1, max(source.line - _MAX_LOOKBACK_LINES, 0), -1):
+        text = linecache.getline(source.file, number)
+        if re.match(r"\s*(async\s+)?def\s", text):
+            return None
+        match = assignment.match(text)
+        if match:
+            return match["value"].strip()
+    return None

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Set up everything neurondev's demo and tests need: Debian's graphviz, a venv in .venv with the
+# tested torch 2.9.0 + torch-xla 2.9.0 pair and the dev tools. A quick no-op when already done.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+venv=.venv
+stamp="$venv/.neurondev-setup"
+want=$(cat pyproject.toml requirements/constraints.txt scripts/setup.sh | sha256sum | cut -d' ' -f1)
+
+system_packages() {
+    command -v dot >/dev/null 2>&1 && return 0
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "setup: installing Debian's graphviz (dot)"
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null
+    else
+        echo "setup: no 'dot' and no root for apt-get: install graphviz yourself (rendering needs it)" >&2
+    fi
+}
+
+python_packages() {
+    [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+    echo "setup: installing the tested packages into $venv (torch is ~7 GB the first time)"
+    "$venv/bin/python" -m pip install -q --upgrade pip
+    "$venv/bin/python" -m pip install -q -c requirements/constraints.txt -e '.[dev]'
+}
+
+system_packages
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+    exit 0
+fi
+python_packages
+echo "$want" > "$stamp"
+echo "setup: done"

@@ -1,0 +1,60 @@
+"""Shared fixtures: captures of the catalogue's examples, hand-built FX graphs."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.fx
+
+import neurondev
+from neurondev import examples
+
+
+@pytest.fixture(scope="session")
+def seed_capture():
+    fn, args, kwargs = examples.get("seed").build()
+    return neurondev.capture(fn, *args, **kwargs)
+
+
+@pytest.fixture(scope="session")
+def process_group():
+    """A gloo group of one process for the whole session; yields its name."""
+    with examples.gloo_group() as name:
+        yield name
+
+
+@pytest.fixture(scope="session")
+def collective_capture(process_group):
+    fn = examples.collective_function(1, process_group)
+    return neurondev.capture(fn, torch.arange(64, dtype=torch.float32))
+
+
+@pytest.fixture(scope="session")
+def gpt2():
+    pytest.importorskip("transformers")
+    return examples.tiny_gpt2()
+
+
+@pytest.fixture(scope="session")
+def gpt2_capture(gpt2):
+    model, args, kwargs = gpt2
+    return neurondev.capture(model, *args, **kwargs)
+
+
+def build_graph(*calls):
+    """A GraphModule with one placeholder ``x`` and one node per call, all returned.
+
+    Each call is ``(op, target, args, kwargs)``; the string "x" in args stands for the placeholder.
+    """
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    outputs = []
+    for op, target, args, kwargs in calls:
+        args = tuple(x if a == "x" else a for a in args)
+        outputs.append(graph.create_node(op, target, args, kwargs))
+    graph.output(tuple(outputs))
+    return torch.fx.GraphModule(torch.nn.Module(), graph)
+
+
+def node_named(gm, name):
+    return next(node for node in gm.graph.nodes if node.name == name)

@@ -1,0 +1,111 @@
+"""capture(): trace on CPU, record every graph and dynamo break, leave the user's objects alone."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+import neurondev
+from neurondev import examples
+
+
+def test_seed_capture_records_one_graph_with_its_cpu_inputs(seed_capture):
+    _, (x,), _ = examples.get("seed").build()
+    assert len(seed_capture.graphs) == 1
+    assert seed_capture.dynamo_breaks == []
+    (example,) = seed_capture.example_inputs[0]
+    assert example.device.type == "cpu"
+    torch.testing.assert_close(example, x)
+    torch.testing.assert_close(seed_capture.output, examples.seed_function(x))
+
+
+def test_nested_inputs_and_non_tensor_values_are_traced():
+    def fn(batch, scale):
+        a, (b, bias) = batch["a"], batch["pair"]
+        return torch.zeros(3, device=a.device) + a * scale + b + bias
+
+    batch = {"a": torch.ones(3), "pair": [torch.full((3,), 2.0), 0.5]}
+    result = neurondev.capture(fn, batch, scale=3)
+    torch.testing.assert_close(result.output, torch.full((3,), 5.5))
+    assert len(result.graphs) == 1
+    assert result.moved_inputs == []
+
+
+def test_dynamo_graph_breaks_are_reported_with_their_source_line():
+    def fn(x):
+        y = torch.ones(4, device=x.device) * x
+        torch._dynamo.graph_break()
+        return y + 1
+
+    result = neurondev.capture(fn, torch.randn(4))
+    assert len(result.graphs) == 2
+    (brk,) = result.dynamo_breaks
+    assert "graph_break" in brk.reason
+    assert brk.file == __file__
+    assert brk.code == "torch._dynamo.graph_break()"
+    assert brk.line == fn.__code__.co_firstlineno + 2
+
+
+def test_inputs_mutated_by_the_function_are_left_untouched():
+    def fn(x):
+        x.add_(1)
+        return x * 2
+
+    x = torch.zeros(3)
+    result = neurondev.capture(fn, x)
+    torch.testing.assert_close(x, torch.zeros(3))
+    torch.testing.assert_close(result.output, torch.full((3,), 2.0))
+
+
+def test_module_parameters_buffers_and_training_flag_are_left_untouched():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4)).train()
+    before = copy.deepcopy(model.state_dict())
+    weight = model[0].weight
+    neurondev.capture(model, torch.randn(8, 4))
+    assert model.training and model[1].training
+    assert model[0].weight is weight
+    for name, value in model.state_dict().items():
+        torch.testing.assert_close(value, before[name], msg=name)  # BatchNorm running stats included
+
+
+def test_dynamo_config_and_the_users_code_caches_are_left_as_they_were():
+    def fn(x):
+        y = x + 1
+        torch._dynamo.graph_break()
+        return y * 2
+
+    config_before = torch._dynamo.config.get_config_copy()
+    neurondev.capture(fn, torch.randn(2))
+    assert torch._dynamo.config.get_config_copy() == config_before
+    assert torch._dynamo.eval_frame._debug_get_cache_entry_list(fn.__code__) == []
+
+
+def test_a_function_that_takes_no_inputs_is_traced():
+    result = neurondev.capture(lambda: torch.ones(2, device="cpu") * 3)
+    torch.testing.assert_close(result.output, torch.full((2,), 3.0))
+
+
+def test_not_callable_is_a_named_error():
+    with pytest.raises(neurondev.NotCallableError, match="function or an nn.Module"):
+        neurondev.capture(torch.randn(3))
+
+
+def test_missing_inputs_is_a_named_error_naming_the_parameter():
+    with pytest.raises(neurondev.MissingInputsError, match="example inputs for x"):
+        neurondev.capture(examples.seed_function)
+
+
+def test_a_module_without_inputs_is_a_named_error():
+    with pytest.raises(neurondev.MissingInputsError, match="input"):
+        neurondev.capture(torch.nn.Linear(2, 2))
+
+
+def test_the_users_own_error_is_chained_not_swallowed():
+    def fn(x):
+        raise ValueError("the user's bug")
+
+    with pytest.raises(neurondev.TraceError, match="the user's bug") as info:
+        neurondev.capture(fn, torch.randn(2))
+    assert isinstance(info.value.__cause__, ValueError)
