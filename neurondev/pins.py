@@ -154,9 +154,10 @@ def readable_target(node: torch.fx.Node) -> str:
     if isinstance(node.target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
         return str(node.target)
     try:
-        return torch.fx.node._get_qualified_name(node.target)
+        name = torch.fx.node._get_qualified_name(node.target)
     except (RuntimeError, AttributeError):
         return getattr(node.target, "__name__", str(node.target))
+    return name.removeprefix("torch.") if name.startswith("torch.Tensor.") else name
 
 
 def find_pins(gm: torch.fx.GraphModule, *, target: str | torch.device = "xla", graph: int = 0) -> list[DevicePin]:

@@ -73,10 +73,10 @@ def judge_kind(source: SourceLine | None, location: str) -> str:
 
 
 def _kind_of_expression(expression: str, source: SourceLine, depth: int = 3) -> str:
-    if ".device" in expression:
-        return "frozen"
     if _LITERAL.match(expression):
         return "literal"
+    if ".device" in expression:
+        return "frozen"
     if expression.isidentifier() and depth > 0:
         assigned = _assignment_before(expression, source)
         if assigned is not None:

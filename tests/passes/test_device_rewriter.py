@@ -1,0 +1,143 @@
+"""DeviceRewriterPass: the documented kwargs-only algorithm, positional pins, format preservation."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+from torch.fx.passes.infra.pass_base import PassBase, PassResult
+
+import neurondev
+from neurondev import DeviceRewriterPass
+from tests.graphs import build_graph, node_named
+
+
+def empty_with(device):
+    return build_graph(("call_function", torch.empty, (2,), {"dtype": torch.float32, "device": device}))
+
+
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        ("cpu", "xla"),
+        ("cuda:1", "xla:1"),
+        (torch.device("cpu"), torch.device("xla")),
+        (torch.device("cuda", 3), torch.device("xla", 3)),
+        (0, "xla:0"),
+        (2, "xla:2"),
+    ],
+)
+def test_kwarg_format_is_preserved_and_index_kept(old, new):
+    gm = empty_with(old)
+    result = DeviceRewriterPass()(gm)
+    assert isinstance(result, PassResult) and result.modified and result.graph_module is gm
+    rewritten = node_named(gm, "empty").kwargs["device"]
+    assert rewritten == new and type(rewritten) is type(new)
+    assert node_named(gm, "empty").kwargs["dtype"] == torch.float32
+
+
+def test_target_index_is_used_when_the_pin_has_none():
+    gm = empty_with("cpu")
+    DeviceRewriterPass(target="xla:0")(gm)
+    assert node_named(gm, "empty").kwargs["device"] == "xla:0"
+
+
+@pytest.mark.parametrize("device", [None, "meta", torch.device("meta"), "xla", "xla:1", torch.device("xla", 2)])
+def test_none_meta_and_target_devices_are_left_alone_and_modified_is_false(device):
+    gm = empty_with(device)
+    code = gm.code
+    pass_ = DeviceRewriterPass()
+    result = pass_(gm)
+    assert result.modified is False and pass_.rewrites == []
+    assert node_named(gm, "empty").kwargs["device"] == device
+    assert gm.code == code
+
+
+def positional_graph():
+    return build_graph(
+        ("call_method", "to", ("x", torch.device("cpu")), {}),
+        ("call_method", "to", ("x", "cuda:1", torch.float16), {}),
+        ("call_function", torch.device, ("cpu",), {}),
+        ("call_function", torch.device, ("cuda", 1), {}),
+        ("call_method", "cpu", ("x",), {}),
+        ("call_method", "cuda", ("x",), {"non_blocking": True}),
+        ("call_function", torch.empty, (2,), {"device": "cpu"}),
+    )
+
+
+def test_positional_pins_are_rewritten_by_default_in_their_format():
+    gm = positional_graph()
+    pass_ = DeviceRewriterPass()
+    assert pass_(gm).modified
+    assert node_named(gm, "to").args == (node_named(gm, "x"), torch.device("xla"))
+    assert node_named(gm, "to_1").args[1:] == ("xla:1", torch.float16)
+    assert node_named(gm, "device_1").args == ("xla",)
+    assert node_named(gm, "device_2").args == ("xla", 1)
+    cpu, cuda = node_named(gm, "cpu"), node_named(gm, "cuda")
+    assert (cpu.target, cpu.args[1:], cpu.kwargs) == ("to", ("xla",), {})
+    assert (cuda.target, cuda.args[1:], cuda.kwargs) == ("to", ("xla",), {"non_blocking": True})
+    assert node_named(gm, "empty").kwargs["device"] == "xla"
+    assert len(pass_.rewrites) == 7
+    assert neurondev.find_pins(gm) == []
+
+
+def test_kwargs_only_is_exactly_the_documented_algorithm():
+    gm = positional_graph()
+    before = {node.name: (node.target, node.args) for node in gm.graph.nodes}
+    pass_ = DeviceRewriterPass(rewrite_positional=False)
+    assert pass_(gm).modified
+    assert [(r.node, r.location, r.old, r.new) for r in pass_.rewrites] == [("empty", "kwarg", "cpu", "xla")]
+    assert {node.name: (node.target, node.args) for node in gm.graph.nodes} == before
+
+
+def test_kwargs_only_rewrites_every_device_kwarg_including_to_and_new_calls():
+    gm = build_graph(
+        ("call_method", "to", ("x",), {"device": torch.device("cpu"), "dtype": torch.float16}),
+        ("call_method", "new_zeros", ("x", (2,)), {"device": "cpu"}),
+        ("call_function", torch.arange, (4,), {"device": torch.device("cuda", 0)}),
+    )
+    pass_ = DeviceRewriterPass(rewrite_positional=False)
+    pass_(gm)
+    assert [r.new for r in pass_.rewrites] == [torch.device("xla"), "xla", torch.device("xla", 0)]
+
+
+def test_second_application_reports_not_modified():
+    gm = positional_graph()
+    DeviceRewriterPass()(gm)
+    code = gm.code
+    again = DeviceRewriterPass()
+    assert again(gm).modified is False and again.rewrites == []
+    assert gm.code == code
+
+
+def test_graph_is_recompiled_and_lints_clean():
+    gm = positional_graph()
+    DeviceRewriterPass()(gm)
+    gm.graph.lint()
+    for written in ("'cpu'", "'cuda", "type='cpu'", ".cpu(", ".cuda("):
+        assert written not in gm.code
+    assert "x.to('xla')" in gm.code and "device(type='xla')" in gm.code
+
+
+def test_rewrite_copy_leaves_the_original_graph_untouched():
+    gm = positional_graph()
+    snapshot = copy.deepcopy(gm).code
+    rewritten, rewrites = neurondev.rewrite_copy(gm)
+    assert rewritten is not gm and len(rewrites) == 7
+    assert gm.code == snapshot and len(neurondev.find_pins(gm)) == 7
+
+
+def test_rewritten_seed_graph_runs_on_cpu_target_to_the_same_values(seed_capture):
+    gm = seed_capture.graphs[0]
+    cuda_pinned, _ = neurondev.rewrite_copy(gm, target="cuda")
+    back, rewrites = neurondev.rewrite_copy(cuda_pinned, target="cpu")
+    assert [r.new for r in rewrites] == [torch.device("cpu")]
+    (x,) = seed_capture.example_inputs[0]
+    torch.testing.assert_close(back(x)[0], gm(x)[0])
+
+
+def test_it_is_a_torch_fx_pass_and_rejects_unknown_targets():
+    assert isinstance(DeviceRewriterPass(), PassBase)
+    with pytest.raises(neurondev.InvalidTargetError, match="not a device torch knows"):
+        DeviceRewriterPass(target="neuron")

@@ -1,0 +1,118 @@
+"""Property-based tests of DeviceRewriterPass on random FX graphs with devices in every format."""
+
+from __future__ import annotations
+
+import torch
+import torch.fx
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import neurondev
+from neurondev import DeviceRewriterPass
+from neurondev.pins import device_slots
+
+DEVICES = [
+    "cpu", "cuda", "cuda:1", "meta", "xla", "xla:1",
+    torch.device("cpu"), torch.device("cuda", 1), torch.device("meta"), torch.device("xla"), torch.device("xla", 0),
+    0, 1,
+]
+FACTORIES = [torch.empty, torch.zeros, torch.ones, torch.arange]
+
+devices = st.sampled_from(DEVICES)
+kwarg_nodes = st.tuples(st.just("kwarg"), st.sampled_from(FACTORIES), st.one_of(st.none(), devices))
+to_nodes = st.tuples(st.just("to"), devices, st.booleans())
+to_kwarg_nodes = st.tuples(st.just("to_kwarg"), devices, st.booleans())
+device_nodes = st.tuples(st.just("torch.device"), st.sampled_from(["cpu", "cuda", "xla", "meta"]), st.sampled_from([None, 0, 1]))
+method_nodes = st.tuples(st.just("method"), st.sampled_from(["cpu", "cuda"]), st.booleans())
+plain_nodes = st.tuples(st.just("plain"))
+node_specs = st.lists(
+    st.one_of(kwarg_nodes, to_nodes, to_kwarg_nodes, device_nodes, method_nodes, plain_nodes), max_size=25
+)
+
+
+def make_graph(specs) -> torch.fx.GraphModule:
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    made = []
+    for spec in specs:
+        made.append(_node(graph, x, spec))
+    graph.output(tuple(made))
+    return torch.fx.GraphModule(torch.nn.Module(), graph)
+
+
+def _node(graph, x, spec):
+    kind = spec[0]
+    if kind == "kwarg":
+        return graph.call_function(spec[1], (4,), {"dtype": torch.float32, "device": spec[2]})
+    if kind == "to":
+        args = (x, spec[1], torch.float16) if spec[2] else (x, spec[1])
+        return graph.call_method("to", args)
+    if kind == "to_kwarg":
+        return graph.call_method("to", (x,), {"device": spec[1], "copy": spec[2]})
+    if kind == "torch.device":
+        return graph.call_function(torch.device, (spec[1],) if spec[2] is None else (spec[1], spec[2]))
+    if kind == "method":
+        return graph.call_method(spec[1], (x,), {"non_blocking": True} if spec[2] else {})
+    return graph.call_function(torch.relu, (x,))
+
+
+def shape_without_devices(gm):
+    """Each node's op and its arguments with every device argument masked out.
+
+    A ``.cpu()`` / ``.cuda()`` node (named after its method) becomes ``.to(target)``: only its
+    tensor and its non-device kwargs must stay.
+    """
+    shapes = []
+    for node in gm.graph.nodes:
+        if node.op == "call_method" and node.name.split("_")[0] in ("cpu", "cuda"):
+            kwargs = {k: v for k, v in node.kwargs.items() if k != "device"}
+            shapes.append((node.op, node.name, "move", str(node.args[0]), kwargs))
+            continue
+        args, kwargs = list(node.args), dict(node.kwargs)
+        for slot in device_slots(node):
+            if slot.location == "kwarg":
+                kwargs["device"] = "<device>"
+            else:
+                args[int(slot.location[4:-1])] = "<device>"
+        shapes.append((node.op, node.name, str(node.target), [str(a) for a in args], kwargs))
+    return shapes
+
+
+def expected_type(old):
+    return type(old) if isinstance(old, (str, torch.device)) else str
+
+
+@settings(max_examples=300, deadline=None)
+@given(node_specs, st.booleans())
+def test_random_graphs_keep_their_shape_and_lose_every_rewritable_pin(specs, positional):
+    gm = make_graph(specs)
+    before_shape = shape_without_devices(gm)
+    before_count = len(gm.graph.nodes)
+    pass_ = DeviceRewriterPass(rewrite_positional=positional)
+    result = pass_(gm)
+
+    gm.graph.lint()
+    assert len(gm.graph.nodes) == before_count
+    assert shape_without_devices(gm) == before_shape
+    assert result.modified == bool(pass_.rewrites)
+    for rewrite in pass_.rewrites:
+        assert torch.device(rewrite.new).type == "xla"
+        expected = str if rewrite.location == "method" else expected_type(rewrite.old)
+        assert type(rewrite.new) is expected
+
+    left = neurondev.find_pins(gm)
+    if positional:
+        assert all(torch.device(pin.device).type == "meta" or pin.device == "meta" for pin in left)
+    else:
+        assert all(pin.location != "kwarg" or str(pin.device).startswith("meta") for pin in left)
+
+    again = DeviceRewriterPass(rewrite_positional=positional)
+    assert again(gm).modified is False
+
+
+@settings(max_examples=200, deadline=None)
+@given(node_specs)
+def test_modified_is_true_exactly_when_a_rewritable_pin_existed(specs):
+    gm = make_graph(specs)
+    rewritable = [pin for pin in neurondev.find_pins(gm) if pin.default_pass]
+    assert DeviceRewriterPass()(gm).modified == bool(rewritable)
