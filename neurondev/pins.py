@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Iterator, NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 import torch.fx
@@ -23,9 +23,11 @@ __all__ = [
     "slot_device",
 ]
 
-_TO_METHODS = frozenset({"to"})
-_MOVE_METHODS = frozenset({"cpu", "cuda"})
-_TO_FUNCTIONS = frozenset({torch.Tensor.to})
+_MOVE_METHODS = ("cpu", "cuda")
+_TENSOR_TO = torch.Tensor.to
+_OP_OVERLOAD = torch._ops.OpOverload
+_ATEN_TO = torch.ops.aten.to
+_DEVICE = torch.device
 
 
 class Slot(NamedTuple):
@@ -90,21 +92,47 @@ def device_format(value: Any) -> str:
     return "other"
 
 
-def device_slots(node: torch.fx.Node, *, positional: bool = True) -> Iterator[Slot]:
+def device_slots(node: torch.fx.Node, positional: bool = True) -> tuple[Slot, ...]:
     """Every device argument of ``node`` that names a device (None and graph values are skipped).
 
     With ``positional=False`` only the ``device`` kwarg is looked at: the documented algorithm.
+    This runs once per node in every pass, so a node without devices returns after a few checks.
     """
-    if node.op not in ("call_function", "call_method"):
-        return
-    if positional and node.op == "call_method" and node.target in _MOVE_METHODS:
-        yield Slot("method", _moved_to(node))
-        return
-    device = node.kwargs.get("device")
-    if device is not None and as_device(device) is not None:
-        yield Slot("kwarg", device)
-    if positional:
-        yield from _positional_slots(node)
+    op = node.op
+    if op != "call_function" and op != "call_method":
+        return ()
+    target, args, kwargs = node.target, node.args, node.kwargs
+    device = kwargs.get("device") if kwargs else None
+    if not positional:
+        return _kwarg_slot(device)
+    if op == "call_method":
+        if target in _MOVE_METHODS:
+            return (Slot("method", _moved_to(node)),)
+        loose = target == "to"
+    elif target is _DEVICE:
+        return (Slot("arg[0]", args[0]),) if args and as_device(args[0]) is not None else ()
+    else:
+        loose = target is _TENSOR_TO or (target.__class__ is _OP_OVERLOAD and target.overloadpacket is _ATEN_TO)
+    if device is None and not loose:
+        for value in args:
+            if value.__class__ is _DEVICE:
+                break
+        else:
+            return ()
+    return _kwarg_slot(device) + _positional_slots(args, loose)
+
+
+def _kwarg_slot(device: Any) -> tuple[Slot, ...]:
+    return (Slot("kwarg", device),) if device is not None and as_device(device) is not None else ()
+
+
+def _positional_slots(args: tuple, loose: bool) -> tuple[Slot, ...]:
+    """Positional devices: any torch.device; in a ``Tensor.to`` call also a str or an int after self."""
+    return tuple(
+        Slot(f"arg[{i}]", value)
+        for i, value in enumerate(args)
+        if isinstance(value, torch.device) or (loose and i > 0 and as_device(value) is not None)
+    )
 
 
 def _moved_to(node: torch.fx.Node) -> torch.device:
@@ -114,28 +142,6 @@ def _moved_to(node: torch.fx.Node) -> torch.device:
     index = node.args[1] if len(node.args) > 1 else node.kwargs.get("device")
     device = as_device(index) if index is not None else None
     return device if device is not None else torch.device("cuda")
-
-
-def _positional_slots(node: torch.fx.Node) -> Iterator[Slot]:
-    if node.target is torch.device:
-        if node.args and as_device(node.args[0]) is not None:
-            yield Slot("arg[0]", node.args[0])
-        return
-    loose = _is_to_call(node)
-    for index, value in enumerate(node.args):
-        if isinstance(value, torch.device) or (loose and index > 0 and as_device(value) is not None):
-            yield Slot(f"arg[{index}]", value)
-
-
-def _is_to_call(node: torch.fx.Node) -> bool:
-    """``Tensor.to`` in any spelling: there a positional str or int is a device."""
-    if node.op == "call_method":
-        return node.target in _TO_METHODS
-    target = node.target
-    if target in _TO_FUNCTIONS:
-        return True
-    overload_packet = getattr(target, "overloadpacket", None)
-    return overload_packet is torch.ops.aten.to
 
 
 def slot_device(node: torch.fx.Node, slot: Slot) -> torch.device:

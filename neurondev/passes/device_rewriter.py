@@ -51,13 +51,13 @@ class DeviceRewriterPass(PassBase):
 
     def call(self, graph_module: torch.fx.GraphModule) -> PassResult:
         self.rewrites = []
+        positional, slots_of = self.rewrite_positional, device_slots
         for node in graph_module.graph.nodes:
-            stale = [slot for slot in device_slots(node, positional=self.rewrite_positional) if self._needs_rewrite(node, slot)]
-            if stale:
-                self._rewrite(node, stale)
+            slots = slots_of(node, positional)
+            if slots:
+                self._rewrite(node, [slot for slot in slots if self._needs_rewrite(node, slot)])
         if self.rewrites:
-            graph_module.graph.lint()
-            graph_module.recompile()
+            graph_module.recompile()  # deferred to the first call on dynamo's lazy GraphModules
             log.info("DeviceRewriterPass rewrote %d device argument(s) to %s", len(self.rewrites), self.target)
         return PassResult(graph_module, bool(self.rewrites))
 
@@ -66,6 +66,8 @@ class DeviceRewriterPass(PassBase):
         return device_type != self.target.type and device_type != "meta"
 
     def _rewrite(self, node: torch.fx.Node, slots: list[Slot]) -> None:
+        if not slots:
+            return
         args, kwargs = list(node.args), dict(node.kwargs)
         for slot in slots:
             new = self._new_value(node, slot)
