@@ -13,6 +13,7 @@ from .errors import (
 )
 from .passes.device_rewriter import DeviceRewriterPass, Rewrite, rewrite_copy
 from .pins import DevicePin, find_pins
+from .run import RunRecord, run_on_xla
 
 __version__ = "0.1.0"
 
@@ -25,6 +26,7 @@ __all__ = [
     "NeurondevError",
     "NotCallableError",
     "Rewrite",
+    "RunRecord",
     "TraceError",
     "XlaInputError",
     "XlaUnavailableError",
@@ -32,4 +34,5 @@ __all__ = [
     "diagnose",
     "find_pins",
     "rewrite_copy",
+    "run_on_xla",
 ]

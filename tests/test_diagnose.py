@@ -11,13 +11,7 @@ import neurondev
 from neurondev import examples
 from neurondev.diagnose import COLUMNS
 
-from tests.graphs import build_graph
-
-
-def line_of(fn, text):
-    """The file line number in ``fn``'s source where ``text`` first appears."""
-    lines, first = inspect.getsourcelines(fn)
-    return first + next(i for i, line in enumerate(lines) if text in line)
+from tests.helpers import build_graph, line_of
 
 
 def test_seed_example_has_exactly_the_torch_empty_pin(seed_capture):

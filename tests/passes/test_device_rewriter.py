@@ -10,7 +10,7 @@ from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
 import neurondev
 from neurondev import DeviceRewriterPass
-from tests.graphs import build_graph, node_named
+from tests.helpers import build_graph, node_named
 
 
 def empty_with(device):

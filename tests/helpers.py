@@ -1,4 +1,6 @@
-"""Hand-built FX graphs for tests."""
+"""Test helpers: hand-built FX graphs, source line look-ups."""
+
+import inspect
 
 import torch
 import torch.fx
@@ -21,3 +23,9 @@ def build_graph(*calls):
 
 def node_named(gm, name):
     return next(node for node in gm.graph.nodes if node.name == name)
+
+
+def line_of(fn, text):
+    """The file line number in ``fn``'s source where ``text`` first appears."""
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(i for i, line in enumerate(lines) if text in line)

@@ -1,0 +1,310 @@
+"""run_on_xla: run one FX graph on the XLA device and record, per node, what executed and what crossed."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import statistics
+import time
+from typing import Any
+
+import torch
+import torch.fx
+import torch.utils._pytree as pytree
+
+from . import xla
+from .errors import XlaInputError
+from .passes.device_rewriter import rewrite_copy
+from .pins import readable_target
+from .source import source_of
+
+__all__ = ["Crossing", "GraphBreak", "RunError", "RunRecord", "run_on_xla"]
+
+
+@dataclasses.dataclass(frozen=True)
+class GraphBreak:
+    """A node during which the lazy XLA graph was cut: a forced execution and/or a device-to-host sync."""
+
+    node: str
+    target: str
+    executions: int
+    transfers_to_host: int
+    file: str | None
+    line: int | None
+    code: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Crossing:
+    """An edge of the graph along which a value moves between devices (XLA->CPU or CPU->XLA)."""
+
+    source: str
+    node: str
+    from_device: str
+    to_device: str
+
+
+@dataclasses.dataclass(frozen=True)
+class RunError:
+    """Why a run failed: the node it failed at, its source line and the exception."""
+
+    node: str
+    target: str
+    exception: BaseException
+    file: str | None
+    line: int | None
+    code: str | None
+
+    def __str__(self) -> str:
+        where = f" ({self.file}:{self.line}: {self.code})" if self.file else ""
+        return f"{type(self.exception).__name__} at node {self.node} [{self.target}]{where}: {self.exception}"
+
+
+@dataclasses.dataclass
+class RunRecord:
+    """What happened when one graph ran on the XLA device.
+
+    A run is a warm-up call (compilations and first-time uploads happen there; see ``first_call``)
+    and a measured call, whose figures these are: what happens on every call. Counts are deltas
+    of torch_xla.debug.metrics, never reset. ``executions``/``compilations`` are the ones forced
+    mid-graph (before the graph's own end); ``graph_breaks`` attributes them to nodes.
+    """
+
+    device: str
+    executions: int = 0
+    compilations: int = 0
+    transfers_to_host: int = 0
+    transfers_to_device: int = 0
+    fallback_ops: dict[str, int] = dataclasses.field(default_factory=dict)
+    graph_breaks: list[GraphBreak] = dataclasses.field(default_factory=list)
+    node_devices: dict[str, Any] = dataclasses.field(default_factory=dict)
+    crossings: list[Crossing] = dataclasses.field(default_factory=list)
+    output_devices: list[str] = dataclasses.field(default_factory=list)
+    error: RunError | None = None
+    matches_reference: bool | None = None
+    mismatch: str | None = None
+    seconds: float | None = None
+    first_call: xla.Counts | None = None
+    outputs: Any = dataclasses.field(default=None, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        """Ran, with no graph break, no transfer either way, and (when compared) the reference values."""
+        return (
+            self.error is None
+            and not self.graph_breaks
+            and self.transfers_to_host == 0
+            and self.transfers_to_device == 0
+            and self.matches_reference is not False
+        )
+
+    def summary(self) -> str:
+        """One paragraph a user can read: failure, or breaks with their nodes, transfers, outputs."""
+        if self.error is not None:
+            return f"failed on {self.device}: {self.error}"
+        breaks = "; ".join(f"{b.node} ({b.file}:{b.line})" if b.file else b.node for b in self.graph_breaks)
+        values = {True: "values match the CPU reference", False: "values DIFFER from the CPU reference"}
+        return (
+            f"ran on {self.device}: {len(self.graph_breaks)} graph break(s){': ' + breaks if breaks else ''}, "
+            f"{self.executions} forced execution(s), {self.transfers_to_host} transfer(s) to host and "
+            f"{self.transfers_to_device} to device per call; outputs on {', '.join(self.output_devices) or 'nothing'}"
+            + (f"; {values[self.matches_reference]}" if self.matches_reference is not None else "")
+        )
+
+    def __repr__(self) -> str:
+        return f"RunRecord({self.summary()})"
+
+
+def run_on_xla(gm: torch.fx.GraphModule, *inputs: Any, reference: Any = None, repeat: int = 3) -> RunRecord:
+    """Run ``gm`` on the XLA device and record what crossed and what executed, node by node.
+
+    Inputs (and the graph's own parameters and buffers) are copied to the device; ``gm`` and the
+    inputs are left untouched. ``reference`` is the expected output (by default the graph's result
+    on CPU); ``repeat`` calls are timed for ``seconds`` (0 skips timing). A failing run is recorded
+    in ``error``, not raised; inputs that cannot move to the device raise XlaInputError.
+    """
+    target = xla.device()
+    graph = copy.deepcopy(gm).to(target)
+    record = RunRecord(device=str(target))
+    with torch.no_grad():
+        first = _call(graph, inputs, target)
+        record.first_call = first.counts
+        if first.error is not None:
+            record.error = first.error
+            return record
+        _fill(record, graph, _call(graph, inputs, target))
+        _compare(record, reference if reference is not None else _cpu_reference(gm, inputs, record))
+        record.seconds = _steady_seconds(graph, inputs, target, repeat)
+    return record
+
+
+@dataclasses.dataclass
+class _Call:
+    counts: xla.Counts
+    per_node: dict[str, xla.Counts]
+    devices: dict[str, Any]
+    outputs: Any = None
+    error: RunError | None = None
+
+
+class _NodeFailed(Exception):
+    def __init__(self, node: torch.fx.Node, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.node, self.error = node, error
+
+
+class _MeasuringInterpreter(torch.fx.Interpreter):
+    """Runs node by node, taking torch_xla metric deltas and the output device of each node."""
+
+    def __init__(self, gm: torch.fx.GraphModule) -> None:
+        super().__init__(gm)
+        self.per_node: dict[str, xla.Counts] = {}
+        self.devices: dict[str, Any] = {}
+
+    def run_node(self, node: torch.fx.Node) -> Any:
+        before = xla.counts()
+        try:
+            value = super().run_node(node)
+        except Exception as error:
+            raise _NodeFailed(node, error) from error
+        xla.settle()
+        self.per_node[node.name] = xla.counts() - before
+        self.devices[node.name] = _devices(value)
+        return value
+
+
+def _call(graph: torch.fx.GraphModule, inputs: tuple, target: torch.device) -> _Call:
+    device_inputs = _to_device(inputs, target)
+    xla.settle()
+    before = xla.counts()
+    interpreter = _MeasuringInterpreter(graph)
+    outputs, error = None, None
+    try:
+        outputs = interpreter.run(*device_inputs)
+    except _NodeFailed as failed:
+        error = _run_error(failed)
+    during = xla.counts() - before
+    xla.sync()  # the graph's own end: not a break
+    return _Call(during, interpreter.per_node, interpreter.devices, outputs, error)
+
+
+def _run_error(failed: _NodeFailed) -> RunError:
+    source = source_of(failed.node)
+    return RunError(
+        failed.node.name,
+        readable_target(failed.node),
+        failed.error,
+        source.file if source else None,
+        source.line if source else None,
+        source.code if source else None,
+    )
+
+
+def _fill(record: RunRecord, graph: torch.fx.GraphModule, call: _Call) -> None:
+    counts = call.counts
+    record.executions, record.compilations = counts.executions, counts.compilations
+    record.transfers_to_host, record.transfers_to_device = counts.transfers_to_host, counts.transfers_to_device
+    record.fallback_ops = dict(counts.fallbacks)
+    record.graph_breaks = [_graph_break(node, call.per_node[node.name]) for node in graph.graph.nodes
+                           if node.name in call.per_node and call.per_node[node.name].forced]
+    record.node_devices = {name: device for name, device in call.devices.items() if device is not None}
+    record.crossings = _crossings(graph, record.node_devices)
+    record.output_devices = [str(t.device) for t in pytree.tree_leaves(call.outputs) if isinstance(t, torch.Tensor)]
+    record.outputs = call.outputs
+
+
+def _graph_break(node: torch.fx.Node, delta: xla.Counts) -> GraphBreak:
+    source = source_of(node)
+    return GraphBreak(
+        node.name,
+        readable_target(node),
+        delta.executions,
+        delta.transfers_to_host,
+        source.file if source else None,
+        source.line if source else None,
+        source.code if source else None,
+    )
+
+
+def _devices(value: Any) -> Any:
+    """The device of a node's value: a str for a tensor, a tuple for several, None for no tensor."""
+    if isinstance(value, torch.Tensor):
+        return str(value.device)
+    tensors = [str(t.device) for t in pytree.tree_leaves(value) if isinstance(t, torch.Tensor)]
+    return tuple(tensors) if tensors else None
+
+
+def _crossings(graph: torch.fx.GraphModule, devices: dict[str, Any]) -> list[Crossing]:
+    crossings = []
+    for node in graph.graph.nodes:
+        here = devices.get(node.name)
+        if not isinstance(here, str):
+            continue
+        for source in node.all_input_nodes:
+            there = devices.get(source.name)
+            if isinstance(there, str) and torch.device(there).type != torch.device(here).type:
+                crossings.append(Crossing(source.name, node.name, there, here))
+    return crossings
+
+
+def _to_device(inputs: tuple, target: torch.device) -> list[Any]:
+    """Copies of the inputs on ``target``; the caller's tensors are never handed to the graph."""
+    leaves, spec = pytree.tree_flatten_with_path(list(inputs))
+    moved = [_moved(value, pytree.keystr(path), target) for path, value in leaves]
+    return pytree.tree_unflatten(moved, spec)
+
+
+def _moved(value: Any, path: str, target: torch.device) -> Any:
+    if not isinstance(value, torch.Tensor):
+        return value
+    try:
+        copied = value.detach().to(target)
+    except Exception as error:
+        raise XlaInputError(
+            f"input{path} ({value.dtype}, {value.layout}, on {value.device}) cannot move to {target}: {error}. "
+            "Pass dense tensors with data (not meta) of a dtype the device supports"
+        ) from error
+    return copied.clone() if copied is value else copied
+
+
+def _cpu_reference(gm: torch.fx.GraphModule, inputs: tuple, record: RunRecord) -> Any:
+    """The graph's result on CPU (every device pin pointed at CPU); None, noted, when it cannot run there."""
+    cpu_graph, _ = rewrite_copy(gm, target="cpu")
+    try:
+        return cpu_graph(*_to_device(inputs, torch.device("cpu")))
+    except Exception as error:
+        record.mismatch = f"not compared: the graph does not run on CPU ({type(error).__name__}: {error})"
+        return None
+
+
+def _compare(record: RunRecord, reference: Any) -> None:
+    if reference is None:
+        return
+    actual = record.outputs
+    if isinstance(actual, (tuple, list)) and len(actual) == 1 and not isinstance(reference, (tuple, list)):
+        actual = actual[0]
+    try:
+        torch.testing.assert_close(_on_cpu(actual), _on_cpu(reference))
+    except (AssertionError, TypeError, ValueError) as mismatch:
+        record.matches_reference, record.mismatch = False, str(mismatch)
+    else:
+        record.matches_reference = True
+
+
+def _on_cpu(tree: Any) -> Any:
+    return pytree.tree_map(lambda v: v.detach().cpu() if isinstance(v, torch.Tensor) else v, tree)
+
+
+def _steady_seconds(graph: torch.fx.GraphModule, inputs: tuple, target: torch.device, repeat: int) -> float | None:
+    """Median wall time of a plain call plus its sync, after the two measured calls warmed it up."""
+    if repeat <= 0:
+        return None
+    device_inputs = _to_device(inputs, target)
+    xla.settle()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        graph(*device_inputs)
+        xla.sync()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)

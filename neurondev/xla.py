@@ -1,0 +1,172 @@
+"""The XLA runtime: which device runs (Neuron when torch_neuronx imports, else PJRT CPU) and its counters."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import os
+import sys
+from typing import Mapping
+
+import torch
+
+from .errors import XlaUnavailableError
+
+__all__ = ["Counts", "RuntimeChoice", "choose_runtime", "counts", "describe", "device", "settle", "sync"]
+
+_INSTALL_HINT = (
+    "install the torch-xla that matches your torch ({torch}): pip install 'torch-xla=={minor}.*' "
+    "(neurondev is tested with torch 2.9.0 + torch-xla 2.9.0; on Trainium use the Neuron SDK's torch-neuronx)"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class RuntimeChoice:
+    """Which XLA runtime neurondev uses and why; ``set_pjrt_device`` is what neurondev must set, if anything."""
+
+    runtime: str
+    pjrt_device: str | None
+    set_pjrt_device: str | None
+    reason: str
+
+
+def choose_runtime(*, neuron_error: BaseException | None, environ: Mapping[str, str], xla_imported: bool) -> RuntimeChoice:
+    """Decide the runtime: Neuron if torch_neuronx imported; else PJRT, the user's PJRT_DEVICE first.
+
+    PJRT_DEVICE=CPU is chosen only when the user has set no PJRT_DEVICE and torch_xla has not been
+    imported yet (after that torch_xla has made its own choice, which neurondev respects).
+    """
+    user_device = environ.get("PJRT_DEVICE")
+    if neuron_error is None:
+        return RuntimeChoice("neuron", user_device, None, "torch_neuronx imports: its Neuron device is used")
+    missing = f"torch_neuronx does not import ({type(neuron_error).__name__}: {neuron_error})"
+    if user_device:
+        return RuntimeChoice("pjrt", user_device, None, f"{missing}; PJRT_DEVICE={user_device} was set before neurondev ran")
+    if xla_imported:
+        return RuntimeChoice("pjrt", None, None, f"{missing}; torch_xla was already imported, its own device choice stands")
+    return RuntimeChoice("pjrt", "CPU", "CPU", f"{missing}; no PJRT_DEVICE was set, so neurondev set PJRT_DEVICE=CPU")
+
+
+def _neuron_import_error() -> BaseException | None:
+    try:
+        importlib.import_module("torch_neuronx")
+    except Exception as error:  # a broken Neuron install is as unusable as a missing one
+        return error
+    return None
+
+
+_choice: RuntimeChoice | None = None
+
+
+def _runtime() -> RuntimeChoice:
+    """Choose once per process, set PJRT_DEVICE if ours to set, and import torch_xla."""
+    global _choice
+    if _choice is None:
+        choice = choose_runtime(
+            neuron_error=_neuron_import_error(), environ=os.environ, xla_imported="torch_xla" in sys.modules
+        )
+        if choice.set_pjrt_device:
+            os.environ["PJRT_DEVICE"] = choice.set_pjrt_device
+        _choice = choice
+    _torch_xla()
+    return _choice
+
+
+def _torch_xla():
+    try:
+        return importlib.import_module("torch_xla")
+    except Exception as error:
+        minor = ".".join(torch.__version__.split("+")[0].split(".")[:2])
+        raise XlaUnavailableError(
+            f"running on an XLA device needs torch_xla, which does not import ({type(error).__name__}: {error}); "
+            + _INSTALL_HINT.format(torch=torch.__version__, minor=minor)
+        ) from error
+
+
+def device() -> torch.device:
+    """The XLA device runs go to: Neuron's if torch_neuronx imports, otherwise PJRT's (CPU here)."""
+    choice = _runtime()
+    try:
+        return torch.device(_torch_xla().device())
+    except Exception as error:
+        owner = "set by neurondev" if choice.set_pjrt_device else "not set by neurondev, left as it was"
+        raise XlaUnavailableError(
+            f"torch_xla imported but its device could not start ({type(error).__name__}: {error}). "
+            f"{choice.reason}. PJRT_DEVICE={os.environ.get('PJRT_DEVICE')!r} ({owner}); "
+            "set PJRT_DEVICE=CPU for the CPU XLA device"
+        ) from error
+
+
+def describe() -> dict[str, str]:
+    """Which runtime and device are in use, and why; also the torch and torch_xla versions."""
+    xla_device = device()
+    torch_xla = _torch_xla()
+    return {
+        "runtime": _choice.runtime,
+        "device": str(xla_device),
+        "PJRT_DEVICE": os.environ.get("PJRT_DEVICE", ""),
+        "reason": _choice.reason,
+        "torch": torch.__version__,
+        "torch_xla": getattr(torch_xla, "__version__", "unknown"),
+    }
+
+
+def sync() -> None:
+    """Execute the pending lazy graph and wait until every execution has finished (and been counted)."""
+    torch_xla = _torch_xla()
+    torch_xla.sync()
+    settle()
+
+
+def settle() -> None:
+    """Wait for in-flight device work, so that its counters are recorded before they are read."""
+    import torch_xla.core.xla_model as xm
+
+    xm.wait_device_ops()
+
+
+@dataclasses.dataclass(frozen=True)
+class Counts:
+    """torch_xla's cumulative counters at one moment; subtract two for what happened in between."""
+
+    executions: int = 0
+    compilations: int = 0
+    transfers_to_host: int = 0
+    transfers_to_device: int = 0
+    fallbacks: tuple[tuple[str, int], ...] = ()
+
+    def __sub__(self, other: "Counts") -> "Counts":
+        earlier = dict(other.fallbacks)
+        fallbacks = tuple((op, n - earlier.get(op, 0)) for op, n in self.fallbacks if n - earlier.get(op, 0))
+        return Counts(
+            self.executions - other.executions,
+            self.compilations - other.compilations,
+            self.transfers_to_host - other.transfers_to_host,
+            self.transfers_to_device - other.transfers_to_device,
+            fallbacks,
+        )
+
+    @property
+    def forced(self) -> bool:
+        """True when an execution or a device-to-host transfer happened: a break in the lazy graph."""
+        return self.executions > 0 or self.transfers_to_host > 0
+
+
+def counts() -> Counts:
+    """Read torch_xla.debug.metrics now (never cleared: the user's own figures stay as they are)."""
+    import torch_xla.debug.metrics as metrics
+
+    def samples(name: str) -> int:
+        data = metrics.metric_data(name)
+        return int(data[0]) if data else 0
+
+    fallbacks = tuple(
+        (name, int(metrics.counter_value(name))) for name in metrics.counter_names() if name.startswith("aten::")
+    )
+    return Counts(
+        samples("ExecuteTime"),
+        samples("CompileTime"),
+        samples("TransferFromDeviceTime"),
+        samples("TransferToDeviceTime"),
+        fallbacks,
+    )

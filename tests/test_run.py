@@ -1,0 +1,129 @@
+"""run_on_xla on the real XLA device: the graph break before the pass, none after, values equal."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+import neurondev
+from neurondev import examples, xla
+from tests.helpers import line_of
+
+pytestmark = pytest.mark.xla
+
+
+def test_frozen_seed_graph_breaks_at_copy_and_lands_on_cpu(seed_capture):
+    record = neurondev.run_on_xla(seed_capture.graphs[0], *seed_capture.example_inputs[0])
+    assert record.error is None and record.matches_reference is True
+    (brk,) = record.graph_breaks
+    assert (brk.node, brk.target, brk.executions, brk.transfers_to_host) == ("copy_", "Tensor.copy_", 1, 1)
+    assert brk.line == line_of(examples.seed_function, "out.copy_") and brk.code == "out.copy_(torch.relu(x) * 2)"
+    assert (record.executions, record.transfers_to_host) == (1, 1)
+    assert record.output_devices == ["cpu"]
+    assert record.node_devices["out"] == "cpu" and record.node_devices["mul"] == "xla:0"
+    assert [(c.source, c.node, c.from_device, c.to_device) for c in record.crossings] == [("mul", "copy_", "xla:0", "cpu")]
+    assert not record.ok
+
+
+def test_rewritten_seed_graph_has_no_break_no_transfer_and_equal_values(seed_capture):
+    gm, _ = neurondev.rewrite_copy(seed_capture.graphs[0])
+    record = neurondev.run_on_xla(gm, *seed_capture.example_inputs[0])
+    assert record.graph_breaks == [] and record.crossings == []
+    assert (record.executions, record.transfers_to_host, record.transfers_to_device) == (0, 0, 0)
+    assert record.output_devices == ["xla:0"]
+    assert record.matches_reference is True and record.ok
+    torch.testing.assert_close(record.outputs[0].cpu(), seed_capture.output)
+    assert record.seconds is not None and record.seconds > 0
+
+
+def test_collective_example_breaks_frozen_and_not_rewritten(collective_capture):
+    (gm,) = collective_capture.graphs
+    (x,) = collective_capture.example_inputs[0]
+    frozen = neurondev.run_on_xla(gm, x)
+    rewritten = neurondev.run_on_xla(neurondev.rewrite_copy(gm)[0], x)
+    assert [b.node for b in frozen.graph_breaks] == ["copy_"] and frozen.output_devices == ["cpu"]
+    assert rewritten.graph_breaks == [] and rewritten.transfers_to_host == 0
+    assert rewritten.output_devices == ["xla:0"]
+    torch.testing.assert_close(rewritten.outputs[0].cpu(), x)  # world size 1: the sum over one rank
+    assert frozen.matches_reference and rewritten.matches_reference
+
+
+@pytest.mark.slow
+def test_frozen_gpt2_fails_at_the_position_embedding_with_its_source_line(gpt2_capture):
+    record = neurondev.run_on_xla(gpt2_capture.graphs[0], *gpt2_capture.example_inputs[0])
+    assert record.error is not None
+    assert record.error.node == "position_embeds"
+    assert "Expected XLA tensor" in str(record.error.exception)
+    assert record.error.file.endswith("modeling_gpt2.py") and "self.wpe(position_ids)" in record.error.code
+    assert "failed on xla:0" in record.summary()
+
+
+@pytest.mark.slow
+def test_kwargs_only_gpt2_breaks_at_each_positional_to_on_every_call(gpt2_capture):
+    (gm,) = gpt2_capture.graphs
+    kwargs_only, _ = neurondev.rewrite_copy(gm, rewrite_positional=False)
+    record = neurondev.run_on_xla(kwargs_only, *gpt2_capture.example_inputs[0], repeat=0)
+    positional = neurondev.diagnose(kwargs_only)
+    assert [b.node for b in record.graph_breaks] == list(positional.node)
+    assert all(b.target == "Tensor.to" and b.transfers_to_host == 1 for b in record.graph_breaks)
+    assert record.transfers_to_host == 3 and record.transfers_to_device == 3 and record.executions >= 3
+    assert record.matches_reference is True
+
+
+@pytest.mark.slow
+def test_default_rewrite_gpt2_runs_with_no_break_and_equal_logits(gpt2_capture, gpt2):
+    (gm,) = gpt2_capture.graphs
+    record = neurondev.run_on_xla(neurondev.rewrite_copy(gm)[0], *gpt2_capture.example_inputs[0], repeat=0)
+    assert record.graph_breaks == [] and record.executions == 0
+    assert record.transfers_to_host == 0 and record.transfers_to_device == 0
+    assert record.matches_reference is True and record.ok
+    model, (input_ids,), kwargs = gpt2
+    with torch.no_grad():
+        eager = model(input_ids, **kwargs).logits
+    torch.testing.assert_close(record.outputs[0].cpu(), eager)
+
+
+def test_users_graph_inputs_and_metrics_are_left_alone(seed_capture):
+    gm = seed_capture.graphs[0]
+    code, x = gm.code, seed_capture.example_inputs[0][0]
+    x_before = x.clone()
+    xla.device()
+    before = xla.counts()
+    neurondev.run_on_xla(gm, x)
+    after = xla.counts()
+    assert gm.code == code
+    torch.testing.assert_close(x, x_before)
+    assert after.executions > before.executions  # cumulative: never cleared under the user
+    assert after.transfers_to_host > before.transfers_to_host
+
+
+def test_graph_parameters_move_to_the_device_and_the_module_stays_on_cpu():
+    model = torch.nn.Linear(4, 3)
+    gm = torch.fx.symbolic_trace(model)
+    x = torch.randn(2, 4)
+    record = neurondev.run_on_xla(gm, x)
+    assert record.ok and record.output_devices == ["xla:0"]
+    assert gm.weight.device.type == "cpu"
+    torch.testing.assert_close(record.outputs.cpu(), model(x).detach())
+
+
+def test_wrong_reference_is_reported_as_a_mismatch(seed_capture):
+    record = neurondev.run_on_xla(seed_capture.graphs[0], *seed_capture.example_inputs[0], reference=torch.zeros(64), repeat=0)
+    assert record.matches_reference is False and "Mismatched elements" in record.mismatch
+    assert "DIFFER" in record.summary()
+
+
+def test_an_input_that_cannot_move_is_a_named_error(seed_capture):
+    with pytest.raises(neurondev.XlaInputError, match=r"input\[0\] .*meta.* cannot move to xla"):
+        neurondev.run_on_xla(seed_capture.graphs[0], torch.empty(64, device="meta"))
+
+
+def test_a_node_that_fails_on_the_device_is_recorded_not_raised():
+    def fn(x):
+        return x.cuda() + 1
+
+    graph = torch.fx.symbolic_trace(fn)
+    record = neurondev.run_on_xla(copy.deepcopy(graph), torch.randn(2), repeat=0)
+    assert record.error is not None and record.error.node == "cuda"

@@ -1,0 +1,108 @@
+"""Device selection: Neuron when torch_neuronx imports, else PJRT (the user's PJRT_DEVICE, or CPU)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+from neurondev.xla import choose_runtime
+
+NO_NEURON = ModuleNotFoundError("No module named 'torch_neuronx'")
+
+
+def test_neuron_is_chosen_when_torch_neuronx_imports():
+    choice = choose_runtime(neuron_error=None, environ={}, xla_imported=False)
+    assert choice.runtime == "neuron" and choice.set_pjrt_device is None
+    assert "torch_neuronx imports" in choice.reason
+
+
+def test_users_pjrt_device_is_respected():
+    choice = choose_runtime(neuron_error=NO_NEURON, environ={"PJRT_DEVICE": "TPU"}, xla_imported=False)
+    assert (choice.runtime, choice.pjrt_device, choice.set_pjrt_device) == ("pjrt", "TPU", None)
+    assert "PJRT_DEVICE=TPU was set before neurondev ran" in choice.reason
+
+
+def test_torch_xla_already_imported_keeps_its_own_choice():
+    choice = choose_runtime(neuron_error=NO_NEURON, environ={}, xla_imported=True)
+    assert choice.set_pjrt_device is None and "already imported" in choice.reason
+
+
+def test_cpu_is_set_only_when_nothing_else_decided():
+    choice = choose_runtime(neuron_error=NO_NEURON, environ={}, xla_imported=False)
+    assert (choice.runtime, choice.set_pjrt_device) == ("pjrt", "CPU")
+    assert "No module named 'torch_neuronx'" in choice.reason
+
+
+def run_python(code: str, **environ: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "PJRT_DEVICE"} | environ
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env, timeout=300)
+
+
+@pytest.mark.xla
+def test_this_machine_runs_on_the_real_runtime_it_has():
+    result = run_python("""
+        import json, neurondev.xla as x
+        print(json.dumps(x.describe()))
+    """)
+    assert result.returncode == 0, result.stderr
+    described = __import__("json").loads(result.stdout.strip().splitlines()[-1])
+    if importlib.util.find_spec("torch_neuronx") is None:
+        assert described["runtime"] == "pjrt" and described["PJRT_DEVICE"] == "CPU"
+        assert described["device"] == "xla:0"
+        assert "neurondev set PJRT_DEVICE=CPU" in described["reason"]
+    else:
+        assert described["runtime"] == "neuron"
+
+
+@pytest.mark.xla
+def test_a_pjrt_device_the_user_set_is_kept_even_when_it_cannot_start():
+    result = run_python("""
+        import os, neurondev.xla as x
+        try:
+            x.device()
+        except x.XlaUnavailableError as error:
+            print("ERROR", error)
+        print("PJRT_DEVICE", os.environ["PJRT_DEVICE"])
+    """, PJRT_DEVICE="NOSUCHDEVICE")
+    assert "ERROR torch_xla imported but its device could not start" in result.stdout, result.stderr
+    assert "not set by neurondev, left as it was" in result.stdout
+    assert result.stdout.strip().splitlines()[-1] == "PJRT_DEVICE NOSUCHDEVICE"
+
+
+HIDE_TORCH_XLA = """
+    import sys
+    class HideTorchXla:
+        def find_spec(self, name, path=None, target=None):
+            if name == "torch_xla" or name.startswith("torch_xla."):
+                raise ImportError("torch_xla hidden by the test")
+    sys.meta_path.insert(0, HideTorchXla())
+"""
+
+
+def test_cpu_side_works_without_torch_xla_and_a_run_says_how_to_install_it():
+    result = run_python(textwrap.dedent(HIDE_TORCH_XLA) + textwrap.dedent("""
+        import torch, neurondev
+        from neurondev import examples
+        fn, args, kwargs = examples.get("seed").build()
+        captured = neurondev.capture(fn, *args)
+        print("pins", len(neurondev.diagnose(captured)))
+        gm, rewrites = neurondev.rewrite_copy(captured.graphs[0])
+        print("rewrites", len(rewrites))
+        try:
+            neurondev.run_on_xla(gm, *args)
+        except neurondev.XlaUnavailableError as error:
+            print("ERROR", error)
+        print("torch_xla" in sys.modules)
+    """))
+    lines = result.stdout.strip().splitlines()
+    assert lines[:2] == ["pins 1", "rewrites 1"], result.stderr
+    assert lines[2].startswith("ERROR running on an XLA device needs torch_xla")
+    minor = ".".join(torch.__version__.split(".")[:2])
+    assert f"pip install 'torch-xla=={minor}.*'" in lines[2]
+    assert lines[3] == "False"
