@@ -1,5 +1,6 @@
 """neurondev: see and fix the device pins torch.compile freezes into graphs traced on CPU for XLA."""
 
+from .backend import backend
 from .capture import Capture, capture
 from .diagnose import diagnose
 from .errors import (
@@ -30,6 +31,7 @@ __all__ = [
     "TraceError",
     "XlaInputError",
     "XlaUnavailableError",
+    "backend",
     "capture",
     "diagnose",
     "find_pins",

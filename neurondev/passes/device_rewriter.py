@@ -58,7 +58,7 @@ class DeviceRewriterPass(PassBase):
                 self._rewrite(node, [slot for slot in slots if self._needs_rewrite(node, slot)])
         if self.rewrites:
             graph_module.recompile()  # deferred to the first call on dynamo's lazy GraphModules
-            log.info("DeviceRewriterPass rewrote %d device argument(s) to %s", len(self.rewrites), self.target)
+            log.debug("DeviceRewriterPass rewrote %d device argument(s) to %s", len(self.rewrites), self.target)
         return PassResult(graph_module, bool(self.rewrites))
 
     def _needs_rewrite(self, node: torch.fx.Node, slot: Slot) -> bool:

@@ -1,0 +1,87 @@
+"""The "neurondev" torch.compile backend, and what it fixes compared with openxla's own constructor mover."""
+
+from __future__ import annotations
+
+import copy
+import logging
+
+import pytest
+import torch
+
+import neurondev
+from neurondev import bridge, examples, xla
+
+
+def test_backend_rewrites_before_handing_over_to_the_inner_backend(seed_capture):
+    received = []
+
+    def inner(gm, example_inputs):
+        received.append(gm)
+        return gm.forward
+
+    gm = copy.deepcopy(seed_capture.graphs[0])
+    neurondev.backend(gm, seed_capture.example_inputs[0], inner=inner, target="xla:0")
+    (handed,) = received
+    assert handed is gm and neurondev.diagnose(handed).empty
+    assert "device(type='xla', index=0)" in handed.code
+
+
+def test_torch_compile_options_reach_the_backend(seed_capture):
+    received = []
+    gm = copy.deepcopy(seed_capture.graphs[0])
+    options = {"inner": lambda g, _: received.append(g) or g.forward, "target": "xla:0", "rewrite_positional": False}
+    neurondev.backend(gm, seed_capture.example_inputs[0], options=options)
+    assert received and neurondev.diagnose(received[0]).empty
+
+
+@pytest.mark.xla
+def test_torch_compile_backend_by_name_keeps_the_output_on_xla_and_logs_rewrites(caplog):
+    device = xla.device()
+    x = torch.randn(64)
+    caplog.set_level(logging.INFO, logger="neurondev")
+    compiled = torch.compile(examples.seed_function, backend="neurondev")
+    out = compiled(x.to(device))
+    assert out.device.type == "xla"
+    torch.testing.assert_close(out.cpu(), examples.seed_function(x))
+    torch._dynamo.reset()
+
+
+@pytest.mark.xla
+def test_backend_on_a_graph_traced_on_cpu_logs_each_rewrite(seed_capture, caplog):
+    caplog.set_level(logging.INFO, logger="neurondev")
+    report = bridge.bridge_report(seed_capture.graphs[0], *seed_capture.example_inputs[0], rewrite=True)
+    assert report.error is None
+    assert "neurondev backend: out kwarg: device(type='cpu') -> device(type='xla', index=0)" in caplog.text
+
+
+@pytest.mark.xla
+def test_openxla_mover_leaves_the_seed_on_cpu_and_neurondev_does_not(seed_capture):
+    (x,) = seed_capture.example_inputs[0]
+    openxla = bridge.bridge_report(seed_capture.graphs[0], x, rewrite=False)
+    ours = bridge.bridge_report(seed_capture.graphs[0], x, rewrite=True)
+    assert (openxla.partitions, openxla.fallback_nodes, openxla.output_devices) == (1, ["empty", "copy"], ["cpu"])
+    assert (ours.partitions, ours.fallback_nodes, ours.output_devices) == (1, [], ["xla:0"])
+    torch.testing.assert_close(ours.outputs[0].cpu(), seed_capture.output)
+    torch.testing.assert_close(openxla.outputs[0], seed_capture.output)
+
+
+@pytest.mark.xla
+def test_same_comparison_for_the_collective_example(collective_capture):
+    (x,) = collective_capture.example_inputs[0]
+    openxla = bridge.bridge_report(collective_capture.graphs[0], x, rewrite=False)
+    ours = bridge.bridge_report(collective_capture.graphs[0], x, rewrite=True)
+    assert openxla.output_devices == ["cpu"] and openxla.fallback_nodes
+    assert (ours.partitions, ours.fallback_nodes, ours.output_devices) == (1, [], ["xla:0"])
+
+
+@pytest.mark.xla
+@pytest.mark.slow
+def test_openxla_cannot_compile_the_frozen_gpt2_and_neurondev_makes_one_partition(gpt2_capture, gpt2):
+    inputs = gpt2_capture.example_inputs[0]
+    openxla = bridge.bridge_report(gpt2_capture.graphs[0], *inputs, rewrite=False)
+    ours = bridge.bridge_report(gpt2_capture.graphs[0], *inputs, rewrite=True)
+    assert "FakeTensor Device Propagation" in openxla.error and "xla:0, cpu" in openxla.error
+    assert ours.error is None and (ours.partitions, ours.fallback_nodes) == (1, [])
+    model, (input_ids,), kwargs = gpt2
+    with torch.no_grad():
+        torch.testing.assert_close(ours.outputs[0].cpu(), model(input_ids, **kwargs).logits)
