@@ -14,7 +14,7 @@ import torch.utils._pytree as pytree
 
 from .errors import MissingInputsError, NotCallableError, TraceError
 
-__all__ = ["Capture", "DynamoBreak", "MovedInput", "capture"]
+__all__ = ["Capture", "DynamoBreak", "MovedInput", "capture", "trace_only"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,23 +66,42 @@ def capture(fn: Callable, *args: Any, **kwargs: Any) -> Capture:
     tensors, and other values; tensors on another device are copied to CPU (see ``moved_inputs``).
     Nothing the user passed is modified: inputs are cloned and a module is traced as a deep copy.
     """
+    recorder = _Recorder()
+    output, moved = _trace(fn, args, kwargs, recorder)
+    return Capture(_name(fn), recorder.graphs, recorder.example_inputs, recorder.breaks, moved, output)
+
+
+def trace_only(fn: Callable, *args: Any, **kwargs: Any) -> Capture:
+    """Like :func:`capture`, but stop once dynamo has made the first graph: ``fn`` is never run.
+
+    For functions whose collectives need peers that are not there while tracing (a rank of a
+    multi-device job traced alone); ``output`` is None and at most one graph is recorded.
+    """
+    recorder = _Recorder(stop=True)
+    _, moved = _trace(fn, args, kwargs, recorder)
+    return Capture(_name(fn), recorder.graphs, recorder.example_inputs, recorder.breaks, moved, None)
+
+
+def _trace(fn: Callable, args: tuple, kwargs: dict, recorder: "_Recorder") -> tuple[Any, list[MovedInput]]:
     _check_callable(fn)
     _check_inputs(fn, args, kwargs)
     moved: list[MovedInput] = []
     traced_fn = _cpu_copy_of_module(fn, moved) if isinstance(fn, torch.nn.Module) else _fresh_function(fn)
     cpu_args, cpu_kwargs = _cpu_clone(args, "args", moved), _cpu_clone(kwargs, "kwargs", moved)
-    recorder = _Recorder()
     try:
-        output = _compiled_entry(traced_fn, recorder)(*cpu_args, **cpu_kwargs)
+        return _compiled_entry(traced_fn, recorder)(*cpu_args, **cpu_kwargs), moved
     except Exception as error:
+        if recorder.stop and recorder.graphs:
+            return None, moved
         raise TraceError(f"tracing {_name(fn)} on CPU raised {type(error).__name__}: {error}") from error
-    return Capture(_name(fn), recorder.graphs, recorder.example_inputs, recorder.breaks, moved, output)
 
 
 class _Recorder:
-    """A torch.compile backend that keeps each graph and runs it eagerly (no other backend)."""
+    """A torch.compile backend that keeps each graph and runs it eagerly (no other backend);
+    with ``stop=True`` it stops dynamo after the first graph instead."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, stop: bool = False) -> None:
+        self.stop = stop
         self.graphs: list[torch.fx.GraphModule] = []
         self.example_inputs: list[list[Any]] = []
         self.breaks: list[DynamoBreak] = []
@@ -93,7 +112,13 @@ class _Recorder:
         reason = getattr(gm, "compile_subgraph_reason", None)
         if reason is not None and reason.graph_break:
             self.breaks.append(_dynamo_break(reason))
+        if self.stop:
+            raise _Traced()
         return gm.forward
+
+
+class _Traced(Exception):
+    """Raised by a stopping recorder once it holds its graph."""
 
 
 def _dynamo_break(reason: Any) -> DynamoBreak:

@@ -6,7 +6,7 @@ import copy
 import dataclasses
 import statistics
 import time
-from typing import Any
+from typing import Any, Callable
 
 import torch
 import torch.fx
@@ -115,24 +115,34 @@ class RunRecord:
         return f"RunRecord({self.summary()})"
 
 
-def run_on_xla(gm: torch.fx.GraphModule, *inputs: Any, reference: Any = None, repeat: int = 3) -> RunRecord:
+def run_on_xla(
+    gm: torch.fx.GraphModule,
+    *inputs: Any,
+    reference: Any = None,
+    repeat: int = 3,
+    barrier: Callable[[], None] | None = None,
+) -> RunRecord:
     """Run ``gm`` on the XLA device and record what crossed and what executed, node by node.
 
     Inputs (and the graph's own parameters and buffers) are copied to the device; ``gm`` and the
     inputs are left untouched. ``reference`` is the expected output (by default the graph's result
     on CPU); ``repeat`` calls are timed for ``seconds`` (0 skips timing). A failing run is recorded
     in ``error``, not raised; inputs that cannot move to the device raise XlaInputError.
+
+    ``barrier`` is for ranks that run in one process (a thread per device): called around each
+    measured call, it keeps every rank's node-by-node phase apart from any rank's sync, since
+    torch_xla's counters are per process.
     """
     target = xla.device()
     graph = copy.deepcopy(gm).to(target)
     record = RunRecord(device=str(target))
     with torch.no_grad():
-        first = _call(graph, inputs, target)
+        first = _call(graph, inputs, target, barrier or _no_barrier)
         record.first_call = first.counts
         if first.error is not None:
             record.error = first.error
             return record
-        _fill(record, graph, _call(graph, inputs, target))
+        _fill(record, graph, _call(graph, inputs, target, barrier or _no_barrier))
         _compare(record, reference if reference is not None else _cpu_reference(gm, inputs, record))
         record.seconds = _steady_seconds(graph, inputs, target, repeat)
     return record
@@ -173,9 +183,14 @@ class _MeasuringInterpreter(torch.fx.Interpreter):
         return value
 
 
-def _call(graph: torch.fx.GraphModule, inputs: tuple, target: torch.device) -> _Call:
+def _no_barrier() -> None:
+    pass
+
+
+def _call(graph: torch.fx.GraphModule, inputs: tuple, target: torch.device, barrier: Callable[[], None]) -> _Call:
     device_inputs = _to_device(inputs, target)
     xla.settle()
+    barrier()
     before = xla.counts()
     interpreter = _MeasuringInterpreter(graph)
     outputs, error = None, None
@@ -184,7 +199,9 @@ def _call(graph: torch.fx.GraphModule, inputs: tuple, target: torch.device) -> _
     except _NodeFailed as failed:
         error = _run_error(failed)
     during = xla.counts() - before
+    barrier()
     xla.sync()  # the graph's own end: not a break
+    barrier()
     return _Call(during, interpreter.per_node, interpreter.devices, outputs, error)
 
 

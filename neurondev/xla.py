@@ -119,10 +119,12 @@ def sync() -> None:
 
 
 def settle() -> None:
-    """Wait for in-flight device work, so that its counters are recorded before they are read."""
+    """Wait for this thread's device's in-flight work, so that its counters are recorded before they
+    are read. Only this device: with a thread per device, waiting for a peer that is itself waiting
+    for us in a collective would never end."""
     import torch_xla.core.xla_model as xm
 
-    xm.wait_device_ops()
+    xm.wait_device_ops(xm.xla_real_devices([str(_torch_xla().device())]))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,0 +1,164 @@
+"""Run the seed's collective example on several XLA devices at once: one rank per device, xmp.spawn."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+import torch
+
+__all__ = ["RankResult", "RankRun", "expected_reduce_scatter", "rank_input", "run_on_ranks"]
+
+_ELEMENTS_PER_RANK = 4
+_BARRIER_SECONDS = 300
+
+
+@dataclasses.dataclass(frozen=True)
+class RankRun:
+    """One graph's run on one rank: where it broke, what crossed, where the output landed, values.
+
+    ``graph_breaks`` names this rank's own nodes. ``executions`` and ``transfers_to_host`` come from
+    torch_xla's counters, which are per process: with a thread per device (PJRT CPU) they include
+    the peers' share of the same collective step (2 ranks: 2 executions at the frozen ``copy_``).
+    """
+
+    graph_breaks: list[str]
+    executions: int
+    transfers_to_host: int
+    output_devices: list[str]
+    values: list[float]
+    matches_expected: bool | None
+    error: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class RankResult:
+    """The frozen and the rewritten graph of one rank, with the reduction that rank must get."""
+
+    rank: int
+    world_size: int
+    device: str
+    expected: list[float]
+    frozen: RankRun
+    rewritten: RankRun
+
+
+def rank_input(rank: int, world_size: int) -> torch.Tensor:
+    """Rank ``rank``'s input: distinct per rank, so a wrong reduction cannot look right."""
+    return torch.arange(_ELEMENTS_PER_RANK * world_size, dtype=torch.float32) + 100.0 * rank
+
+
+def expected_reduce_scatter(rank: int, world_size: int) -> torch.Tensor:
+    """What ``reduce_scatter_tensor(x, 'sum', world_size)`` gives rank ``rank``, computed directly."""
+    total = sum(rank_input(r, world_size) for r in range(world_size))
+    return total.chunk(world_size)[rank]
+
+
+def run_on_ranks(*, world_size: int = 2, timeout: float = 600) -> list[RankResult]:
+    """Trace the collective example on CPU and run it frozen and rewritten on ``world_size`` devices.
+
+    Runs in a fresh process (torch_xla's multiprocessing needs an uninitialised runtime) through
+    ``torch_xla.distributed.xla_multiprocessing.spawn``. On the PJRT CPU runtime the devices are
+    ``CPU_NUM_DEVICES=world_size`` CPU devices, a thread per device; on Neuron, the cores the
+    Neuron runtime exposes (its own device count setting decides the world size there).
+    """
+    if world_size < 1:
+        raise ValueError(f"world_size must be at least 1, got {world_size}")
+    with tempfile.TemporaryDirectory(prefix="neurondev-ranks-") as folder:
+        environ = dict(os.environ, CPU_NUM_DEVICES=str(world_size))
+        environ.setdefault("PJRT_DEVICE", "CPU")
+        command = [sys.executable, "-m", "neurondev.ranks", "--world-size", str(world_size), "--out", folder]
+        finished = subprocess.run(command, env=environ, capture_output=True, text=True, timeout=timeout)
+        results = sorted(Path(folder).glob("rank-*.json"))
+        if finished.returncode != 0 or len(results) != world_size:
+            raise RuntimeError(
+                f"the {world_size}-rank run failed (exit {finished.returncode}, {len(results)} rank results):\n"
+                + finished.stderr[-3000:]
+            )
+        return [_result_from_json(json.loads(path.read_text())) for path in results]
+
+
+def _result_from_json(data: dict[str, Any]) -> RankResult:
+    runs = {name: RankRun(**data.pop(name)) for name in ("frozen", "rewritten")}
+    return RankResult(**data, **runs)
+
+
+_trace_lock = threading.Lock()
+_barriers: dict[int, threading.Barrier] = {}
+
+
+def _worker(index: int, folder: str, world_size: int) -> None:
+    """One rank (a thread per device on PJRT CPU): trace alone, run both graphs in lock-step."""
+    import torch_xla.runtime as xr
+
+    from . import examples, xla
+    from .capture import trace_only
+    from .passes.device_rewriter import rewrite_copy
+    from .run import run_on_xla
+
+    rank, ranks = xr.global_ordinal(), xr.world_size()
+    if ranks != world_size:
+        raise RuntimeError(f"asked for {world_size} ranks, torch_xla runs {ranks}")
+    fn = examples.collective_function(world_size, "neurondev-ranks")
+    with _trace_lock:  # dynamo traces one thread at a time
+        traced = trace_only(fn, rank_input(rank, world_size))
+    (gm,) = traced.graphs
+    expected = expected_reduce_scatter(rank, world_size)
+    barrier = _barrier_for(world_size)
+    runs = {
+        name: _rank_run(run_on_xla(graph, rank_input(rank, world_size), reference=expected, repeat=0, barrier=barrier))
+        for name, graph in (("frozen", gm), ("rewritten", rewrite_copy(gm)[0]))
+    }
+    result = RankResult(rank, world_size, str(xla.device()), expected.tolist(), **runs)
+    Path(folder, f"rank-{rank}.json").write_text(json.dumps(dataclasses.asdict(result)))
+
+
+def _barrier_for(world_size: int):
+    """A barrier across the ranks: threads of this process, and processes when there are several."""
+    import torch_xla.core.xla_model as xm
+    import torch_xla.runtime as xr
+
+    with _trace_lock:
+        threads = _barriers.setdefault(world_size, threading.Barrier(xr.addressable_device_count(), timeout=_BARRIER_SECONDS))
+
+    def barrier() -> None:
+        threads.wait()
+        if xr.process_count() > 1:
+            xm.rendezvous("neurondev-ranks")
+
+    return barrier
+
+
+def _rank_run(record: Any) -> RankRun:
+    outputs = record.outputs[0].cpu().tolist() if record.outputs else []
+    return RankRun(
+        graph_breaks=[b.node for b in record.graph_breaks],
+        executions=record.executions,
+        transfers_to_host=record.transfers_to_host,
+        output_devices=record.output_devices,
+        values=outputs,
+        matches_expected=record.matches_reference,
+        error=str(record.error) if record.error else None,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="run the collective example on several XLA devices (internal)")
+    parser.add_argument("--world-size", type=int, required=True)
+    parser.add_argument("--out", required=True)
+    options = parser.parse_args()
+    import torch_xla.distributed.xla_multiprocessing as xmp
+
+    xmp.spawn(_worker, args=(options.out, options.world_size))
+
+
+if __name__ == "__main__":
+    main()
