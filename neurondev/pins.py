@@ -163,7 +163,9 @@ def readable_target(node: torch.fx.Node) -> str:
         name = torch.fx.node._get_qualified_name(node.target)
     except (RuntimeError, AttributeError):
         return getattr(node.target, "__name__", str(node.target))
-    return name.removeprefix("torch.") if name.startswith("torch.Tensor.") else name
+    if name.startswith("torch.Tensor."):
+        return name.removeprefix("torch.")
+    return name.removeprefix("_") if name.startswith("_operator.") else name
 
 
 def find_pins(gm: torch.fx.GraphModule, *, target: str | torch.device = "xla", graph: int = 0) -> list[DevicePin]:

@@ -1,0 +1,1 @@
+"""Rendering: DOT text for graphs (pure), for graphviz to draw."""
