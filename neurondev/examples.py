@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import socket
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 
 import torch
 
@@ -98,11 +98,6 @@ def _seed() -> tuple[Callable, tuple, dict]:
     return seed_function, (torch.randn(64, generator=generator),), {}
 
 
-def _gpt2() -> tuple[Callable, tuple, dict]:
-    model, args, kwargs = tiny_gpt2()
-    return model, args, kwargs
-
-
 CATALOGUE: dict[str, Example] = {
     example.name: example
     for example in (
@@ -110,7 +105,7 @@ CATALOGUE: dict[str, Example] = {
         Example(
             "gpt2",
             "a tiny random-weight GPT-2 from transformers: device= kwargs and positional .to(device)",
-            _gpt2,
+            tiny_gpt2,
             needs=("transformers",),
         ),
     )
