@@ -109,3 +109,21 @@ def test_the_users_own_error_is_chained_not_swallowed():
     with pytest.raises(neurondev.TraceError, match="the user's bug") as info:
         neurondev.capture(fn, torch.randn(2))
     assert isinstance(info.value.__cause__, ValueError)
+
+
+@pytest.mark.xla
+def test_inputs_and_module_state_on_another_device_are_copied_to_cpu_and_recorded():
+    from neurondev import xla
+
+    device = xla.device()
+    model = torch.nn.Linear(3, 2).to(device)
+    x = torch.randn(4, 3).to(device)
+    result = neurondev.capture(model, x)
+    assert [(m.path, m.device) for m in result.moved_inputs] == [
+        ("module.weight", str(device)),
+        ("module.bias", str(device)),
+        ("args[0]", str(device)),
+    ]
+    assert all(t.device.type == "cpu" for t in result.example_inputs[0])
+    assert model.weight.device == device and x.device == device
+    torch.testing.assert_close(result.output, model(x).detach().cpu())

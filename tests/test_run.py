@@ -127,3 +127,14 @@ def test_a_node_that_fails_on_the_device_is_recorded_not_raised():
     graph = torch.fx.symbolic_trace(fn)
     record = neurondev.run_on_xla(copy.deepcopy(graph), torch.randn(2), repeat=0)
     assert record.error is not None and record.error.node == "cuda"
+
+
+def test_an_op_without_an_xla_kernel_is_counted_as_a_cpu_fallback_at_its_node():
+    def fn(x):
+        return torch.histc(x * 2, bins=4) + 1
+
+    captured = neurondev.capture(fn, torch.randn(16))
+    record = neurondev.run_on_xla(captured.graphs[0], *captured.example_inputs[0], repeat=0)
+    assert record.fallback_ops == {"aten::histc": 1}
+    assert [b.node for b in record.graph_breaks] == ["histc"]
+    assert record.matches_reference is True
