@@ -57,7 +57,10 @@ def observed_openxla(seen: list[torch.fx.GraphModule]) -> Callable:
 
 def bridge_report(gm: torch.fx.GraphModule, *inputs: Any, rewrite: bool) -> BridgeReport:
     """Compile a copy of ``gm`` with openxla (``rewrite=False``: its own XLAConstructorMoverPass only)
-    or with the neurondev backend (``rewrite=True``), run it once on XLA copies of ``inputs``."""
+    or with the neurondev backend (``rewrite=True``), run it once on XLA copies of ``inputs``.
+
+    The bridge clears torch_xla's counters while it probes nodes; the user's counts are given back.
+    """
     device = xla.device()
     seen: list[torch.fx.GraphModule] = []
     inner = observed_openxla(seen)
@@ -65,9 +68,10 @@ def bridge_report(gm: torch.fx.GraphModule, *inputs: Any, rewrite: bool) -> Brid
     report = BridgeReport("neurondev" if rewrite else "openxla")
     graph = copy.deepcopy(gm)
     try:
-        compiled = backend(graph, device_inputs, inner=inner, target=device) if rewrite else inner(graph, device_inputs)
-        report.outputs = compiled(*device_inputs)
-        xla.sync()
+        with xla.keep_counters():
+            compiled = backend(graph, device_inputs, inner=inner, target=device) if rewrite else inner(graph, device_inputs)
+            report.outputs = compiled(*device_inputs)
+            xla.sync()
     except Exception as error:
         report.error = f"{type(error).__name__}: {str(error).splitlines()[0]}"
         return report

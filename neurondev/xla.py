@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import os
@@ -12,7 +13,17 @@ import torch
 
 from .errors import XlaUnavailableError
 
-__all__ = ["Counts", "RuntimeChoice", "choose_runtime", "counts", "describe", "device", "settle", "sync"]
+__all__ = [
+    "Counts",
+    "RuntimeChoice",
+    "choose_runtime",
+    "counts",
+    "describe",
+    "device",
+    "keep_counters",
+    "settle",
+    "sync",
+]
 
 _INSTALL_HINT = (
     "install the torch-xla that matches your torch ({torch}): pip install 'torch-xla=={minor}.*' "
@@ -125,6 +136,32 @@ def settle() -> None:
     import torch_xla.core.xla_model as xm
 
     xm.wait_device_ops(xm.xla_real_devices([str(_torch_xla().device())]))
+
+
+# Counters torch_xla's dynamo bridge saves and restores itself around its clear_counters().
+_RESTORED_BY_THE_BRIDGE = frozenset({"DynamoExtractCompiledGraph", "UncachedCompile"})
+
+
+@contextlib.contextmanager
+def keep_counters():
+    """Give the user's torch_xla counters back if the block clears them.
+
+    torch_xla's dynamo bridge (the openxla backend) calls ``metrics.clear_counters()`` for every
+    node it probes; inside this block that would wipe the user's counts. After it, every counter
+    that was cleared gets its earlier value added back.
+    """
+    import torch_xla
+    import torch_xla.debug.metrics as metrics
+
+    saved = {name: metrics.counter_value(name) or 0 for name in metrics.counter_names()}
+    try:
+        yield
+    finally:
+        now = {name: metrics.counter_value(name) or 0 for name in saved}
+        if any(now[name] < value for name, value in saved.items()):
+            for name, value in saved.items():
+                if name not in _RESTORED_BY_THE_BRIDGE and value:
+                    torch_xla._XLAC._xla_increment_counter(name, value)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -85,3 +85,14 @@ def test_openxla_cannot_compile_the_frozen_gpt2_and_neurondev_makes_one_partitio
     model, (input_ids,), kwargs = gpt2
     with torch.no_grad():
         torch.testing.assert_close(ours.outputs[0].cpu(), model(input_ids, **kwargs).logits)
+
+
+@pytest.mark.xla
+def test_the_users_torch_xla_counters_survive_the_bridge_clearing_them(seed_capture):
+    import torch_xla
+    import torch_xla.debug.metrics as metrics
+
+    xla.device()
+    torch_xla._XLAC._xla_increment_counter("NeurondevUserCounter", 5)
+    bridge.bridge_report(seed_capture.graphs[0], *seed_capture.example_inputs[0], rewrite=False)
+    assert metrics.counter_value("NeurondevUserCounter") == 5
