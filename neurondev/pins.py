@@ -9,7 +9,7 @@ import torch
 import torch.fx
 
 from .errors import InvalidTargetError
-from .source import judge_kind, source_of
+from .source import judge_kind, location_fields, source_of
 
 __all__ = [
     "DevicePin",
@@ -194,9 +194,7 @@ def _pin(node: torch.fx.Node, slot: Slot, device: torch.device, graph: int) -> D
         kwargs_pass=rewritable and (slot.location == "kwarg" or (slot.location == "method" and "device" in node.kwargs)),
         default_pass=rewritable,
         kind=judge_kind(source, slot.location),
-        file=source.file if source else None,
-        line=source.line if source else None,
-        code=source.code if source else None,
         users=tuple(user.name for user in node.users),
+        **location_fields(source),
     )
 

@@ -16,7 +16,7 @@ from . import xla
 from .errors import XlaInputError
 from .passes.device_rewriter import rewrite_copy
 from .pins import readable_target
-from .source import source_of
+from .source import location_fields, source_of
 
 __all__ = ["Crossing", "GraphBreak", "RunError", "RunRecord", "run_on_xla"]
 
@@ -206,15 +206,8 @@ def _call(graph: torch.fx.GraphModule, inputs: tuple, target: torch.device, barr
 
 
 def _run_error(failed: _NodeFailed) -> RunError:
-    source = source_of(failed.node)
-    return RunError(
-        failed.node.name,
-        readable_target(failed.node),
-        failed.error,
-        source.file if source else None,
-        source.line if source else None,
-        source.code if source else None,
-    )
+    node = failed.node
+    return RunError(node.name, readable_target(node), failed.error, **location_fields(source_of(node)))
 
 
 def _fill(record: RunRecord, graph: torch.fx.GraphModule, call: _Call) -> None:
@@ -231,16 +224,8 @@ def _fill(record: RunRecord, graph: torch.fx.GraphModule, call: _Call) -> None:
 
 
 def _graph_break(node: torch.fx.Node, delta: xla.Counts) -> GraphBreak:
-    source = source_of(node)
-    return GraphBreak(
-        node.name,
-        readable_target(node),
-        delta.executions,
-        delta.transfers_to_host,
-        source.file if source else None,
-        source.line if source else None,
-        source.code if source else None,
-    )
+    fields = location_fields(source_of(node))
+    return GraphBreak(node.name, readable_target(node), delta.executions, delta.transfers_to_host, **fields)
 
 
 def _devices(value: Any) -> Any:

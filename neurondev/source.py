@@ -8,7 +8,7 @@ import re
 
 import torch.fx
 
-__all__ = ["SourceLine", "source_of", "judge_kind", "statement_at"]
+__all__ = ["SourceLine", "location_fields", "source_of", "judge_kind", "statement_at"]
 
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>[^\n]+)\n(?P<code>[^\n]*)')
 _KWARG_DEVICE = re.compile(r"\bdevice\s*=\s*(?P<expr>[^,)]+)")
@@ -40,6 +40,13 @@ def source_of(node: torch.fx.Node) -> SourceLine | None:
     file, line = last["file"], int(last["line"])
     code = statement_at(file, line) or last["code"].strip()
     return SourceLine(file=file, line=line, function=last["function"].strip(), code=code)
+
+
+def location_fields(source: SourceLine | None) -> dict[str, object]:
+    """``file``, ``line`` and ``code`` of a source line (each None when unknown), for record fields."""
+    if source is None:
+        return {"file": None, "line": None, "code": None}
+    return {"file": source.file, "line": source.line, "code": source.code}
 
 
 def statement_at(file: str, line: int) -> str | None:

@@ -31,9 +31,10 @@ class Rewrite:
 class DeviceRewriterPass(PassBase):
     """Rewrite every device argument that is not on ``target`` to ``target``, keeping its format.
 
-    A str stays a str, a ``torch.device`` stays a ``torch.device``, anything else (an int index,
-    an object with a ``.type``) becomes the target str; an existing index is kept. ``None``,
-    ``meta`` and devices already of the target type are left alone. One pass over the nodes, O(n).
+    A str stays a str, a ``torch.device`` stays a ``torch.device``, anything else (an int, which
+    torch reads as a CUDA index) becomes the target str; an existing index is kept. ``None``,
+    ``meta``, graph values and devices already of the target type are left alone. One pass over
+    the nodes, O(n).
 
     ``rewrite_positional=False`` is exactly the documented algorithm: only ``device=`` kwargs.
     The default also rewrites positional devices: ``Tensor.to(dev)``, ``Tensor.to(dev, dtype)``,
