@@ -9,6 +9,7 @@ import torch
 
 import neurondev
 from neurondev import examples
+from neurondev.capture import trace_only
 
 
 def test_seed_capture_records_one_graph_with_its_cpu_inputs(seed_capture):
@@ -127,3 +128,11 @@ def test_inputs_and_module_state_on_another_device_are_copied_to_cpu_and_recorde
     assert all(t.device.type == "cpu" for t in result.example_inputs[0])
     assert model.weight.device == device and x.device == device
     torch.testing.assert_close(result.output, model(x).detach().cpu())
+
+
+def test_trace_only_records_the_graph_without_running_the_function():
+    # world size 2 and a group that does not exist: running it would need a peer that is not there
+    fn = examples.collective_function(2, "no-such-group")
+    result = trace_only(fn, torch.arange(8, dtype=torch.float32))
+    assert result.output is None and len(result.graphs) == 1
+    assert list(neurondev.diagnose(result).node) == ["output"]
