@@ -20,9 +20,13 @@ system_packages() {
 
 python_packages() {
     [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-    echo "setup: installing the tested packages into $venv (torch is ~7 GB the first time)"
-    "$venv/bin/python" -m pip install -q --upgrade pip
-    "$venv/bin/python" -m pip install -q -c requirements/constraints.txt -e '.[dev]'
+    echo "setup: installing the tested packages into $venv (torch is ~7 GB the first time; log: $venv/setup.log)"
+    if ! { "$venv/bin/python" -m pip install --upgrade pip &&
+           "$venv/bin/python" -m pip install -c requirements/constraints.txt -e '.[dev]'; } >"$venv/setup.log" 2>&1; then
+        tail -n 40 "$venv/setup.log" >&2
+        echo "setup: pip failed; the whole log is $venv/setup.log" >&2
+        exit 1
+    fi
 }
 
 system_packages
