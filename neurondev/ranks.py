@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -16,6 +17,8 @@ from typing import Any
 import torch
 
 __all__ = ["RankResult", "RankRun", "expected_reduce_scatter", "rank_input", "run_on_ranks"]
+
+log = logging.getLogger("neurondev")
 
 _ELEMENTS_PER_RANK = 4
 _BARRIER_SECONDS = 300
@@ -76,6 +79,7 @@ def run_on_ranks(*, world_size: int = 2, timeout: float = 600) -> list[RankResul
         environ = dict(os.environ, CPU_NUM_DEVICES=str(world_size))
         environ.setdefault("PJRT_DEVICE", "CPU")
         command = [sys.executable, "-m", "neurondev.ranks", "--world-size", str(world_size), "--out", folder]
+        log.info("running the collective example on %d XLA devices in a fresh process (xmp.spawn)", world_size)
         finished = subprocess.run(command, env=environ, capture_output=True, text=True, timeout=timeout)
         results = sorted(Path(folder).glob("rank-*.json"))
         if finished.returncode != 0 or len(results) != world_size:

@@ -116,3 +116,33 @@ def test_modified_is_true_exactly_when_a_rewritable_pin_existed(specs):
     gm = make_graph(specs)
     rewritable = [pin for pin in neurondev.find_pins(gm) if pin.default_pass]
     assert DeviceRewriterPass()(gm).modified == bool(rewritable)
+
+
+def documented_rewrite(current):
+    """The seed document's format rule, written as it stands there, plus the two rules the issue adds:
+    an existing index is kept, meta is left alone."""
+    device = torch.device("cuda", current) if isinstance(current, int) else torch.device(current)
+    if device.type in ("xla", "meta"):
+        return current
+    target = "xla" if device.index is None else f"xla:{device.index}"
+    if isinstance(current, str):
+        return target
+    elif hasattr(current, "type"):
+        return torch.device(target)
+    return target
+
+
+@settings(max_examples=300, deadline=None)
+@given(node_specs)
+def test_kwargs_only_mode_is_the_documented_algorithm_node_by_node(specs):
+    gm = make_graph(specs)
+    expected = {
+        node.name: {**node.kwargs, "device": documented_rewrite(node.kwargs["device"])}
+        for node in gm.graph.nodes
+        if node.kwargs.get("device") is not None
+    }
+    DeviceRewriterPass(rewrite_positional=False)(gm)
+    for node in gm.graph.nodes:
+        if node.name in expected:
+            assert node.kwargs == expected[node.name]
+            assert type(node.kwargs["device"]) is type(expected[node.name]["device"])
