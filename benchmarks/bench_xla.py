@@ -40,10 +40,6 @@ def traced_on_xla(fn: Callable, args: tuple, kwargs: dict, device: torch.device)
     return graphs[0], inputs[0]
 
 
-def on_device(values: list, device: torch.device) -> list:
-    return [v.detach().to(device) if isinstance(v, torch.Tensor) else v for v in values]
-
-
 def variants(name: str, device: torch.device) -> dict[str, tuple[Callable, list]]:
     """The four callables of one example, each with the XLA inputs it takes."""
     fn, args, kwargs = examples.get(name).build()
@@ -51,11 +47,11 @@ def variants(name: str, device: torch.device) -> dict[str, tuple[Callable, list]
     gm, cpu_inputs = captured.graphs[0], captured.example_inputs[0]
     limit, limit_inputs = traced_on_xla(fn, args, kwargs, device)
     result = {
-        "(a) traced on XLA": (limit, on_device(limit_inputs, device)),
-        "(b) kwargs-only": (neurondev.rewrite_copy(gm, rewrite_positional=False)[0].to(device), on_device(cpu_inputs, device)),
-        "(c) default rewrite": (neurondev.rewrite_copy(gm)[0].to(device), on_device(cpu_inputs, device)),
+        "(a) traced on XLA": (limit, xla.to_device(limit_inputs, device)),
+        "(b) kwargs-only": (neurondev.rewrite_copy(gm, rewrite_positional=False)[0].to(device), xla.to_device(cpu_inputs, device)),
+        "(c) default rewrite": (neurondev.rewrite_copy(gm)[0].to(device), xla.to_device(cpu_inputs, device)),
     }
-    xla_inputs = on_device(cpu_inputs, device)
+    xla_inputs = xla.to_device(cpu_inputs, device)
     try:
         result["(d) openxla + mover"] = (bridge.observed_openxla([])(copy.deepcopy(gm), xla_inputs), xla_inputs)
     except Exception as error:

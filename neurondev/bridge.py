@@ -64,7 +64,7 @@ def bridge_report(gm: torch.fx.GraphModule, *inputs: Any, rewrite: bool) -> Brid
     device = xla.device()
     seen: list[torch.fx.GraphModule] = []
     inner = observed_openxla(seen)
-    device_inputs = [value.detach().to(device) if isinstance(value, torch.Tensor) else value for value in inputs]
+    device_inputs = xla.to_device(inputs, device)
     report = BridgeReport("neurondev" if rewrite else "openxla")
     graph = copy.deepcopy(gm)
     try:

@@ -96,7 +96,7 @@ def _result_from_json(data: dict[str, Any]) -> RankResult:
 
 
 _trace_lock = threading.Lock()
-_barriers: dict[int, threading.Barrier] = {}
+_threads_barrier: threading.Barrier | None = None
 
 
 def _worker(index: int, folder: str, world_size: int) -> None:
@@ -116,7 +116,7 @@ def _worker(index: int, folder: str, world_size: int) -> None:
         traced = trace_only(fn, rank_input(rank, world_size))
     (gm,) = traced.graphs
     expected = expected_reduce_scatter(rank, world_size)
-    barrier = _barrier_for(world_size)
+    barrier = _rank_barrier()
     runs = {
         name: _rank_run(run_on_xla(graph, rank_input(rank, world_size), reference=expected, repeat=0, barrier=barrier))
         for name, graph in (("frozen", gm), ("rewritten", rewrite_copy(gm)[0]))
@@ -125,13 +125,16 @@ def _worker(index: int, folder: str, world_size: int) -> None:
     Path(folder, f"rank-{rank}.json").write_text(json.dumps(dataclasses.asdict(result)))
 
 
-def _barrier_for(world_size: int):
-    """A barrier across the ranks: threads of this process, and processes when there are several."""
+def _rank_barrier():
+    """A barrier across the ranks: the threads of this process, and processes when there are several."""
     import torch_xla.core.xla_model as xm
     import torch_xla.runtime as xr
 
+    global _threads_barrier
     with _trace_lock:
-        threads = _barriers.setdefault(world_size, threading.Barrier(xr.addressable_device_count(), timeout=_BARRIER_SECONDS))
+        if _threads_barrier is None:
+            _threads_barrier = threading.Barrier(xr.addressable_device_count(), timeout=_BARRIER_SECONDS)
+        threads = _threads_barrier
 
     def barrier() -> None:
         threads.wait()

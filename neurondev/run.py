@@ -13,7 +13,6 @@ import torch.fx
 import torch.utils._pytree as pytree
 
 from . import xla
-from .errors import XlaInputError
 from .passes.device_rewriter import rewrite_copy
 from .pins import readable_target
 from .source import location_fields, source_of
@@ -188,7 +187,7 @@ def _no_barrier() -> None:
 
 
 def _call(graph: torch.fx.GraphModule, inputs: tuple, target: torch.device, barrier: Callable[[], None]) -> _Call:
-    device_inputs = _to_device(inputs, target)
+    device_inputs = xla.to_device(inputs, target)
     xla.settle()
     barrier()
     before = xla.counts()
@@ -249,31 +248,11 @@ def _crossings(graph: torch.fx.GraphModule, devices: dict[str, Any]) -> list[Cro
     return crossings
 
 
-def _to_device(inputs: tuple, target: torch.device) -> list[Any]:
-    """Copies of the inputs on ``target``; the caller's tensors are never handed to the graph."""
-    leaves, spec = pytree.tree_flatten_with_path(list(inputs))
-    moved = [_moved(value, pytree.keystr(path), target) for path, value in leaves]
-    return pytree.tree_unflatten(moved, spec)
-
-
-def _moved(value: Any, path: str, target: torch.device) -> Any:
-    if not isinstance(value, torch.Tensor):
-        return value
-    try:
-        copied = value.detach().to(target)
-    except Exception as error:
-        raise XlaInputError(
-            f"input{path} ({value.dtype}, {value.layout}, on {value.device}) cannot move to {target}: {error}. "
-            "Pass dense tensors with data (not meta) of a dtype the device supports"
-        ) from error
-    return copied.clone() if copied is value else copied
-
-
 def _cpu_reference(gm: torch.fx.GraphModule, inputs: tuple, record: RunRecord) -> Any:
     """The graph's result on CPU (every device pin pointed at CPU); None, noted, when it cannot run there."""
     cpu_graph, _ = rewrite_copy(gm, target="cpu")
     try:
-        return cpu_graph(*_to_device(inputs, torch.device("cpu")))
+        return cpu_graph(*xla.to_device(inputs, torch.device("cpu")))
     except Exception as error:
         record.mismatch = f"not compared: the graph does not run on CPU ({type(error).__name__}: {error})"
         return None
@@ -301,7 +280,7 @@ def _steady_seconds(graph: torch.fx.GraphModule, inputs: tuple, target: torch.de
     """Median wall time of a plain call plus its sync, after the two measured calls warmed it up."""
     if repeat <= 0:
         return None
-    device_inputs = _to_device(inputs, target)
+    device_inputs = xla.to_device(inputs, target)
     xla.settle()
     times = []
     for _ in range(repeat):

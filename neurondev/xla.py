@@ -7,11 +7,12 @@ import dataclasses
 import importlib
 import os
 import sys
-from typing import Mapping
+from typing import Any, Mapping
 
 import torch
+import torch.utils._pytree as pytree
 
-from .errors import XlaUnavailableError
+from .errors import XlaInputError, XlaUnavailableError
 
 __all__ = [
     "Counts",
@@ -23,6 +24,7 @@ __all__ = [
     "keep_counters",
     "settle",
     "sync",
+    "to_device",
 ]
 
 _INSTALL_HINT = (
@@ -120,6 +122,26 @@ def describe() -> dict[str, str]:
         "torch": torch.__version__,
         "torch_xla": getattr(torch_xla, "__version__", "unknown"),
     }
+
+
+def to_device(inputs: tuple | list, target: torch.device) -> list[Any]:
+    """Copies of the inputs (nested lists/tuples/dicts too) on ``target``; the caller's tensors are
+    never handed on, even when already there. XlaInputError names an input that cannot move."""
+    leaves, spec = pytree.tree_flatten_with_path(list(inputs))
+    return pytree.tree_unflatten([_moved(value, pytree.keystr(path), target) for path, value in leaves], spec)
+
+
+def _moved(value: Any, path: str, target: torch.device) -> Any:
+    if not isinstance(value, torch.Tensor):
+        return value
+    try:
+        copied = value.detach().to(target)
+    except Exception as error:
+        raise XlaInputError(
+            f"input{path} ({value.dtype}, {value.layout}, on {value.device}) cannot move to {target}: {error}. "
+            "Pass dense tensors with data (not meta) of a dtype the device supports"
+        ) from error
+    return copied.clone() if copied is value else copied
 
 
 def sync() -> None:

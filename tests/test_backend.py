@@ -96,3 +96,9 @@ def test_the_users_torch_xla_counters_survive_the_bridge_clearing_them(seed_capt
     torch_xla._XLAC._xla_increment_counter("NeurondevUserCounter", 5)
     bridge.bridge_report(seed_capture.graphs[0], *seed_capture.example_inputs[0], rewrite=False)
     assert metrics.counter_value("NeurondevUserCounter") == 5
+
+
+@pytest.mark.xla
+def test_bridge_report_names_an_input_that_cannot_move(seed_capture):
+    with pytest.raises(neurondev.XlaInputError, match=r"input\[0\] .*meta"):
+        bridge.bridge_report(seed_capture.graphs[0], torch.empty(64, device="meta"), rewrite=True)

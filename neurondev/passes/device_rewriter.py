@@ -55,8 +55,9 @@ class DeviceRewriterPass(PassBase):
         positional, slots_of = self.rewrite_positional, device_slots
         for node in graph_module.graph.nodes:
             slots = slots_of(node, positional)
-            if slots:
-                self._rewrite(node, [slot for slot in slots if self._needs_rewrite(node, slot)])
+            stale = [slot for slot in slots if self._needs_rewrite(node, slot)] if slots else None
+            if stale:
+                self._rewrite(node, stale)
         if self.rewrites:
             graph_module.recompile()  # deferred to the first call on dynamo's lazy GraphModules
             log.debug("DeviceRewriterPass rewrote %d device argument(s) to %s", len(self.rewrites), self.target)
@@ -67,8 +68,6 @@ class DeviceRewriterPass(PassBase):
         return device_type != self.target.type and device_type != "meta"
 
     def _rewrite(self, node: torch.fx.Node, slots: list[Slot]) -> None:
-        if not slots:
-            return
         args, kwargs = list(node.args), dict(node.kwargs)
         for slot in slots:
             new = self._new_value(node, slot)
