@@ -4,11 +4,18 @@ from .backend import backend
 from .capture import Capture, capture
 from .diagnose import diagnose
 from .errors import (
+    CaptureInputError,
+    InputCountError,
+    InvalidOptionError,
+    InvalidSubjectError,
     InvalidTargetError,
     MissingInputsError,
+    MixedDeviceInputsError,
     NeurondevError,
+    NoGraphWarning,
     NotCallableError,
     TraceError,
+    UnsupportedWorldSizeError,
     XlaInputError,
     XlaUnavailableError,
 )
@@ -19,6 +26,13 @@ from .run import RunRecord, run_on_xla
 __version__ = "0.1.0"
 
 __all__ = [
+    "CaptureInputError",
+    "InputCountError",
+    "InvalidOptionError",
+    "InvalidSubjectError",
+    "MixedDeviceInputsError",
+    "NoGraphWarning",
+    "UnsupportedWorldSizeError",
     "Capture",
     "DevicePin",
     "DeviceRewriterPass",

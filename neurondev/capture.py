@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import inspect
+import logging
 import types
+import warnings
+from pathlib import Path
 from typing import Any, Callable
 
 import torch
 import torch.fx
 import torch.utils._pytree as pytree
 
-from .errors import MissingInputsError, NotCallableError, TraceError
+from .errors import CaptureInputError, MissingInputsError, NoGraphWarning, NotCallableError, TraceError
 
 __all__ = ["Capture", "DynamoBreak", "MovedInput", "capture", "trace_only"]
 
@@ -43,6 +47,8 @@ class Capture:
     the CPU tensors dynamo passed it (module parameters included, as placeholders).
     ``dynamo_breaks``: dynamo's own graph breaks. ``moved_inputs``: what was copied to CPU first.
     ``output``: the result of the traced (eager CPU) call, a reference for runs elsewhere.
+    ``notes``: what the capture did that a user should know (an already compiled function was
+    unwrapped, dimensions marked dynamic were kept, why no graph was recorded).
     """
 
     name: str
@@ -51,6 +57,7 @@ class Capture:
     dynamo_breaks: list[DynamoBreak]
     moved_inputs: list[MovedInput]
     output: Any
+    notes: list[str] = dataclasses.field(default_factory=list)
 
     def __repr__(self) -> str:
         return (
@@ -67,8 +74,10 @@ def capture(fn: Callable, *args: Any, **kwargs: Any) -> Capture:
     Nothing the user passed is modified: inputs are cloned and a module is traced as a deep copy.
     """
     recorder = _Recorder()
-    output, moved = _trace(fn, args, kwargs, recorder)
-    return Capture(_name(fn), recorder.graphs, recorder.example_inputs, recorder.breaks, moved, output)
+    output, moved, notes = _trace(fn, args, kwargs, recorder)
+    result = Capture(_name(fn), recorder.graphs, recorder.example_inputs, recorder.breaks, moved, output, notes)
+    _warn_if_empty(result, args, kwargs)
+    return result
 
 
 def trace_only(fn: Callable, *args: Any, **kwargs: Any) -> Capture:
@@ -78,22 +87,71 @@ def trace_only(fn: Callable, *args: Any, **kwargs: Any) -> Capture:
     multi-device job traced alone); ``output`` is None and at most one graph is recorded.
     """
     recorder = _Recorder(stop=True)
-    _, moved = _trace(fn, args, kwargs, recorder)
-    return Capture(_name(fn), recorder.graphs, recorder.example_inputs, recorder.breaks, moved, None)
+    _, moved, notes = _trace(fn, args, kwargs, recorder)
+    return Capture(_name(fn), recorder.graphs, recorder.example_inputs, recorder.breaks, moved, None, notes)
 
 
-def _trace(fn: Callable, args: tuple, kwargs: dict, recorder: "_Recorder") -> tuple[Any, list[MovedInput]]:
+def _trace(fn: Callable, args: tuple, kwargs: dict, recorder: "_Recorder") -> tuple[Any, list[MovedInput], list[str]]:
     _check_callable(fn)
+    notes: list[str] = []
+    fn = _unwrap_compiled(fn, notes)
     _check_inputs(fn, args, kwargs)
     moved: list[MovedInput] = []
     traced_fn = _cpu_copy_of_module(fn, moved) if isinstance(fn, torch.nn.Module) else _fresh_function(fn)
-    cpu_args, cpu_kwargs = _cpu_clone(args, "args", moved), _cpu_clone(kwargs, "kwargs", moved)
+    cpu_args, cpu_kwargs = _cpu_clone(args, "args", moved, notes), _cpu_clone(kwargs, "kwargs", moved, notes)
     try:
-        return _compiled_entry(traced_fn, recorder)(*cpu_args, **cpu_kwargs), moved
+        with _quiet_dynamo():
+            return _compiled_entry(traced_fn, recorder)(*cpu_args, **cpu_kwargs), moved, notes
     except Exception as error:
         if recorder.stop and recorder.graphs:
-            return None, moved
-        raise TraceError(f"tracing {_name(fn)} on CPU raised {type(error).__name__}: {error}") from error
+            return None, moved, notes
+        message = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        raise TraceError(f"tracing {_name(fn)} on CPU raised {type(error).__name__}: {message}") from error
+
+
+@contextlib.contextmanager
+def _quiet_dynamo():
+    """Keep dynamo's and inductor's own logging (a large fake-tensor traceback when user code fails)
+    out of the user's output while we trace; their levels are given back afterwards."""
+    loggers = [logging.getLogger(name) for name in ("torch._dynamo", "torch._subclasses", "torch.fx")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+
+
+def _unwrap_compiled(fn: Callable, notes: list[str]) -> Callable:
+    """The original of an already ``torch.compile``d function or module, as dynamo's own explain does."""
+    original = getattr(fn, "_orig_mod", None) or getattr(fn, "_torchdynamo_orig_callable", None)
+    if original is None:
+        return fn
+    notes.append(f"{_name(fn)} was already compiled with torch.compile: its original {_name(original)} was traced")
+    return original
+
+
+def _warn_if_empty(result: Capture, args: tuple, kwargs: dict) -> None:
+    if result.graphs:
+        return
+    reason = _why_no_graph(args, kwargs)
+    result.notes.append(reason)
+    warnings.warn(f"capture of {result.name} recorded no graph: {reason}", NoGraphWarning, stacklevel=3)
+
+
+def _why_no_graph(args: tuple, kwargs: dict) -> str:
+    tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+    if any(t.layout != torch.strided for t in tensors):
+        return (
+            "an input is not a dense tensor (sparse or another layout), which dynamo does not trace; "
+            "pass dense inputs (x.to_dense())"
+        )
+    return (
+        "dynamo found no tensor operation to put in a graph (the function does none on its inputs, "
+        "returns plain Python values, or every line made dynamo fall back to Python); nothing is pinned"
+    )
 
 
 class _Recorder:
@@ -180,20 +238,47 @@ def _check_inputs(fn: Callable, args: tuple, kwargs: dict) -> None:
         )
 
 
-def _cpu_clone(tree: Any, prefix: str, moved: list[MovedInput]) -> Any:
+def _cpu_clone(tree: Any, prefix: str, moved: list[MovedInput], notes: list[str]) -> Any:
     """Clone every tensor of a nested structure onto CPU, recording the ones that were elsewhere."""
     leaves, spec = pytree.tree_flatten_with_path(tree)
-    cloned = [_cpu_tensor(value, prefix + pytree.keystr(path), moved) for path, value in leaves]
+    cloned = [_cpu_tensor(value, prefix + pytree.keystr(path), moved, notes) for path, value in leaves]
     return pytree.tree_unflatten(cloned, spec)
 
 
-def _cpu_tensor(value: Any, path: str, moved: list[MovedInput]) -> Any:
+_DYNAMIC_MARKS = (
+    "_dynamo_dynamic_indices",
+    "_dynamo_unbacked_indices",
+    "_dynamo_weak_dynamic_indices",
+    "_dynamo_static_indices",
+    "_dynamo_dynamic_range",
+)
+
+
+def _cpu_tensor(value: Any, path: str, moved: list[MovedInput], notes: list[str]) -> Any:
     if not isinstance(value, torch.Tensor):
         return value
+    if value.device.type == "meta":
+        raise CaptureInputError(
+            f"input {path} is a meta tensor: it has a shape but no values, and tracing runs the function; "
+            f"pass a tensor with values of the same shape, e.g. torch.randn{tuple(value.shape)}"
+        )
     if value.device.type != "cpu":
         moved.append(MovedInput(path, str(value.device)))
-        return value.detach().to("cpu").requires_grad_(value.requires_grad)
-    return value.detach().clone().requires_grad_(value.requires_grad)
+        copied = value.detach().to("cpu", copy=True)
+    else:
+        copied = value.detach().clone()
+    _keep_dynamic_marks(value, copied, path, notes)
+    return copied.requires_grad_(value.requires_grad)
+
+
+def _keep_dynamic_marks(value: torch.Tensor, copied: torch.Tensor, path: str, notes: list[str]) -> None:
+    """Carry ``torch._dynamo.mark_dynamic`` (and its relatives) over to the traced copy."""
+    kept = [name for name in _DYNAMIC_MARKS if hasattr(value, name)]
+    for name in kept:
+        setattr(copied, name, copy.copy(getattr(value, name)))
+    if "_dynamo_dynamic_indices" in kept:
+        dims = sorted(getattr(value, "_dynamo_dynamic_indices"))
+        notes.append(f"input {path}: dimension(s) {dims} marked dynamic by you stay dynamic in the graph")
 
 
 def _cpu_copy_of_module(module: torch.nn.Module, moved: list[MovedInput]) -> torch.nn.Module:
@@ -205,6 +290,11 @@ def _cpu_copy_of_module(module: torch.nn.Module, moved: list[MovedInput]) -> tor
 
 
 def _name(fn: Any) -> str:
+    """A name a user recognises: the module's class, the function's qualified name, where a lambda is."""
     if isinstance(fn, torch.nn.Module):
         return type(fn).__name__
-    return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
+    name = getattr(fn, "__name__", None)
+    code = getattr(fn, "__code__", None)
+    if name == "<lambda>" and code is not None:
+        return f"<lambda at {Path(code.co_filename).name}:{code.co_firstlineno}>"
+    return getattr(fn, "__qualname__", None) or name or type(fn).__name__

@@ -3,37 +3,61 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Union
+from typing import Any, Union
 
 import torch
 import torch.fx
 
 from ._optional import require
 from .capture import Capture
-from .pins import DevicePin, find_pins
+from .errors import InvalidSubjectError
+from .pins import DevicePin, find_pins, graph_module_of, parse_target
 
 __all__ = ["COLUMNS", "diagnose", "graphs_of"]
 
 COLUMNS = tuple(field.name for field in dataclasses.fields(DevicePin))
 
 
-def graphs_of(subject: Union[torch.fx.GraphModule, Capture, list]) -> list[torch.fx.GraphModule]:
-    """The graphs of a GraphModule, a Capture or a list of GraphModules."""
-    if isinstance(subject, torch.fx.GraphModule):
-        return [subject]
+def graphs_of(subject: Any) -> list[torch.fx.GraphModule]:
+    """The graphs of a GraphModule, an ExportedProgram, a Capture or a list of GraphModules."""
     if isinstance(subject, Capture):
         return subject.graphs
-    if isinstance(subject, (list, tuple)) and all(isinstance(g, torch.fx.GraphModule) for g in subject):
-        return list(subject)
-    raise TypeError(f"diagnose takes a torch.fx.GraphModule or a neurondev Capture, got {type(subject).__name__}")
+    if isinstance(subject, (list, tuple)):
+        return [_graph_in_list(index, item) for index, item in enumerate(subject)]
+    return [graph_module_of(subject, purpose=_PURPOSE)]
 
 
-def diagnose(subject: Union[torch.fx.GraphModule, Capture, list], target: str | torch.device = "xla"):
+_PURPOSE = "diagnose reads traced graphs, got"
+_CAPTURE_HINT = " (or a neurondev Capture: neurondev.capture(fn, x), or a list of graphs)"
+
+
+def _graph_in_list(index: int, item: Any) -> torch.fx.GraphModule:
+    try:
+        return graph_module_of(item, purpose=f"element [{index}] of the list given to diagnose is")
+    except InvalidSubjectError as error:
+        raise InvalidSubjectError(str(error) + _CAPTURE_HINT) from None
+
+
+def _notes(subject: Any) -> list[str]:
+    items = subject if isinstance(subject, (list, tuple)) else [subject]
+    return [
+        f"graph {index} is the graph module of a torch.export.ExportedProgram: its parameters and buffers "
+        "are inputs (placeholders), and aten._assert_tensor_metadata checks are listed with kind 'assertion'"
+        for index, item in enumerate(items)
+        if isinstance(item, torch.export.ExportedProgram)
+    ]
+
+
+def diagnose(subject: Union[torch.fx.GraphModule, Capture, list, Any], target: str | torch.device = "xla"):
     """A pandas.DataFrame with one row per device pin not already on ``target``, across all graphs.
 
     A pin is a ``device=`` kwarg (``torch.empty/zeros/arange/tensor(device=...)``, ``Tensor.to(device=...)``,
     ``new_*``) or a positional device (``Tensor.to(dev)``, ``Tensor.to(dev, dtype)``,
-    ``torch.device(...)`` nodes, ``.cpu()`` / ``.cuda()``). ``device=None`` is not a pin.
+    ``torch.device(...)`` nodes, ``.cpu()`` / ``.cuda()``). ``device=None`` is not a pin. When the
+    target names an index (``xla:0``), a device with another index (``xla:1``) is a pin too.
+
+    ``subject`` is a GraphModule, a torch.export.ExportedProgram, a Capture or a list of graphs;
+    ``table.attrs["notes"]`` says what to keep in mind about it (an exported program's inputs).
 
     Columns:
       graph         index of the graph in the capture
@@ -42,18 +66,28 @@ def diagnose(subject: Union[torch.fx.GraphModule, Capture, list], target: str | 
       target        what the node calls, readable: torch.empty, Tensor.to, aten.empty.memory_format
       device        the pinned device as written in the graph
       format        how it is written: str, torch.device, int, other
-      location      where it sits: kwarg, arg[i], or method (.cpu()/.cuda())
+      location      where it sits: kwarg, arg[i], kwarg[type] (torch.device(type=...)), or method (.cpu()/.cuda())
       kwargs_pass   whether the documented kwargs-only DeviceRewriterPass rewrites it
       default_pass  whether the default DeviceRewriterPass rewrites it (False only for meta)
-      kind          frozen (from a tensor's .device), literal, variable or unknown, judged from the source
+      kind          frozen (from a tensor's .device), literal, variable or unknown, judged from the source;
+                    assertion for torch.export's aten._assert_tensor_metadata (a check, not a placement)
       file, line    the user's source location (from the node's stack trace)
       code          the source statement
       users         names of the nodes that use the node's value
     """
+    try:
+        graphs = graphs_of(subject)
+    except InvalidSubjectError as error:
+        if isinstance(subject, (list, tuple)):
+            raise
+        raise InvalidSubjectError(str(error) + _CAPTURE_HINT) from None
+    parse_target(target)
     pandas = require("pandas", purpose="the table of device pins")
     rows = [
         dataclasses.asdict(pin)
-        for index, graph in enumerate(graphs_of(subject))
+        for index, graph in enumerate(graphs)
         for pin in find_pins(graph, target=target, graph=index)
     ]
-    return pandas.DataFrame(rows, columns=list(COLUMNS))
+    table = pandas.DataFrame(rows, columns=list(COLUMNS))
+    table.attrs["notes"] = _notes(subject)
+    return table

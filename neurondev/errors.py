@@ -1,13 +1,20 @@
-"""Named exceptions: every error neurondev raises on bad input says what to do next."""
+"""Named exceptions and warnings: every error neurondev raises on bad input says what to do next."""
 
 __all__ = [
     "NeurondevError",
     "NotCallableError",
     "MissingInputsError",
     "TraceError",
+    "CaptureInputError",
+    "NoGraphWarning",
     "InvalidTargetError",
+    "InvalidSubjectError",
+    "InputCountError",
+    "InvalidOptionError",
+    "MixedDeviceInputsError",
     "XlaUnavailableError",
     "XlaInputError",
+    "UnsupportedWorldSizeError",
 ]
 
 
@@ -27,8 +34,32 @@ class TraceError(NeurondevError, RuntimeError):
     """Tracing the user's function raised; the user's own error is chained as __cause__."""
 
 
+class CaptureInputError(NeurondevError, TypeError):
+    """An input of a capture cannot be traced on CPU (a meta tensor has no values to run with)."""
+
+
+class NoGraphWarning(UserWarning):
+    """A capture recorded no graph: the reason is in the message and in ``Capture.notes``."""
+
+
 class InvalidTargetError(NeurondevError, ValueError):
-    """The target device of a pass or a run is not a device torch knows."""
+    """The target device of a pass or a run is not a device torch knows, or not a device name at all."""
+
+
+class InvalidSubjectError(NeurondevError, TypeError):
+    """A function was given the wrong kind of object (a function where a graph is needed, ...)."""
+
+
+class InputCountError(NeurondevError, TypeError):
+    """A graph was given more or fewer inputs than it has placeholders."""
+
+
+class InvalidOptionError(NeurondevError, ValueError):
+    """An option has a value that cannot be used (a negative repeat count, ...)."""
+
+
+class MixedDeviceInputsError(NeurondevError, ValueError):
+    """The neurondev backend was given inputs on XLA and inputs elsewhere in one graph."""
 
 
 class XlaUnavailableError(NeurondevError, ImportError):
@@ -37,3 +68,7 @@ class XlaUnavailableError(NeurondevError, ImportError):
 
 class XlaInputError(NeurondevError, TypeError):
     """An input of a run cannot be moved to the XLA device."""
+
+
+class UnsupportedWorldSizeError(NeurondevError, ValueError):
+    """A multi-rank run was asked for with a number of ranks this runtime cannot run."""

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 import torch
 import torch.fx
 
-from .errors import InvalidTargetError
+from .errors import InvalidSubjectError, InvalidTargetError
 from .source import judge_kind, location_fields, source_of
 
 __all__ = [
@@ -18,6 +18,9 @@ __all__ = [
     "device_format",
     "device_slots",
     "find_pins",
+    "graph_module_of",
+    "is_assertion",
+    "on_target",
     "parse_target",
     "readable_target",
     "slot_device",
@@ -28,6 +31,7 @@ _TENSOR_TO = torch.Tensor.to
 _OP_OVERLOAD = torch._ops.OpOverload
 _ATEN_TO = torch.ops.aten.to
 _DEVICE = torch.device
+_ASSERT_METADATA = getattr(torch.ops.aten, "_assert_tensor_metadata", None)
 
 
 class Slot(NamedTuple):
@@ -58,13 +62,61 @@ class DevicePin:
 
 
 def parse_target(target: str | torch.device) -> torch.device:
-    """The target device as a torch.device; InvalidTargetError if torch does not know it."""
+    """The target device as a torch.device; InvalidTargetError unless it is a device name torch knows.
+
+    An int is refused: torch reads it as a CUDA index, which is never what a target for XLA means.
+    """
+    if isinstance(target, bool) or not isinstance(target, (str, torch.device)):
+        reason = " (torch would read an int as a CUDA index)" if isinstance(target, int) else ""
+        raise InvalidTargetError(
+            f"target must name a device, got {type(target).__name__} {target!r}{reason}; "
+            "pass e.g. 'xla', 'xla:0' or torch.device('xla')"
+        )
     try:
         return torch.device(target)
     except (RuntimeError, TypeError) as error:
         raise InvalidTargetError(
             f"target {target!r} is not a device torch knows; use e.g. 'xla', 'xla:0' or torch.device('xla')"
         ) from error
+
+
+def on_target(device: torch.device, target: torch.device) -> bool:
+    """Whether ``device`` is already the target: the whole device when the target names an index
+    (``xla:1`` is not ``xla:0``, nor is a bare ``xla``), the type otherwise."""
+    if target.index is not None:
+        return device.type == target.type and device.index == target.index
+    return device.type == target.type
+
+
+def graph_module_of(subject: Any, *, purpose: str) -> torch.fx.GraphModule:
+    """The GraphModule of a GraphModule or a ``torch.export.ExportedProgram``; a named error otherwise."""
+    if isinstance(subject, torch.fx.GraphModule):
+        return subject
+    if isinstance(subject, torch.export.ExportedProgram):
+        return subject.graph_module
+    raise InvalidSubjectError(f"{purpose} {describe_object(subject)}; " + _GRAPH_HINT)
+
+
+_GRAPH_HINT = (
+    "pass a torch.fx.GraphModule (e.g. neurondev.capture(fn, x).graphs[0], or torch.fx.symbolic_trace(fn)) "
+    "or a torch.export.ExportedProgram"
+)
+
+
+def describe_object(value: Any) -> str:
+    """How an error message names a wrong argument: 'the function f', 'a str ('hello')', 'None'."""
+    if value is None:
+        return "None"
+    if isinstance(value, torch.fx.Graph):
+        return "a torch.fx.Graph (gm.graph); its GraphModule is what runs"
+    if isinstance(value, type):
+        return f"the class {value.__name__} (not an instance)"
+    if isinstance(value, torch.nn.Module):
+        return f"an nn.Module ({type(value).__name__}), which is not a traced graph"
+    if callable(value):
+        return f"the function {getattr(value, '__qualname__', None) or type(value).__name__}, which is not a traced graph"
+    text = repr(value)
+    return f"a {type(value).__name__} ({text[:40] + '...' if len(text) > 40 else text})"
 
 
 def as_device(value: Any) -> torch.device | None:
@@ -110,7 +162,7 @@ def device_slots(node: torch.fx.Node, positional: bool = True) -> tuple[Slot, ..
             return (Slot("method", _moved_to(node)),)
         loose = target == "to"
     elif target is _DEVICE:
-        return (Slot("arg[0]", args[0]),) if args and as_device(args[0]) is not None else ()
+        return _device_call_slot(args, kwargs)
     else:
         loose = target is _TENSOR_TO or (target.__class__ is _OP_OVERLOAD and target.overloadpacket is _ATEN_TO)
     if device is None and not loose:
@@ -120,6 +172,14 @@ def device_slots(node: torch.fx.Node, positional: bool = True) -> tuple[Slot, ..
         else:
             return ()
     return _kwarg_slot(device) + _positional_slots(args, loose)
+
+
+def _device_call_slot(args: tuple, kwargs: dict) -> tuple[Slot, ...]:
+    """The device a ``torch.device(...)`` call builds: ``torch.device('cpu')`` or ``torch.device(type='cpu')``."""
+    if args:
+        return (Slot("arg[0]", args[0]),) if as_device(args[0]) is not None else ()
+    kind = kwargs.get("type") if kwargs else None
+    return (Slot("kwarg[type]", kind),) if kind is not None and as_device(kind) is not None else ()
 
 
 def _kwarg_slot(device: Any) -> tuple[Slot, ...]:
@@ -145,10 +205,20 @@ def _moved_to(node: torch.fx.Node) -> torch.device:
 
 
 def slot_device(node: torch.fx.Node, slot: Slot) -> torch.device:
-    """The device a slot names; for a ``torch.device('cuda', 1)`` node, the index is included."""
-    if node.target is torch.device and len(node.args) > 1 and isinstance(node.args[1], int):
-        return torch.device(as_device(slot.value).type, node.args[1])
-    return as_device(slot.value)
+    """The device a slot names; for a ``torch.device('cuda', 1)`` call, the index is included."""
+    device = as_device(slot.value)
+    if node.target is torch.device:
+        index = node.args[1] if len(node.args) > 1 else node.kwargs.get("index")
+        if isinstance(index, int) and not isinstance(index, bool):
+            return torch.device(device.type, index)
+    return device
+
+
+def is_assertion(node: torch.fx.Node) -> bool:
+    """``aten._assert_tensor_metadata``: a check of a tensor's device (torch.export), not a placement."""
+    return _ASSERT_METADATA is not None and node.op == "call_function" and (
+        node.target is _ASSERT_METADATA or getattr(node.target, "overloadpacket", None) is _ASSERT_METADATA
+    )
 
 
 def readable_target(node: torch.fx.Node) -> str:
@@ -168,14 +238,18 @@ def readable_target(node: torch.fx.Node) -> str:
     return name.removeprefix("_") if name.startswith("_operator.") else name
 
 
-def find_pins(gm: torch.fx.GraphModule, *, target: str | torch.device = "xla", graph: int = 0) -> list[DevicePin]:
-    """Every device pin of ``gm`` that is not already on ``target``, in graph order."""
-    target_type = parse_target(target).type
+def find_pins(gm: Any, *, target: str | torch.device = "xla", graph: int = 0) -> list[DevicePin]:
+    """Every device pin of ``gm`` (a GraphModule or an ExportedProgram) not already on ``target``, in graph order.
+
+    When the target names an index (``xla:0``), a device with another index (or none) is a pin too.
+    """
+    module = graph_module_of(gm, purpose="find_pins needs a traced graph, got")
+    wanted = parse_target(target)
     pins = []
-    for node in gm.graph.nodes:
+    for node in module.graph.nodes:
         for slot in device_slots(node):
             device = slot_device(node, slot)
-            if device.type != target_type:
+            if not on_target(device, wanted):
                 pins.append(_pin(node, slot, device, graph))
     return pins
 
@@ -193,7 +267,7 @@ def _pin(node: torch.fx.Node, slot: Slot, device: torch.device, graph: int) -> D
         location=slot.location,
         kwargs_pass=rewritable and (slot.location == "kwarg" or (slot.location == "method" and "device" in node.kwargs)),
         default_pass=rewritable,
-        kind=judge_kind(source, slot.location),
+        kind="assertion" if is_assertion(node) else judge_kind(source, slot.location, device_call=node.target is _DEVICE),
         users=tuple(user.name for user in node.users),
         **location_fields(source),
     )

@@ -16,7 +16,17 @@ from typing import Any
 
 import torch
 
-__all__ = ["RankResult", "RankRun", "expected_reduce_scatter", "rank_input", "run_on_ranks"]
+from .errors import UnsupportedWorldSizeError
+
+__all__ = [
+    "PJRT_CPU_WORLD_SIZES",
+    "RankResult",
+    "RankRun",
+    "check_world_size",
+    "expected_reduce_scatter",
+    "rank_input",
+    "run_on_ranks",
+]
 
 log = logging.getLogger("neurondev")
 
@@ -73,8 +83,7 @@ def run_on_ranks(*, world_size: int = 2, timeout: float = 600) -> list[RankResul
     ``CPU_NUM_DEVICES=world_size`` CPU devices, a thread per device; on Neuron, the cores the
     Neuron runtime exposes (its own device count setting decides the world size there).
     """
-    if world_size < 1:
-        raise ValueError(f"world_size must be at least 1, got {world_size}")
+    check_world_size(world_size)
     with tempfile.TemporaryDirectory(prefix="neurondev-ranks-") as folder:
         environ = dict(os.environ, CPU_NUM_DEVICES=str(world_size))
         environ.setdefault("PJRT_DEVICE", "CPU")
@@ -88,6 +97,36 @@ def run_on_ranks(*, world_size: int = 2, timeout: float = 600) -> list[RankResul
                 + finished.stderr[-3000:]
             )
         return [_result_from_json(json.loads(path.read_text())) for path in results]
+
+
+# PJRT CPU on this kind of machine: 3 and 4 ranks abort in XLA's rendezvous ("Expected 3 threads ...
+# only 2 of them arrived"), the same with plain torch_xla; 1 and 2 run.
+PJRT_CPU_WORLD_SIZES = (1, 2)
+
+
+def check_world_size(world_size: Any, *, runtime: str | None = None) -> None:
+    """UnsupportedWorldSizeError unless ``world_size`` ranks can run on the runtime neurondev selects."""
+    if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
+        raise UnsupportedWorldSizeError(f"world_size is a number of ranks, an int >= 1; got {world_size!r}")
+    runtime = runtime or _runtime_name()
+    if runtime == "pjrt-cpu" and world_size not in PJRT_CPU_WORLD_SIZES:
+        raise UnsupportedWorldSizeError(
+            f"world_size={world_size} cannot run on the PJRT CPU device: XLA's CPU rendezvous aborts with more "
+            f"than 2 ranks (\"Expected {world_size} threads ... only 2 of them arrived\"), with or without neurondev. "
+            "Use world_size=1 or 2 here; larger worlds need Trainium (torch-neuronx) or another PJRT device"
+        )
+
+
+def _runtime_name() -> str:
+    """'neuron', 'pjrt-cpu' or 'pjrt' (another PJRT device), without starting a runtime."""
+    from . import xla
+
+    choice = xla.choose_runtime(
+        neuron_error=xla._neuron_import_error(), environ=os.environ, xla_imported="torch_xla" in sys.modules
+    )
+    if choice.runtime == "neuron":
+        return "neuron"
+    return "pjrt-cpu" if (choice.pjrt_device or os.environ.get("PJRT_DEVICE", "CPU")).upper() == "CPU" else "pjrt"
 
 
 def _result_from_json(data: dict[str, Any]) -> RankResult:

@@ -13,11 +13,13 @@ import torch.fx
 import torch.utils._pytree as pytree
 
 from . import xla
+from .compare import Comparison, compare_outputs
+from .errors import InputCountError, InvalidOptionError, InvalidSubjectError
 from .passes.device_rewriter import rewrite_copy
-from .pins import readable_target
+from .pins import describe_object, readable_target
 from .source import location_fields, source_of
 
-__all__ = ["Crossing", "GraphBreak", "RunError", "RunRecord", "run_on_xla"]
+__all__ = ["Crossing", "GraphBreak", "RunError", "RunRecord", "Upload", "run_on_xla"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,6 +30,19 @@ class GraphBreak:
     target: str
     executions: int
     transfers_to_host: int
+    file: str | None
+    line: int | None
+    code: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Upload:
+    """A node that copies host data to the device on every call (``torch.tensor([...], device=...)``,
+    ``torch.rand``, an empty KV cache): no break, but a transfer that no device rewrite removes."""
+
+    node: str
+    target: str
+    transfers_to_device: int
     file: str | None
     line: int | None
     code: str | None
@@ -54,7 +69,11 @@ class RunError:
     line: int | None
     code: str | None
 
+    input_index: int | None = None
+
     def __str__(self) -> str:
+        if self.input_index is not None:
+            return f"{type(self.exception).__name__} at input {self.input_index} ({self.node}): {self.exception}"
         where = f" ({self.file}:{self.line}: {self.code})" if self.file else ""
         return f"{type(self.exception).__name__} at node {self.node} [{self.target}]{where}: {self.exception}"
 
@@ -66,7 +85,9 @@ class RunRecord:
     A run is a warm-up call (compilations and first-time uploads happen there; see ``first_call``)
     and a measured call, whose figures these are: what happens on every call. Counts are deltas
     of torch_xla.debug.metrics, never reset. ``executions``/``compilations`` are the ones forced
-    mid-graph (before the graph's own end); ``graph_breaks`` attributes them to nodes.
+    mid-graph (before the graph's own end); ``graph_breaks`` attributes them (and transfers to the
+    host) to nodes, ``uploads`` attributes transfers to the device that come with no break.
+    ``comparison`` holds the figures against the CPU reference (``matches_reference`` its verdict).
     """
 
     device: str
@@ -76,39 +97,47 @@ class RunRecord:
     transfers_to_device: int = 0
     fallback_ops: dict[str, int] = dataclasses.field(default_factory=dict)
     graph_breaks: list[GraphBreak] = dataclasses.field(default_factory=list)
+    uploads: list[Upload] = dataclasses.field(default_factory=list)
     node_devices: dict[str, Any] = dataclasses.field(default_factory=dict)
     crossings: list[Crossing] = dataclasses.field(default_factory=list)
     output_devices: list[str] = dataclasses.field(default_factory=list)
     error: RunError | None = None
-    matches_reference: bool | None = None
+    comparison: Comparison | None = None
     mismatch: str | None = None
     seconds: float | None = None
     first_call: xla.Counts | None = None
     outputs: Any = dataclasses.field(default=None, repr=False)
 
     @property
+    def matches_reference(self) -> bool | None:
+        """Whether the outputs equal the CPU reference within tolerance; None when not compared."""
+        return None if self.comparison is None else self.comparison.matches
+
+    @property
     def ok(self) -> bool:
-        """Ran, with no graph break, no transfer either way, and (when compared) the reference values."""
-        return (
-            self.error is None
-            and not self.graph_breaks
-            and self.transfers_to_host == 0
-            and self.transfers_to_device == 0
-            and self.matches_reference is not False
-        )
+        """The graph stays on the device: it ran, with no graph break, no transfer to the host and
+        no CPU fallback. Uploads of host-built constants (``uploads``) are allowed and noted; how the
+        values compare is ``matches_reference`` (XLA fuses what eager rounds step by step)."""
+        return self.error is None and not self.graph_breaks and self.transfers_to_host == 0 and not self.fallback_ops
 
     def summary(self) -> str:
-        """One paragraph a user can read: failure, or breaks with their nodes, transfers, outputs."""
+        """One paragraph a user can read: failure, or breaks with their nodes, transfers, uploads, values."""
         if self.error is not None:
             return f"failed on {self.device}: {self.error}"
         breaks = "; ".join(f"{b.node} ({b.file}:{b.line})" if b.file else b.node for b in self.graph_breaks)
-        values = {True: "values match the CPU reference", False: "values DIFFER from the CPU reference"}
-        return (
+        text = (
             f"ran on {self.device}: {len(self.graph_breaks)} graph break(s){': ' + breaks if breaks else ''}, "
             f"{self.executions} forced execution(s), {self.transfers_to_host} transfer(s) to host and "
             f"{self.transfers_to_device} to device per call; outputs on {', '.join(self.output_devices) or 'nothing'}"
-            + (f"; {values[self.matches_reference]}" if self.matches_reference is not None else "")
         )
+        if self.uploads:
+            nodes = ", ".join(f"{u.node} ({u.file}:{u.line})" if u.file else u.node for u in self.uploads)
+            text += f"; uploads of host-built values on every call (no break, no rewrite removes them): {nodes}"
+        if self.comparison is not None:
+            text += f"; values {self.comparison.describe()} against the CPU reference"
+        elif self.mismatch:
+            text += f"; values {self.mismatch}"
+        return text
 
     def __repr__(self) -> str:
         return f"RunRecord({self.summary()})"
@@ -119,19 +148,25 @@ def run_on_xla(
     *inputs: Any,
     reference: Any = None,
     repeat: int = 3,
+    rtol: float | None = None,
+    atol: float | None = None,
     barrier: Callable[[], None] | None = None,
 ) -> RunRecord:
     """Run ``gm`` on the XLA device and record what crossed and what executed, node by node.
 
     Inputs (and the graph's own parameters and buffers) are copied to the device; ``gm`` and the
-    inputs are left untouched. ``reference`` is the expected output (by default the graph's result
-    on CPU); ``repeat`` calls are timed for ``seconds`` (0 skips timing). A failing run is recorded
-    in ``error``, not raised; inputs that cannot move to the device raise XlaInputError.
+    inputs are left untouched, whatever the graph writes to. ``reference`` is the expected output
+    (by default the graph's result on CPU, computed from copies of the inputs); ``rtol``/``atol``
+    are the tolerances of that comparison (None: torch.testing.assert_close's for the dtype).
+    ``repeat`` calls are timed for ``seconds`` (0 skips timing). A failing run is recorded in
+    ``error``, not raised; inputs that cannot move to the device raise XlaInputError.
 
     ``barrier`` is for ranks that run in one process (a thread per device): called around each
     measured call, it keeps every rank's node-by-node phase apart from any rank's sync, since
     torch_xla's counters are per process.
     """
+    _check_graph(gm, inputs)
+    _check_repeat(repeat)
     target = xla.device()
     graph = copy.deepcopy(gm).to(target)
     record = RunRecord(device=str(target))
@@ -142,9 +177,45 @@ def run_on_xla(
             record.error = first.error
             return record
         _fill(record, graph, _call(graph, inputs, target, barrier or _no_barrier))
-        _compare(record, reference if reference is not None else _cpu_reference(gm, inputs, record))
+        expected = reference if reference is not None else _cpu_reference(gm, inputs, record)
+        if expected is not None:
+            record.comparison = compare_outputs(record.outputs, expected, rtol=rtol, atol=atol)
+            record.mismatch = record.comparison.detail
         record.seconds = _steady_seconds(graph, inputs, target, repeat)
     return record
+
+
+def _check_graph(gm: Any, inputs: tuple) -> None:
+    """A named error, before anything runs, for a subject that is not a graph or the wrong input count."""
+    from .capture import Capture
+
+    if isinstance(gm, Capture):
+        raise InvalidSubjectError(
+            f"run_on_xla runs one graph, got the Capture of {gm.name} ({len(gm.graphs)} graph(s)); "
+            "pass one of its graphs with that graph's inputs: "
+            "neurondev.run_on_xla(capture.graphs[i], *capture.example_inputs[i])"
+        )
+    if not isinstance(gm, torch.fx.GraphModule):
+        raise InvalidSubjectError(
+            f"run_on_xla runs a traced graph, got {describe_object(gm)}; capture it first: "
+            "c = neurondev.capture(fn, x); neurondev.run_on_xla(c.graphs[0], *c.example_inputs[0])"
+        )
+    placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
+    if any(str(node.target).startswith("*") for node in placeholders) or getattr(gm, "_in_spec", None) is not None:
+        return  # *args or pytree-flattened inputs: the graph's own call decides
+    required = sum(1 for node in placeholders if not node.args)
+    if not required <= len(inputs) <= len(placeholders):
+        names = ", ".join(node.name for node in placeholders)
+        wanted = f"{len(placeholders)}" if required == len(placeholders) else f"{required} to {len(placeholders)}"
+        raise InputCountError(
+            f"the graph takes {wanted} input(s) ({names}), got {len(inputs)}; for a captured graph pass "
+            "*capture.example_inputs[i] (a module's parameters are inputs of its graph too)"
+        )
+
+
+def _check_repeat(repeat: Any) -> None:
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 0:
+        raise InvalidOptionError(f"repeat is the number of timed calls, an int >= 0 (0 skips timing); got {repeat!r}")
 
 
 @dataclasses.dataclass
@@ -206,7 +277,10 @@ def _call(graph: torch.fx.GraphModule, inputs: tuple, target: torch.device, barr
 
 def _run_error(failed: _NodeFailed) -> RunError:
     node = failed.node
-    return RunError(node.name, readable_target(node), failed.error, **location_fields(source_of(node)))
+    index = None
+    if node.op == "placeholder":
+        index = [n for n in node.graph.nodes if n.op == "placeholder"].index(node)
+    return RunError(node.name, readable_target(node), failed.error, input_index=index, **location_fields(source_of(node)))
 
 
 def _fill(record: RunRecord, graph: torch.fx.GraphModule, call: _Call) -> None:
@@ -214,8 +288,9 @@ def _fill(record: RunRecord, graph: torch.fx.GraphModule, call: _Call) -> None:
     record.executions, record.compilations = counts.executions, counts.compilations
     record.transfers_to_host, record.transfers_to_device = counts.transfers_to_host, counts.transfers_to_device
     record.fallback_ops = dict(counts.fallbacks)
-    record.graph_breaks = [_graph_break(node, call.per_node[node.name]) for node in graph.graph.nodes
-                           if node.name in call.per_node and call.per_node[node.name].forced]
+    measured = [(node, call.per_node[node.name]) for node in graph.graph.nodes if node.name in call.per_node]
+    record.graph_breaks = [_graph_break(node, delta) for node, delta in measured if delta.forced]
+    record.uploads = [_upload(node, delta) for node, delta in measured if not delta.forced and delta.transfers_to_device]
     record.node_devices = {name: device for name, device in call.devices.items() if device is not None}
     record.crossings = _crossings(graph, record.node_devices)
     record.output_devices = [str(t.device) for t in pytree.tree_leaves(call.outputs) if isinstance(t, torch.Tensor)]
@@ -225,6 +300,11 @@ def _fill(record: RunRecord, graph: torch.fx.GraphModule, call: _Call) -> None:
 def _graph_break(node: torch.fx.Node, delta: xla.Counts) -> GraphBreak:
     fields = location_fields(source_of(node))
     return GraphBreak(node.name, readable_target(node), delta.executions, delta.transfers_to_host, **fields)
+
+
+def _upload(node: torch.fx.Node, delta: xla.Counts) -> Upload:
+    fields = location_fields(source_of(node))
+    return Upload(node.name, readable_target(node), delta.transfers_to_device, **fields)
 
 
 def _devices(value: Any) -> Any:
@@ -256,24 +336,6 @@ def _cpu_reference(gm: torch.fx.GraphModule, inputs: tuple, record: RunRecord) -
     except Exception as error:
         record.mismatch = f"not compared: the graph does not run on CPU ({type(error).__name__}: {error})"
         return None
-
-
-def _compare(record: RunRecord, reference: Any) -> None:
-    if reference is None:
-        return
-    actual = record.outputs
-    if isinstance(actual, (tuple, list)) and len(actual) == 1 and not isinstance(reference, (tuple, list)):
-        actual = actual[0]
-    try:
-        torch.testing.assert_close(_on_cpu(actual), _on_cpu(reference))
-    except (AssertionError, TypeError, ValueError) as mismatch:
-        record.matches_reference, record.mismatch = False, str(mismatch)
-    else:
-        record.matches_reference = True
-
-
-def _on_cpu(tree: Any) -> Any:
-    return pytree.tree_map(lambda v: v.detach().cpu() if isinstance(v, torch.Tensor) else v, tree)
 
 
 def _steady_seconds(graph: torch.fx.GraphModule, inputs: tuple, target: torch.device, repeat: int) -> float | None:

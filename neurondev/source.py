@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import linecache
 import re
+from pathlib import Path
 
 import torch.fx
 
@@ -13,6 +14,9 @@ __all__ = ["SourceLine", "location_fields", "source_of", "judge_kind", "statemen
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>[^\n]+)\n(?P<code>[^\n]*)')
 _KWARG_DEVICE = re.compile(r"\bdevice\s*=\s*(?P<expr>[^,)]+)")
 _TO_DEVICE = re.compile(r"\.to\(\s*(?P<expr>[^,)]+)")
+_DEVICE_CALL = re.compile(r"torch\.device\(\s*(?:type\s*=\s*)?(?P<expr>[^,)]+)")
+_PACKAGE_DIR = str(Path(__file__).resolve().parent)
+_USER_CODE_IN_PACKAGE = ("examples.py",)  # the gallery's functions are user code
 _LITERAL = re.compile(r"""^(['"][a-z]+(:\d+)?['"]|torch\.device\(.*|\d+)$""")
 _MAX_STATEMENT_LINES = 20
 _MAX_LOOKBACK_LINES = 200
@@ -29,17 +33,26 @@ class SourceLine:
 
 
 def source_of(node: torch.fx.Node) -> SourceLine | None:
-    """The user source line a node was traced from (from ``node.meta['stack_trace']``), or None."""
+    """The user source line a node was traced from (from ``node.meta['stack_trace']``), or None.
+
+    Inputs (placeholders) and the graph's output have no line of their own; frames inside
+    neurondev (the entry function a capture compiles) are never the user's line.
+    """
     trace = node.meta.get("stack_trace")
-    if not trace:
+    if not trace or node.op in ("placeholder", "output", "get_attr"):
         return None
-    frames = list(_FRAME.finditer(trace))
+    frames = [frame for frame in _FRAME.finditer(trace) if not _in_neurondev(frame["file"])]
     if not frames:
         return None
     last = frames[-1]
     file, line = last["file"], int(last["line"])
     code = statement_at(file, line) or last["code"].strip()
     return SourceLine(file=file, line=line, function=last["function"].strip(), code=code)
+
+
+def _in_neurondev(file: str) -> bool:
+    """Frames of neurondev's own machinery (the capture's entry function), not of the gallery."""
+    return file.startswith(_PACKAGE_DIR) and not file.endswith(_USER_CODE_IN_PACKAGE)
 
 
 def location_fields(source: SourceLine | None) -> dict[str, object]:
@@ -67,13 +80,17 @@ def _balanced(text: str) -> bool:
     return sum(text.count(c) for c in "([{") <= sum(text.count(c) for c in ")]}")
 
 
-def judge_kind(source: SourceLine | None, location: str) -> str:
-    """'frozen' (from a tensor's .device), 'literal' (written out), 'variable' or 'unknown'."""
+def judge_kind(source: SourceLine | None, location: str, *, device_call: bool = False) -> str:
+    """'frozen' (from a tensor's .device), 'literal' (written out), 'variable' or 'unknown'.
+
+    ``device_call``: the node is a ``torch.device(...)`` call, whose own argument is judged.
+    """
     if location == "method":
         return "literal"
     if source is None:
         return "unknown"
-    match = (_KWARG_DEVICE if location == "kwarg" else _TO_DEVICE).search(source.code)
+    patterns = (_DEVICE_CALL,) if device_call else (_KWARG_DEVICE, _TO_DEVICE) if location == "kwarg" else (_TO_DEVICE,)
+    match = next((m for m in (p.search(source.code) for p in patterns) if m is not None), None)
     if match is None:
         return "frozen" if ".device" in source.code else "unknown"
     return _kind_of_expression(match["expr"].strip(), source)

@@ -135,13 +135,13 @@ def _moved(value: Any, path: str, target: torch.device) -> Any:
     if not isinstance(value, torch.Tensor):
         return value
     try:
-        copied = value.detach().to(target)
+        copied = value.detach().to(target, copy=True)  # a copy even on the same device: graphs write to inputs
     except Exception as error:
         raise XlaInputError(
             f"input{path} ({value.dtype}, {value.layout}, on {value.device}) cannot move to {target}: {error}. "
             "Pass dense tensors with data (not meta) of a dtype the device supports"
         ) from error
-    return copied.clone() if copied is value else copied
+    return copied
 
 
 def sync() -> None:

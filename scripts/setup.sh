@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up everything neurondev's demo and tests need: Debian's graphviz, a venv in .venv with the
+# Set up everything neurondev's demo and tests need: Debian's graphviz and chromium, a venv in .venv with the
 # tested torch 2.9.0 + torch-xla 2.9.0 pair and the dev tools. A quick no-op when already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,12 +9,15 @@ stamp="$venv/.neurondev-setup"
 want=$(cat pyproject.toml requirements/constraints.txt scripts/setup.sh | sha256sum | cut -d' ' -f1)
 
 system_packages() {
-    command -v dot >/dev/null 2>&1 && return 0
+    local missing=()
+    command -v dot >/dev/null 2>&1 || missing+=(graphviz)
+    command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+    [ ${#missing[@]} = 0 ] && return 0
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        echo "setup: installing Debian's graphviz (dot)"
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null
+        echo "setup: installing Debian's ${missing[*]} (dot draws graphs; chromium checks the report and widgets)"
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
     else
-        echo "setup: no 'dot' and no root for apt-get: install graphviz yourself (rendering needs it)" >&2
+        echo "setup: missing ${missing[*]} and no root for apt-get: install them yourself (drawing and browser tests need them)" >&2
     fi
 }
 

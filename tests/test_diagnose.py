@@ -146,10 +146,3 @@ def test_kind_tells_frozen_from_literal_from_variable():
 
     table = neurondev.diagnose(neurondev.capture(fn, torch.randn(2)))
     assert dict(zip(table.node, table.kind)) == {"a": "frozen", "b": "literal", "c": "frozen", "to": "literal"}
-
-
-def test_bad_input_and_bad_target_are_named_errors(seed_capture):
-    with pytest.raises(TypeError, match="GraphModule or a neurondev Capture"):
-        neurondev.diagnose("not a graph")
-    with pytest.raises(neurondev.InvalidTargetError, match="not a device torch knows"):
-        neurondev.diagnose(seed_capture, target="trainium")

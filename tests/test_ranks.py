@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from neurondev.ranks import expected_reduce_scatter, rank_input, run_on_ranks
+import neurondev
+from neurondev.ranks import check_world_size, expected_reduce_scatter, rank_input, run_on_ranks
 
 
 def test_expected_reduction_is_the_sum_over_ranks_scattered():
@@ -14,9 +15,14 @@ def test_expected_reduction_is_the_sum_over_ranks_scattered():
     torch.testing.assert_close(expected_reduce_scatter(0, 1), rank_input(0, 1))
 
 
-def test_world_size_must_be_positive():
-    with pytest.raises(ValueError, match="at least 1"):
-        run_on_ranks(world_size=0)
+def test_world_sizes_the_runtime_can_run_are_decided_before_anything_starts():
+    check_world_size(1, runtime="pjrt-cpu")
+    check_world_size(2, runtime="pjrt-cpu")
+    check_world_size(8, runtime="neuron")
+    check_world_size(4, runtime="pjrt")
+    for world_size in (3, 4, 16):
+        with pytest.raises(neurondev.UnsupportedWorldSizeError, match=r"Use world_size=1 or 2 here"):
+            check_world_size(world_size, runtime="pjrt-cpu")
 
 
 @pytest.mark.xla

@@ -11,7 +11,8 @@ import torch
 import torch.fx
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
-from ..pins import Slot, device_slots, parse_target, slot_device
+from ..pins import Slot, device_slots, graph_module_of, on_target, parse_target, slot_device
+from .fake_meta import refresh_meta
 
 __all__ = ["DeviceRewriterPass", "Rewrite", "rewrite_copy"]
 
@@ -32,16 +33,23 @@ class DeviceRewriterPass(PassBase):
     """Rewrite every device argument that is not on ``target`` to ``target``, keeping its format.
 
     A str stays a str, a ``torch.device`` stays a ``torch.device``, anything else (an int, which
-    torch reads as a CUDA index) becomes the target str; an existing index is kept. ``None``,
-    ``meta``, graph values and devices already of the target type are left alone. One pass over
-    the nodes, O(n).
+    torch reads as a CUDA index) becomes the target str. The index comes from the target alone: a
+    foreign device's index (``cuda:1``) means nothing on XLA, so ``cuda:1`` becomes ``xla`` (or
+    ``xla:0`` with ``target="xla:0"``). ``None``, ``meta``, graph values and devices already on the
+    target are left alone; when the target names an index, ``xla:1`` is rewritten to it too.
+    One pass over the nodes, O(n).
 
     ``rewrite_positional=False`` is exactly the documented algorithm: only ``device=`` kwargs.
     The default also rewrites positional devices: ``Tensor.to(dev)``, ``Tensor.to(dev, dtype)``,
-    ``torch.device(...)`` nodes and ``.cpu()`` / ``.cuda()`` calls (which become ``.to(target)``).
+    ``torch.device(...)`` calls and ``.cpu()`` / ``.cuda()`` calls (which become ``.to(target)``).
 
-    The pass edits the GraphModule it is given (as a pass in a pipeline does); use
-    :func:`rewrite_copy` to keep the original. ``self.rewrites`` lists what the last call changed.
+    The fake tensors in ``node.meta['val']`` / ``['example_value']`` of the rewritten nodes, and of
+    every node downstream of them, are propagated again so that later passes read the new device
+    (see :mod:`neurondev.passes.fake_meta`).
+
+    The pass edits the GraphModule it is given (as a pass in a pipeline does; an ExportedProgram's
+    graph module likewise); use :func:`rewrite_copy` to keep the original. ``self.rewrites`` lists
+    what the last call changed.
     """
 
     def __init__(self, target: str | torch.device = "xla", rewrite_positional: bool = True) -> None:
@@ -50,27 +58,35 @@ class DeviceRewriterPass(PassBase):
         self.rewrite_positional = rewrite_positional
         self.rewrites: list[Rewrite] = []
 
+    def __call__(self, graph_module: Any) -> PassResult:
+        return super().__call__(graph_module_of(graph_module, purpose="DeviceRewriterPass rewrites a traced graph, got"))
+
     def call(self, graph_module: torch.fx.GraphModule) -> PassResult:
         self.rewrites = []
-        positional, slots_of = self.rewrite_positional, device_slots
+        positional, slots_of, rewritten = self.rewrite_positional, device_slots, []
         for node in graph_module.graph.nodes:
             slots = slots_of(node, positional)
             stale = [slot for slot in slots if self._needs_rewrite(node, slot)] if slots else None
             if stale:
                 self._rewrite(node, stale)
+                rewritten.append(node)
         if self.rewrites:
+            refresh_meta(graph_module, rewritten, self.target)
             graph_module.recompile()  # deferred to the first call on dynamo's lazy GraphModules
             log.debug("DeviceRewriterPass rewrote %d device argument(s) to %s", len(self.rewrites), self.target)
         return PassResult(graph_module, bool(self.rewrites))
 
     def _needs_rewrite(self, node: torch.fx.Node, slot: Slot) -> bool:
-        device_type = slot_device(node, slot).type
-        return device_type != self.target.type and device_type != "meta"
+        device = slot_device(node, slot)
+        return device.type != "meta" and not on_target(device, self.target)
 
     def _rewrite(self, node: torch.fx.Node, slots: list[Slot]) -> None:
+        if node.target is torch.device:
+            self._rewrite_device_call(node, slots[0])
+            return
         args, kwargs = list(node.args), dict(node.kwargs)
         for slot in slots:
-            new = self._new_value(node, slot)
+            new = self._new_value(slot)
             if slot.location == "kwarg":
                 kwargs["device"] = new
             elif slot.location == "method":
@@ -82,20 +98,40 @@ class DeviceRewriterPass(PassBase):
             self.rewrites.append(Rewrite(node.name, slot.location, slot.value, new))
         node.args, node.kwargs = tuple(args), kwargs
 
-    def _new_value(self, node: torch.fx.Node, slot: Slot) -> Any:
-        if node.target is torch.device and len(node.args) > 1:
-            return self.target.type  # torch.device('cuda', 1): the index stays in its own argument
-        old = slot_device(node, slot)
-        index = old.index if old.index is not None else self.target.index
+    def _rewrite_device_call(self, node: torch.fx.Node, slot: Slot) -> None:
+        """``torch.device('cuda', 1)`` / ``torch.device(type='cpu', index=0)``: type and index both
+        come from the target, in the form the call was written in."""
+        new = self._new_value(slot)
+        kwargs = {k: v for k, v in node.kwargs.items() if k not in ("type", "index")}
+        if slot.location == "arg[0]":
+            node.args, node.kwargs = (new,), kwargs
+        else:  # torch.device(type='xla:0') is refused: the keyword form takes the index apart
+            new = self.target.type
+            index = {} if self.target.index is None else {"index": self.target.index}
+            node.args, node.kwargs = (), {**kwargs, "type": new, **index}
+        self.rewrites.append(Rewrite(node.name, slot.location, slot.value, new))
+
+    def _new_value(self, slot: Slot) -> Any:
         if isinstance(slot.value, torch.device) and slot.location != "method":
-            return torch.device(self.target.type, index)
-        return self.target.type if index is None else f"{self.target.type}:{index}"
+            return self.target
+        return str(self.target)
 
 
 def rewrite_copy(
-    graph_module: torch.fx.GraphModule, *, target: str | torch.device = "xla", rewrite_positional: bool = True
+    graph_module: Any, *, target: str | torch.device = "xla", rewrite_positional: bool = True
 ) -> tuple[torch.fx.GraphModule, list[Rewrite]]:
-    """Rewrite a deep copy of ``graph_module``; the original is untouched. Returns (copy, rewrites)."""
+    """Rewrite a deep copy of ``graph_module`` (or of an ExportedProgram's graph module); the original
+    is untouched. Returns (rewritten GraphModule, rewrites)."""
+    original = graph_module_of(graph_module, purpose="rewrite_copy copies and rewrites a traced graph, got")
     rewriter = DeviceRewriterPass(target=target, rewrite_positional=rewrite_positional)
-    result = rewriter(copy.deepcopy(graph_module))
+    result = rewriter(_deepcopy_named(original))
     return result.graph_module, rewriter.rewrites
+
+
+def _deepcopy_named(graph_module: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """A deep copy that prints with the original's class name, not ``GraphModule.__new__.<locals>...``."""
+    copied = copy.deepcopy(graph_module)
+    name = type(graph_module).__name__
+    if type(copied).__name__ != name and "<locals>" in type(copied).__qualname__:
+        type(copied).__name__ = type(copied).__qualname__ = name
+    return copied

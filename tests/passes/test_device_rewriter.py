@@ -21,14 +21,14 @@ def empty_with(device):
     "old, new",
     [
         ("cpu", "xla"),
-        ("cuda:1", "xla:1"),
+        ("cuda:1", "xla"),
         (torch.device("cpu"), torch.device("xla")),
-        (torch.device("cuda", 3), torch.device("xla", 3)),
-        (0, "xla:0"),
-        (2, "xla:2"),
+        (torch.device("cuda", 3), torch.device("xla")),
+        (0, "xla"),
+        (2, "xla"),
     ],
 )
-def test_kwarg_format_is_preserved_and_index_kept(old, new):
+def test_kwarg_format_is_preserved_and_a_foreign_index_dropped(old, new):
     gm = empty_with(old)
     result = DeviceRewriterPass()(gm)
     assert isinstance(result, PassResult) and result.modified and result.graph_module is gm
@@ -37,10 +37,38 @@ def test_kwarg_format_is_preserved_and_index_kept(old, new):
     assert node_named(gm, "empty").kwargs["dtype"] == torch.float32
 
 
-def test_target_index_is_used_when_the_pin_has_none():
-    gm = empty_with("cpu")
+@pytest.mark.parametrize("old", ["cpu", "cuda:1", torch.device("cuda", 1), 1, "xla:1", "xla", torch.device("xla", 3)])
+def test_the_targets_own_index_decides_never_the_pins(old):
+    gm = empty_with(old)
     DeviceRewriterPass(target="xla:0")(gm)
-    assert node_named(gm, "empty").kwargs["device"] == "xla:0"
+    new = node_named(gm, "empty").kwargs["device"]
+    assert new == (torch.device("xla", 0) if isinstance(old, torch.device) else "xla:0")
+
+
+def test_a_foreign_index_never_becomes_an_xla_device_that_does_not_exist():
+    gm = build_graph(
+        ("call_function", torch.device, ("cuda", 1), {}),
+        ("call_method", "cuda", ("x", 1), {}),
+        ("call_method", "to", ("x", "cuda:1"), {}),
+    )
+    DeviceRewriterPass(target="xla:0")(gm)
+    assert node_named(gm, "device_1").args == ("xla:0",)
+    assert node_named(gm, "cuda").args[1:] == ("xla:0",)
+    assert node_named(gm, "to").args[1:] == ("xla:0",)
+    assert "xla:1" not in gm.code and neurondev.find_pins(gm, target="xla:0") == []
+
+
+def test_torch_device_in_keyword_form_is_found_and_rewritten():
+    gm = build_graph(
+        ("call_function", torch.device, (), {"type": "cpu"}),
+        ("call_function", torch.device, (), {"type": "cuda", "index": 1}),
+    )
+    pins = neurondev.find_pins(gm)
+    assert [(p.node, p.location, p.device) for p in pins] == [("device_1", "kwarg[type]", "cpu"), ("device_2", "kwarg[type]", "cuda")]
+    DeviceRewriterPass(target="xla:0")(gm)
+    assert node_named(gm, "device_1").kwargs == {"type": "xla", "index": 0}
+    assert node_named(gm, "device_2").kwargs == {"type": "xla", "index": 0}
+    assert [str(v) for v in gm(torch.zeros(1))] == ["xla:0", "xla:0"]
 
 
 @pytest.mark.parametrize("device", [None, "meta", torch.device("meta"), "xla", "xla:1", torch.device("xla", 2)])
@@ -71,9 +99,9 @@ def test_positional_pins_are_rewritten_by_default_in_their_format():
     pass_ = DeviceRewriterPass()
     assert pass_(gm).modified
     assert node_named(gm, "to").args == (node_named(gm, "x"), torch.device("xla"))
-    assert node_named(gm, "to_1").args[1:] == ("xla:1", torch.float16)
+    assert node_named(gm, "to_1").args[1:] == ("xla", torch.float16)
     assert node_named(gm, "device_1").args == ("xla",)
-    assert node_named(gm, "device_2").args == ("xla", 1)
+    assert node_named(gm, "device_2").args == ("xla",)
     cpu, cuda = node_named(gm, "cpu"), node_named(gm, "cuda")
     assert (cpu.target, cpu.args[1:], cpu.kwargs) == ("to", ("xla",), {})
     assert (cuda.target, cuda.args[1:], cuda.kwargs) == ("to", ("xla",), {"non_blocking": True})
@@ -99,7 +127,7 @@ def test_kwargs_only_rewrites_every_device_kwarg_including_to_and_new_calls():
     )
     pass_ = DeviceRewriterPass(rewrite_positional=False)
     pass_(gm)
-    assert [r.new for r in pass_.rewrites] == [torch.device("xla"), "xla", torch.device("xla", 0)]
+    assert [r.new for r in pass_.rewrites] == [torch.device("xla"), "xla", torch.device("xla")]
 
 
 def test_second_application_reports_not_modified():

@@ -68,6 +68,9 @@ def shape_without_devices(gm):
             kwargs = {k: v for k, v in node.kwargs.items() if k != "device"}
             shapes.append((node.op, node.name, "move", str(node.args[0]), kwargs))
             continue
+        if node.target is torch.device and device_slots(node):
+            shapes.append((node.op, node.name, "torch.device", "<device>"))  # type and index both rewritten
+            continue
         args, kwargs = list(node.args), dict(node.kwargs)
         for slot in device_slots(node):
             if slot.location == "kwarg":
@@ -119,12 +122,12 @@ def test_modified_is_true_exactly_when_a_rewritable_pin_existed(specs):
 
 
 def documented_rewrite(current):
-    """The seed document's format rule, written as it stands there, plus the two rules the issue adds:
-    an existing index is kept, meta is left alone."""
+    """The seed document's format rule, written as it stands there (``torch.device(target)``: the
+    old index is not carried over), plus one rule of ours: meta is left alone."""
     device = torch.device("cuda", current) if isinstance(current, int) else torch.device(current)
     if device.type in ("xla", "meta"):
         return current
-    target = "xla" if device.index is None else f"xla:{device.index}"
+    target = "xla"
     if isinstance(current, str):
         return target
     elif hasattr(current, "type"):

@@ -1,0 +1,91 @@
+"""Keep node.meta's fake tensors true after a device rewrite: propagate again from the rewritten nodes."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import torch
+import torch.fx
+import torch.utils._pytree as pytree
+
+__all__ = ["META_KEYS", "meta_value", "refresh_meta"]
+
+META_KEYS = ("val", "example_value")
+
+
+def meta_value(node: torch.fx.Node) -> Any:
+    """The fake value a node carries (``meta['val']``, else ``meta['example_value']``), or None."""
+    for key in META_KEYS:
+        if key in node.meta:
+            return node.meta[key]
+    return None
+
+
+def refresh_meta(gm: torch.fx.GraphModule, rewritten: Iterable[torch.fx.Node], target: torch.device) -> int:
+    """Propagate fake values again through the rewritten nodes and everything downstream of them.
+
+    Each such node is run on the fake values of its inputs (as FakeTensorProp would). Where that
+    cannot decide, because an input still on the traced device meets a rewritten value (a graph
+    traced on CPU, whose inputs will be on the target when it runs there), the node's old value is
+    kept with its tensors moved to the target. Returns how many nodes got a new value.
+    """
+    fake_mode = _fake_mode(gm)
+    if fake_mode is None:
+        return 0
+    dirty = set(rewritten)
+    refreshed = 0
+    for node in gm.graph.nodes:
+        if node not in dirty and not any(source in dirty for source in node.all_input_nodes):
+            continue
+        old = meta_value(node)
+        if old is None:
+            continue
+        new = _propagate(node, fake_mode)
+        if new is None:
+            new = _on_device(old, target, fake_mode)
+        if _devices(new) != _devices(old):
+            dirty.add(node)
+            refreshed += 1
+        for key in META_KEYS:
+            if key in node.meta:
+                node.meta[key] = new
+    return refreshed
+
+
+def _fake_mode(gm: torch.fx.GraphModule):
+    from torch._guards import detect_fake_mode
+
+    values = [meta_value(node) for node in gm.graph.nodes]
+    leaves = [leaf for value in values if value is not None for leaf in pytree.tree_leaves(value)]
+    try:
+        return detect_fake_mode(leaves)
+    except Exception:  # several fake modes in one graph: nothing we can trust to refresh with
+        return None
+
+
+def _propagate(node: torch.fx.Node, fake_mode) -> Any:
+    """The node's value computed on its inputs' fake values, or None when it cannot be computed."""
+    if node.op not in ("call_function", "call_method"):
+        return None
+    args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), meta_value)
+    try:
+        with fake_mode:
+            if node.op == "call_method":
+                return getattr(args[0], node.target)(*args[1:], **kwargs)
+            return node.target(*args, **kwargs)
+    except Exception:
+        return None
+
+
+def _on_device(value: Any, target: torch.device, fake_mode) -> Any:
+    def move(leaf: Any) -> Any:
+        if not isinstance(leaf, torch.Tensor):
+            return leaf
+        with fake_mode:
+            return torch.empty_strided(leaf.shape, leaf.stride(), dtype=leaf.dtype, device=target)
+
+    return pytree.tree_map(move, value)
+
+
+def _devices(value: Any) -> list[str]:
+    return [str(leaf.device) for leaf in pytree.tree_leaves(value) if isinstance(leaf, torch.Tensor)]
