@@ -102,3 +102,43 @@ def test_the_users_torch_xla_counters_survive_the_bridge_clearing_them(seed_capt
 def test_bridge_report_names_an_input_that_cannot_move(seed_capture):
     with pytest.raises(neurondev.XlaInputError, match=r"input\[0\] .*meta"):
         bridge.bridge_report(seed_capture.graphs[0], torch.empty(64, device="meta"), rewrite=True)
+
+
+def model_code(x):
+    """Ordinary model code: a causal mask, rotary positions, a cache written in place, a loss target."""
+    n = x.shape[0]
+    mask = torch.triu(torch.ones(n, n, device=x.device), diagonal=1).bool()
+    positions = torch.arange(n, device=x.device)
+    cache = torch.zeros(n, n, device=x.device)
+    cache[positions] = x.masked_fill(mask, 0.0)
+    return (cache + positions).sum() - torch.tensor(0.0, device=x.device)
+
+
+@pytest.mark.xla
+def test_host_inputs_run_unchanged_through_the_inner_backend_and_say_so_once(caplog):
+    caplog.set_level(logging.INFO, logger="neurondev")
+    x = torch.randn(6, 6)
+    compiled = torch.compile(model_code, backend="neurondev")
+    try:
+        out = compiled(x)
+    finally:
+        torch._dynamo.reset()
+    assert out.device.type == "cpu"
+    torch.testing.assert_close(out, model_code(x))
+    assert "graph runs unchanged" in caplog.text
+    assert "graph runs unchanged" not in caplog.text.split("graph runs unchanged", 1)[1]
+
+
+@pytest.mark.xla
+def test_inputs_on_xla_and_on_the_host_are_a_named_error():
+    from neurondev.backend import input_placement
+
+    gm = torch.fx.symbolic_trace(lambda a, b, s: a + b + s)
+    with pytest.raises(neurondev.MixedDeviceInputsError, match=r"on XLA \(a\) and elsewhere \(b \(cpu\)\)"):
+        input_placement(gm, [_on_xla(), torch.randn(2), torch.tensor(1.0)])
+    assert input_placement(gm, [torch.randn(2), torch.randn(2), 3]) == "host"
+    assert input_placement(gm, [_on_xla(), _on_xla(), torch.tensor(1.0)]) == "xla"
+
+
+def _on_xla():
+    return torch.randn(2).to(xla.device())

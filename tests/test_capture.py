@@ -136,3 +136,35 @@ def test_trace_only_records_the_graph_without_running_the_function():
     result = trace_only(fn, torch.arange(8, dtype=torch.float32))
     assert result.output is None and len(result.graphs) == 1
     assert list(neurondev.diagnose(result).node) == ["output"]
+
+
+def test_dimensions_the_user_marked_dynamic_stay_dynamic():
+    def fn(x):
+        return torch.zeros(x.shape[0], device=x.device) + x
+
+    x = torch.randn(8)
+    torch._dynamo.mark_dynamic(x, 0)
+    captured = neurondev.capture(fn, x)
+    assert any(isinstance(v, torch.SymInt) for v in captured.example_inputs[0])
+    assert "marked dynamic" in captured.notes[0]
+    plain = neurondev.capture(fn, torch.randn(8))
+    assert not any(isinstance(v, torch.SymInt) for v in plain.example_inputs[0]) and plain.notes == []
+
+
+def test_a_failing_trace_prints_nothing_of_torchs_own_and_chains_the_users_error(capfd):
+    def fn(x):
+        return x @ torch.randn(5, 5)
+
+    with pytest.raises(neurondev.TraceError) as caught:
+        neurondev.capture(fn, torch.randn(3, 3))
+    out, err = capfd.readouterr()
+    assert "Traceback" not in err and "FakeTensor" not in err and out == ""
+    assert caught.value.__cause__ is not None and "\n" not in str(caught.value)
+    import logging
+
+    assert logging.getLogger("torch._dynamo").level == logging.NOTSET  # given back
+
+
+def test_a_lambda_is_named_by_where_it_is():
+    captured = neurondev.capture(lambda x: torch.ones(2, device=x.device) + x, torch.randn(2))
+    assert captured.name.startswith("<lambda at test_capture.py:")

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import neurondev
+import neurondev.source
 from neurondev import examples, xla
 from tests.helpers import line_of
 
@@ -33,7 +34,7 @@ def test_rewritten_seed_graph_has_no_break_no_transfer_and_equal_values(seed_cap
     assert record.graph_breaks == [] and record.crossings == []
     assert (record.executions, record.transfers_to_host, record.transfers_to_device) == (0, 0, 0)
     assert record.output_devices == ["xla:0"]
-    assert record.matches_reference is True and record.ok
+    assert record.matches_reference is True and record.ok and record.uploads == []
     torch.testing.assert_close(record.outputs[0].cpu(), seed_capture.output)
     assert record.seconds is not None and record.seconds > 0
 
@@ -112,7 +113,8 @@ def test_graph_parameters_move_to_the_device_and_the_module_stays_on_cpu():
 def test_wrong_reference_is_reported_as_a_mismatch(seed_capture):
     record = neurondev.run_on_xla(seed_capture.graphs[0], *seed_capture.example_inputs[0], reference=torch.zeros(64), repeat=0)
     assert record.matches_reference is False and "Mismatched elements" in record.mismatch
-    assert "DIFFER" in record.summary()
+    assert "DIFFER (64 of 64 elements off" in record.summary() or "DIFFER (" in record.summary()
+    assert record.comparison.max_abs_error > 0
 
 
 def test_an_input_that_cannot_move_is_a_named_error(seed_capture):
@@ -138,3 +140,63 @@ def test_an_op_without_an_xla_kernel_is_counted_as_a_cpu_fallback_at_its_node():
     assert record.fallback_ops == {"aten::histc": 1}
     assert [b.node for b in record.graph_breaks] == ["histc"]
     assert record.matches_reference is True
+
+
+def test_nan_in_both_outputs_is_a_match():
+    def fn(x):
+        out = torch.empty(4, device=x.device)
+        out.copy_(x.log())
+        return out
+
+    captured = neurondev.capture(fn, torch.tensor([-1.0, 1.0, 2.0, -3.0]))
+    record = neurondev.run_on_xla(neurondev.rewrite_copy(captured.graphs[0])[0], *captured.example_inputs[0], repeat=0)
+    assert record.matches_reference is True and "DIFFER" not in record.summary()
+    assert record.comparison.elements_off == 0
+
+
+def long_chain(x):
+    for _ in range(500):
+        x = x * 1.0001 + 0.0001
+    return x + torch.zeros(x.shape, device=x.device)
+
+
+def test_a_fused_chain_keeps_its_error_figures_and_tolerances_are_the_users():
+    captured = neurondev.capture(long_chain, torch.randn(256, generator=torch.Generator().manual_seed(0)))
+    gm = neurondev.rewrite_copy(captured.graphs[0])[0]
+    (x,) = captured.example_inputs[0]
+    strict = neurondev.run_on_xla(gm, x, repeat=0, rtol=0.0, atol=0.0)
+    loose = neurondev.run_on_xla(gm, x, repeat=0, rtol=1e-4, atol=1e-4)
+    assert strict.ok and loose.ok  # on the device throughout: the values are a separate verdict
+    assert loose.matches_reference is True
+    assert strict.comparison.max_abs_error == loose.comparison.max_abs_error
+    assert strict.comparison.elements == 256 and loose.comparison.rtol == 1e-4
+    if strict.comparison.max_abs_error > 0:  # XLA fused what eager rounded step by step
+        assert strict.matches_reference is False and strict.comparison.elements_off > 0
+        assert "elements off" in strict.summary()
+
+
+def uploads(x):
+    table = torch.tensor([1.0, 2.0, 3.0, 4.0], device=x.device)
+    noise = torch.rand(4, device=x.device)
+    return x * table + noise * 0
+
+
+def test_uploads_of_host_built_values_are_attributed_to_their_nodes_and_are_no_break():
+    captured = neurondev.capture(uploads, torch.randn(4))
+    record = neurondev.run_on_xla(neurondev.rewrite_copy(captured.graphs[0])[0], *captured.example_inputs[0], repeat=0)
+    assert record.graph_breaks == [] and record.transfers_to_host == 0
+    assert record.ok
+    names = [u.node for u in record.uploads]
+    assert "table" in names and all(u.transfers_to_device >= 1 for u in record.uploads)
+    (table,) = [u for u in record.uploads if u.node == "table"]
+    assert table.line == line_of(uploads, "torch.tensor([1.0") and "torch.tensor" in table.code
+    assert sum(u.transfers_to_device for u in record.uploads) == record.transfers_to_device
+    assert "uploads of host-built values on every call" in record.summary() and "table" in record.summary()
+
+
+def test_a_failure_at_an_input_says_input_i_not_a_line_inside_neurondev(seed_capture):
+    gm = seed_capture.graphs[0]
+    for node in gm.graph.nodes:
+        assert node.op != "placeholder" or neurondev.source.source_of(node) is None
+    table = neurondev.diagnose(seed_capture)
+    assert not any("neurondev/capture.py" in str(file) for file in table.file)

@@ -124,14 +124,5 @@ def rewrite_copy(
     is untouched. Returns (rewritten GraphModule, rewrites)."""
     original = graph_module_of(graph_module, purpose="rewrite_copy copies and rewrites a traced graph, got")
     rewriter = DeviceRewriterPass(target=target, rewrite_positional=rewrite_positional)
-    result = rewriter(_deepcopy_named(original))
+    result = rewriter(copy.deepcopy(original))
     return result.graph_module, rewriter.rewrites
-
-
-def _deepcopy_named(graph_module: torch.fx.GraphModule) -> torch.fx.GraphModule:
-    """A deep copy that prints with the original's class name, not ``GraphModule.__new__.<locals>...``."""
-    copied = copy.deepcopy(graph_module)
-    name = type(graph_module).__name__
-    if type(copied).__name__ != name and "<locals>" in type(copied).__qualname__:
-        type(copied).__name__ = type(copied).__qualname__ = name
-    return copied

@@ -1,0 +1,125 @@
+"""After DeviceRewriterPass, node.meta agrees with a fresh fake propagation; exported programs work."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+import torch.utils._pytree as pytree
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+
+import neurondev
+from neurondev.passes.fake_meta import meta_value
+from tests.helpers import build_graph, line_of
+
+
+def devices(value):
+    return [str(t.device) for t in pytree.tree_leaves(value) if isinstance(t, torch.Tensor)]
+
+
+def mixed(x):
+    pos = torch.arange(x.shape[0], device="cpu")
+    scale = torch.ones(x.shape, device="cpu") * 2
+    return x + pos.to(x.device) + scale.to(x.device) + torch.zeros(4, device="cpu").sum()
+
+
+def record_graph(fn, *inputs):
+    seen = []
+
+    def recorder(gm, example_inputs):
+        seen.append((gm, example_inputs))
+        return gm.forward
+
+    torch.compile(fn, backend=recorder)(*inputs)
+    torch._dynamo.reset()
+    return seen[0]
+
+
+@pytest.mark.xla
+def test_meta_of_a_rewritten_graph_with_xla_inputs_equals_a_fresh_fake_tensor_prop():
+    from neurondev import xla
+
+    gm, inputs = record_graph(mixed, torch.randn(4).to(xla.device()))
+    before = {node.name: devices(meta_value(node)) for node in gm.graph.nodes}
+    assert before["pos"] == ["cpu"] and before["scale"] == ["cpu"]
+    neurondev.DeviceRewriterPass(target="xla:0")(gm)
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    fresh = copy.deepcopy(gm)
+    FakeTensorProp(fresh, mode).propagate(*[mode.from_tensor(t) for t in inputs])
+    for ours, theirs in zip(gm.graph.nodes, fresh.graph.nodes):
+        if ours.op == "output":
+            continue
+        assert devices(meta_value(ours)) == devices(theirs.meta.get("val")), ours.name
+        if isinstance(meta_value(ours), torch.Tensor):
+            assert meta_value(ours).shape == theirs.meta["val"].shape
+    assert {name for name, devs in before.items() if devs == ["cpu"]} <= {
+        node.name for node in gm.graph.nodes if devices(meta_value(node)) == ["xla:0"]
+    }
+
+
+def test_a_graph_traced_on_cpu_gets_the_target_on_the_rewritten_node_and_what_aliases_it(seed_capture):
+    gm, _ = neurondev.rewrite_copy(seed_capture.graphs[0], target="xla:0")
+    meta = {node.name: devices(meta_value(node)) for node in gm.graph.nodes}
+    assert meta["out"] == ["xla:0"] and meta["copy_"] == ["xla:0"]  # copy_ returns its destination
+    assert meta["l_args_0_"] == ["cpu"]  # the graph's input stays what it was traced with
+    original = {node.name: devices(meta_value(node)) for node in seed_capture.graphs[0].graph.nodes}
+    assert original["out"] == ["cpu"]  # the capture's own graph is untouched
+
+
+class Exported(torch.nn.Module):
+    def forward(self, x):
+        y = x.to("cpu") * 2
+        return torch.zeros(4, device=x.device) + y
+
+
+@pytest.fixture(scope="module")
+def exported():
+    return torch.export.export(Exported(), (torch.randn(4),))
+
+
+def test_an_exported_program_is_diagnosed_with_its_assertion_as_its_own_kind(exported):
+    table = neurondev.diagnose(exported)
+    assert list(zip(table.node, table.target, table.kind)) == [
+        ("_assert_tensor_metadata_default", "aten._assert_tensor_metadata.default", "assertion"),
+        ("to", "aten.to.dtype_layout", "literal"),
+        ("zeros", "aten.zeros.default", "frozen"),
+    ]
+    assert list(table.line) == [line_of(Exported.forward, 'x.to("cpu")')] * 2 + [line_of(Exported.forward, "torch.zeros")]
+    assert "ExportedProgram" in table.attrs["notes"][0]
+    assert len(neurondev.find_pins(exported)) == 3
+
+
+@pytest.mark.xla
+def test_an_exported_program_is_rewritten_consistently_and_runs_on_xla(exported):
+    code = exported.graph_module.code
+    gm, rewrites = neurondev.rewrite_copy(exported)
+    assert exported.graph_module.code == code
+    assert [r.node for r in rewrites] == ["_assert_tensor_metadata_default", "to", "zeros"]
+    x = torch.randn(4)
+    record = neurondev.run_on_xla(gm, x, repeat=0)
+    assert record.ok and record.output_devices == ["xla:0"] and record.matches_reference
+    torch.testing.assert_close(record.outputs[0].cpu(), Exported()(x))
+    in_place = copy.deepcopy(exported)
+    result = neurondev.DeviceRewriterPass()(in_place)
+    assert result.modified and result.graph_module is in_place.graph_module
+
+
+def test_with_an_indexed_target_another_index_is_a_pin():
+    gm = build_graph(
+        ("call_function", torch.empty, (2,), {"device": "xla:1"}),
+        ("call_function", torch.empty, (2,), {"device": "xla"}),
+        ("call_function", torch.empty, (2,), {"device": torch.device("xla", 0)}),
+    )
+    assert list(neurondev.diagnose(gm, target="xla:0").node) == ["empty", "empty_1"]
+    assert neurondev.diagnose(gm, target="xla").empty
+
+
+def test_a_pass_result_prints_as_a_graph_module_in_python_and_ipython(seed_capture):
+    from IPython.lib.pretty import pretty
+
+    gm, _ = neurondev.rewrite_copy(seed_capture.graphs[0])
+    gm = copy.deepcopy(gm)  # a copy of a copy still deep-copies (torch finds its base class by name)
+    result = neurondev.DeviceRewriterPass(target="cpu")(gm)
+    assert repr(result) == pretty(result) == "PassResult(graph_module=GraphModule(), modified=True)"

@@ -1,0 +1,98 @@
+"""The misuse catalogue: every public entry point answers a wrong argument with a named error that
+says what to pass instead (also the matching built-in), never a raw traceback from inside neurondev."""
+
+from __future__ import annotations
+
+import traceback
+import warnings
+
+import pytest
+import torch
+
+import neurondev
+from neurondev import examples
+from neurondev.ranks import run_on_ranks
+
+
+def seed_graph():
+    fn, args, _ = examples.get("seed").build()
+    return neurondev.capture(fn, *args).graphs[0]
+
+
+def seed_capture():
+    fn, args, _ = examples.get("seed").build()
+    return neurondev.capture(fn, *args)
+
+
+def one_input(x):
+    return torch.zeros(4, device=x.device) + x
+
+
+# (id, call, error class, built-in it also is, a phrase of the message)
+CATALOGUE = [
+    ("diagnose-str", lambda: neurondev.diagnose("hello"), neurondev.InvalidSubjectError, TypeError, "got a str ('hello')"),
+    ("diagnose-none", lambda: neurondev.diagnose(None), neurondev.InvalidSubjectError, TypeError, "got None; pass a torch.fx.GraphModule"),
+    ("diagnose-module-class", lambda: neurondev.diagnose(torch.nn.Module), neurondev.InvalidSubjectError, TypeError, "the class Module (not an instance)"),
+    ("diagnose-module", lambda: neurondev.diagnose(torch.nn.Linear(2, 2)), neurondev.InvalidSubjectError, TypeError, "neurondev.capture(fn, x)"),
+    ("diagnose-graph", lambda: neurondev.diagnose(seed_graph().graph), neurondev.InvalidSubjectError, TypeError, "a torch.fx.Graph (gm.graph)"),
+    ("diagnose-list-element", lambda: neurondev.diagnose([seed_graph(), 3]), neurondev.InvalidSubjectError, TypeError, "element [1] of the list"),
+    ("diagnose-target-int", lambda: neurondev.diagnose(seed_graph(), target=5), neurondev.InvalidTargetError, ValueError, "torch would read an int as a CUDA index"),
+    ("diagnose-target-unknown", lambda: neurondev.diagnose(seed_graph(), target="trainium"), neurondev.InvalidTargetError, ValueError, "not a device torch knows"),
+    ("find_pins-function", lambda: neurondev.find_pins(one_input), neurondev.InvalidSubjectError, TypeError, "the function one_input"),
+    ("run-function", lambda: neurondev.run_on_xla(one_input, torch.randn(4)), neurondev.InvalidSubjectError, TypeError, "capture it first"),
+    ("run-capture", lambda: neurondev.run_on_xla(seed_capture(), torch.randn(64)), neurondev.InvalidSubjectError, TypeError, "capture.graphs[i], *capture.example_inputs[i]"),
+    ("run-too-many-inputs", lambda: neurondev.run_on_xla(seed_graph(), torch.randn(64), torch.randn(64)), neurondev.InputCountError, TypeError, "takes 1 input(s) (l_args_0_), got 2"),
+    ("run-too-many-inputs-no-timing", lambda: neurondev.run_on_xla(seed_graph(), torch.randn(64), torch.randn(64), repeat=0), neurondev.InputCountError, TypeError, "got 2"),
+    ("run-no-inputs", lambda: neurondev.run_on_xla(seed_graph()), neurondev.InputCountError, TypeError, "got 0"),
+    ("run-negative-repeat", lambda: neurondev.run_on_xla(seed_graph(), torch.randn(64), repeat=-1), neurondev.InvalidOptionError, ValueError, "an int >= 0"),
+    ("run-meta-input", lambda: neurondev.run_on_xla(seed_graph(), torch.empty(64, device="meta")), neurondev.XlaInputError, TypeError, "cannot move to xla"),
+    ("pass-function", lambda: neurondev.DeviceRewriterPass()(one_input), neurondev.InvalidSubjectError, TypeError, "DeviceRewriterPass rewrites a traced graph"),
+    ("pass-target-int", lambda: neurondev.DeviceRewriterPass(target=1), neurondev.InvalidTargetError, ValueError, "pass e.g. 'xla'"),
+    ("rewrite_copy-str", lambda: neurondev.rewrite_copy("x"), neurondev.InvalidSubjectError, TypeError, "rewrite_copy copies and rewrites a traced graph, got a str"),
+    ("ranks-zero", lambda: run_on_ranks(world_size=0), neurondev.UnsupportedWorldSizeError, ValueError, "an int >= 1; got 0"),
+    ("ranks-three-on-pjrt-cpu", lambda: run_on_ranks(world_size=3), neurondev.UnsupportedWorldSizeError, ValueError, "Use world_size=1 or 2 here"),
+    ("ranks-four-on-pjrt-cpu", lambda: run_on_ranks(world_size=4), neurondev.UnsupportedWorldSizeError, ValueError, "rendezvous"),
+    ("capture-not-callable", lambda: neurondev.capture(torch.randn(3)), neurondev.NotCallableError, TypeError, "pass the function itself"),
+    ("capture-no-inputs", lambda: neurondev.capture(one_input), neurondev.MissingInputsError, ValueError, "needs example inputs for x"),
+    ("capture-meta-input", lambda: neurondev.capture(one_input, torch.randn(8, device="meta")), neurondev.CaptureInputError, TypeError, "pass a tensor with values of the same shape, e.g. torch.randn(8,)"),
+    ("capture-user-error", lambda: neurondev.capture(lambda x: x @ torch.randn(5, 5), torch.randn(3, 3)), neurondev.TraceError, RuntimeError, "tracing <lambda at test_bad_input.py"),
+]
+
+
+@pytest.mark.parametrize("call, error, builtin, phrase", [row[1:] for row in CATALOGUE], ids=[row[0] for row in CATALOGUE])
+def test_misuse_is_a_named_error_that_says_what_to_pass(call, error, builtin, phrase):
+    with pytest.raises(error) as caught:
+        call()
+    assert isinstance(caught.value, neurondev.NeurondevError) and isinstance(caught.value, builtin)
+    assert phrase in str(caught.value)
+
+
+def test_the_error_is_raised_by_neurondev_itself_not_from_deep_inside_a_dependency():
+    with pytest.raises(neurondev.InputCountError) as caught:
+        neurondev.run_on_xla(seed_graph(), torch.randn(64), torch.randn(64))
+    frames = traceback.extract_tb(caught.value.__traceback__)
+    assert "neurondev" in frames[-1].filename and "site-packages/torch" not in frames[-1].filename
+
+
+@pytest.mark.parametrize(
+    "make, phrase",
+    [
+        (lambda: (lambda x: 3, (torch.randn(3),)), "no tensor operation"),
+        (lambda: (lambda x: x * 2, (torch.randn(3, 3).to_sparse(),)), "not a dense tensor"),
+    ],
+    ids=["returns-an-int", "sparse-input"],
+)
+def test_a_capture_that_records_no_graph_says_why(make, phrase):
+    fn, args = make()
+    with pytest.warns(neurondev.NoGraphWarning, match=phrase):
+        captured = neurondev.capture(fn, *args)
+    assert captured.graphs == [] and any(phrase in note for note in captured.notes)
+
+
+def test_an_already_compiled_function_is_unwrapped_and_said_so():
+    compiled = torch.compile(one_input)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", neurondev.NoGraphWarning)
+        captured = neurondev.capture(compiled, torch.randn(4))
+    assert len(captured.graphs) == 1 and len(neurondev.diagnose(captured)) == 1
+    assert "already compiled with torch.compile" in captured.notes[0]
