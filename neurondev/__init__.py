@@ -19,6 +19,7 @@ from .errors import (
     XlaInputError,
     XlaUnavailableError,
 )
+from .explain import Explanation, explain
 from .passes.device_rewriter import DeviceRewriterPass, Rewrite, rewrite_copy
 from .pins import DevicePin, find_pins
 from .run import RunRecord, run_on_xla
@@ -34,6 +35,8 @@ __all__ = [
     "NoGraphWarning",
     "UnsupportedWorldSizeError",
     "Capture",
+    "Explanation",
+    "explain",
     "DevicePin",
     "DeviceRewriterPass",
     "InvalidTargetError",

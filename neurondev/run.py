@@ -71,6 +71,11 @@ class RunError:
 
     input_index: int | None = None
 
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data: the exception as its type name and message."""
+        fields = {k: getattr(self, k) for k in ("node", "target", "file", "line", "code", "input_index")}
+        return {**fields, "exception": type(self.exception).__name__, "message": str(self.exception), "text": str(self)}
+
     def __str__(self) -> str:
         if self.input_index is not None:
             return f"{type(self.exception).__name__} at input {self.input_index} ({self.node}): {self.exception}"
@@ -141,6 +146,24 @@ class RunRecord:
 
     def __repr__(self) -> str:
         return f"RunRecord({self.summary()})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (JSON-ready): every figure, break, upload, crossing and the failure as text."""
+        plain = {
+            field.name: getattr(self, field.name)
+            for field in dataclasses.fields(self)
+            if field.name not in ("outputs", "error", "comparison", "first_call", "graph_breaks", "uploads", "crossings")
+        }
+        plain["graph_breaks"] = [dataclasses.asdict(b) for b in self.graph_breaks]
+        plain["uploads"] = [dataclasses.asdict(u) for u in self.uploads]
+        plain["crossings"] = [dataclasses.asdict(c) for c in self.crossings]
+        plain["node_devices"] = {k: list(v) if isinstance(v, tuple) else v for k, v in self.node_devices.items()}
+        plain["error"] = None if self.error is None else self.error.to_dict()
+        plain["comparison"] = None if self.comparison is None else dataclasses.asdict(self.comparison)
+        plain["first_call"] = None if self.first_call is None else dataclasses.asdict(self.first_call)
+        plain["ok"] = self.ok
+        plain["matches_reference"] = self.matches_reference
+        return plain
 
 
 def run_on_xla(

@@ -21,12 +21,14 @@ log = logging.getLogger("neurondev")
 
 @dataclasses.dataclass(frozen=True)
 class Rewrite:
-    """One rewrite the pass made: node name, where the device sat, the old and the new value."""
+    """One rewrite the pass made: node name, where the device sat, the old and the new value
+    (``graph``: the graph's index when several are rewritten, as in an Explanation)."""
 
     node: str
     location: str
     old: Any
     new: Any
+    graph: int = 0
 
 
 class DeviceRewriterPass(PassBase):

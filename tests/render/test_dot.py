@@ -1,16 +1,17 @@
-"""DOT text for graphs: a readable golden file for pins, exact lines for a run's breaks and crossings."""
+"""DOT text for graphs: readable golden files, exact lines for a run's marks, escaping, the focus view."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
+import torch
 
 import neurondev
-from neurondev.render.dot import graph_dot, side_by_side
+from neurondev.render.dot import DotOptions, graph_dot, side_by_side
+from tests.helpers import build_graph
 
-GOLDEN = Path(__file__).with_name("seed_pins.dot")
+HERE = Path(__file__).parent
 
 
 def seed_dot(seed_capture, **options):
@@ -19,7 +20,13 @@ def seed_dot(seed_capture, **options):
 
 
 def test_seed_pins_match_the_golden_dot(seed_capture):
-    assert seed_dot(seed_capture, title='seed "traced" on CPU') == GOLDEN.read_text()
+    assert seed_dot(seed_capture, title='seed "traced" on CPU') == (HERE / "seed_pins.dot").read_text()
+
+
+def test_seed_rewritten_matches_the_golden_dot(seed_capture):
+    gm, rewrites = neurondev.rewrite_copy(seed_capture.graphs[0])
+    text = side_by_side(graph_dot(gm, rewrites=rewrites, prefix="a_", title="after"))
+    assert text == (HERE / "seed_rewritten.dot").read_text()
 
 
 @pytest.mark.xla
@@ -32,8 +39,78 @@ def test_a_run_marks_the_break_and_the_crossing(seed_capture):
     assert '"r_relu" [label="relu\\ntorch.relu\\non xla:0", shape=box, fillcolor="#d9f2d9", style=filled];' in text
 
 
-@pytest.mark.skipif(shutil.which("dot") is None, reason="needs Graphviz's dot program")
-def test_graphviz_renders_it_to_svg(seed_capture, tmp_path):
-    graphviz = pytest.importorskip("graphviz")
-    svg = graphviz.Source(seed_dot(seed_capture)).pipe(format="svg").decode()
-    assert "<svg" in svg and "device=cpu (frozen)" in svg and "Tensor.copy_" in svg
+@pytest.mark.xla
+def test_the_node_where_a_run_failed_is_marked():
+    def fn(x):
+        return x.cuda() + 1
+
+    gm = torch.fx.symbolic_trace(fn)
+    record = neurondev.run_on_xla(gm, torch.randn(2), repeat=0)
+    text = graph_dot(gm, record=record)
+    assert '"cuda" [label="cuda\\nTensor.cuda\\nFAILED: ' in text and "shape=octagon" in text
+
+
+def test_every_label_is_escaped():
+    gm = build_graph(
+        ("call_function", torch.einsum, ("ij,jk->ik", "x", "x"), {}),
+        ("call_function", torch.full, ((2,), 1.0), {"device": 'we"ird\\{<dev>}'}),
+        ("call_method", "view", ("x", 'a"b'), {}),
+    )
+    text = graph_dot(gm, prefix="e_")
+    assert "'ij,jk->ik'" in text
+    assert "'a\\\"b'" in text  # the quote is escaped for DOT
+    for line in text.splitlines():
+        body = line.split("[label=", 1)[-1]
+        assert body.count('"') % 2 == 0 or '\\"' in body
+
+
+def long_graph(nodes: int, pins_at=(10,)):
+    graph = torch.fx.Graph()
+    value = graph.placeholder("x")
+    for i in range(nodes):
+        if i in pins_at:
+            value = graph.call_function(torch.add, (value, graph.call_function(torch.zeros, (4,), {"device": "cpu"})))
+        else:
+            value = graph.call_function(torch.relu, (value,))
+    graph.output(value)
+    return torch.fx.GraphModule(torch.nn.Module(), graph)
+
+
+def test_a_large_graph_is_drawn_as_a_connected_focus_view():
+    gm = long_graph(400, pins_at=(10, 300))
+    pins = neurondev.find_pins(gm)
+    text = graph_dot(gm, pins=pins, options=DotOptions(radius=2))
+    drawn = [line for line in text.splitlines() if "[label=" in line and "not shown" not in line]
+    collapsed = [line for line in text.splitlines() if "not shown" in line]
+    assert len(drawn) == 8  # each pin, its add, and the add's neighbours 2 hops out
+    assert sum(int(line.split("… ")[1].split(" node")[0]) for line in collapsed) + len(drawn) == len(gm.graph.nodes)
+    assert all(f'"{pin.node}"' in text for pin in pins)
+    edges = [line for line in text.splitlines() if "->" in line and "[label=" not in line]
+    assert _connected(edges)
+    assert graph_dot(gm, options=DotOptions(full=True)).count("[label=") == len(gm.graph.nodes)
+
+
+def _connected(edge_lines):
+    import re
+
+    pairs = [re.findall(r'"([^"]+)"', line)[:2] for line in edge_lines]
+    nodes = {n for pair in pairs for n in pair}
+    parent = {n: n for n in nodes}
+
+    def root(n):
+        while parent[n] != n:
+            n = parent[n]
+        return n
+
+    for a, b in pairs:
+        parent[root(a)] = root(b)
+    return len({root(n) for n in nodes}) == 1
+
+
+@pytest.mark.xla
+def test_graphviz_renders_it_to_svg(seed_capture):
+    from neurondev.render.svg import find_dot, render_svg
+
+    assert find_dot() is not None, "the setup installs a dot program"
+    svg = render_svg(seed_dot(seed_capture))
+    assert svg.startswith("<svg") and "device=cpu (frozen)" in svg and "Tensor.copy_" in svg

@@ -1,0 +1,42 @@
+"""What to write instead: a fix in the user's code for each kind of device pin, or the backend where none exists."""
+
+from __future__ import annotations
+
+__all__ = ["BACKEND_FIX", "fix_for"]
+
+BACKEND_FIX = (
+    "no spelling of this keeps the device symbolic under dynamo: compile through the neurondev backend "
+    "(torch.compile(fn, backend=\"neurondev\")), which rewrites it to XLA"
+)
+
+# torch constructor -> the Tensor method that follows the tensor's device at run time
+_NEW_METHODS = {
+    "torch.empty": "x.new_empty(size)",
+    "torch.zeros": "x.new_zeros(size)",
+    "torch.ones": "x.new_ones(size)",
+    "torch.full": "x.new_full(size, value)",
+    "torch.tensor": "x.new_tensor(data)",
+}
+_LIKE = {"torch.rand": "torch.rand_like(x)", "torch.randn": "torch.randn_like(x)", "torch.empty_strided": "x.new_empty_strided(size, stride)"}
+
+
+def fix_for(pin: dict | object) -> str:
+    """One sentence: what to write in the user's code instead of this pin (a row of ``diagnose``)."""
+    get = pin.get if isinstance(pin, dict) else lambda key: getattr(pin, key)
+    target, kind, location = str(get("target")), str(get("kind")), str(get("location"))
+    if kind == "assertion":
+        return "a device check torch.export wrote for a .to()/constructor above; it is rewritten with them"
+    if location == "method":
+        return "the value is moved to the host on purpose: drop the .cpu()/.cuda(), or move that host work out of the compiled function"
+    if target in _NEW_METHODS:
+        return (
+            f"write {_NEW_METHODS[target]} (x being the tensor whose device you mean): a Tensor method follows x's "
+            f"device at run time, while {target}(..., device=x.device) is frozen to the device seen while tracing"
+        )
+    if target in _LIKE and kind != "literal":
+        return f"write {_LIKE[target]} when the shape is x's; otherwise {BACKEND_FIX}"
+    if kind == "literal":
+        return "the device is written out in your code: remove it (or use the tensor's own device) so nothing pins it to the host"
+    if location.startswith("arg") and target.endswith(".to"):
+        return "for a dtype change write x.to(dtype) without a device; for a move between tensors, " + BACKEND_FIX
+    return BACKEND_FIX

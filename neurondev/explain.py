@@ -1,0 +1,274 @@
+"""explain(): capture on CPU, find the pins, rewrite a copy of every graph, run both on XLA, in one object."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from .render import graphs as render_cache
+from .advice import fix_for
+from .capture import Capture, capture
+from .compare import Comparison, compare_outputs
+from .errors import InvalidOptionError, NotCallableError, XlaUnavailableError
+from .passes.device_rewriter import Rewrite, rewrite_copy
+from .pins import DevicePin, find_pins, parse_target
+from .progress import Stages
+from .run import RunRecord, run_on_xla
+
+__all__ = ["Explanation", "GraphSection", "explain"]
+
+_STAGES = ("trace", "find pins", "rewrite", "run before", "run after", "render")
+
+
+@dataclasses.dataclass
+class GraphSection:
+    """One dynamo graph: as traced, rewritten, its pins and rewrites, both runs and the values verdict.
+
+    ``values`` compares the rewritten run with the frozen run on the same device when both ran
+    (the verdict that matters: the rewrite did not change the values); otherwise the rewritten run
+    with the CPU reference. Each run's own ``comparison`` against CPU is reported beside it.
+    """
+
+    index: int
+    before: torch.fx.GraphModule
+    after: torch.fx.GraphModule
+    pins: list[DevicePin]
+    rewrites: list[Rewrite]
+    run_before: RunRecord | None = None
+    run_after: RunRecord | None = None
+    values: Comparison | None = None
+    values_against: str | None = None
+
+
+@dataclasses.dataclass
+class Explanation:
+    """Everything ``neurondev.explain`` found, for a notebook, a terminal, a report or CI.
+
+    Display it in Jupyter for the card; ``summary()`` for a terminal; ``save_html(path)`` for a
+    report that opens offline; ``to_dict()``/``to_json()`` for machines; ``explore()`` for the
+    widget. ``before``/``after`` hold one RunRecord per graph, empty when nothing ran
+    (``skipped`` says why).
+    """
+
+    name: str
+    target: str
+    capture: Capture
+    frozen: Any
+    sections: list[GraphSection]
+    skipped: str | None = None
+    runtime: dict[str, str] = dataclasses.field(default_factory=dict)
+    rtol: float | None = None
+    atol: float | None = None
+    _svgs: dict = dataclasses.field(default_factory=dict, repr=False)
+
+    @property
+    def graphs_before(self) -> list[torch.fx.GraphModule]:
+        return [section.before for section in self.sections]
+
+    @property
+    def graphs_after(self) -> list[torch.fx.GraphModule]:
+        return [section.after for section in self.sections]
+
+    @property
+    def rewrites(self) -> list[Rewrite]:
+        return [rewrite for section in self.sections for rewrite in section.rewrites]
+
+    @property
+    def before(self) -> list[RunRecord]:
+        return [s.run_before for s in self.sections if s.run_before is not None]
+
+    @property
+    def after(self) -> list[RunRecord]:
+        return [s.run_after for s in self.sections if s.run_after is not None]
+
+    @property
+    def outputs_match(self) -> bool | None:
+        """One verdict for the whole function: every graph's values agree (None: nothing compared)."""
+        verdicts = [s.values.matches for s in self.sections if s.values is not None]
+        return all(verdicts) if verdicts else None
+
+    def totals(self, which: str) -> dict[str, int]:
+        """Breaks, executions, transfers, uploads and failures summed over the graphs' runs."""
+        records = self.before if which == "before" else self.after
+        return {
+            "graphs_run": len(records),
+            "graph_breaks": sum(len(r.graph_breaks) for r in records),
+            "executions": sum(r.executions for r in records),
+            "transfers_to_host": sum(r.transfers_to_host for r in records),
+            "transfers_to_device": sum(r.transfers_to_device for r in records),
+            "uploads": sum(len(r.uploads) for r in records),
+            "fallbacks": sum(sum(r.fallback_ops.values()) for r in records),
+            "failures": sum(1 for r in records if r.error is not None),
+        }
+
+    def summary(self) -> str:
+        from .render.text import summary
+
+        return summary(self)
+
+    def __repr__(self) -> str:
+        pins, graphs = len(self.frozen), len(self.sections)
+        ran = f"{len(self.before)} graph(s) run" if not self.skipped else f"not run: {self.skipped}"
+        return f"<Explanation of {self.name}: {pins} device pin(s) in {graphs} graph(s), {ran}>"
+
+    def _repr_html_(self) -> str:
+        from .render.html import card
+
+        return card(self)
+
+    def save_html(self, path: str | Path) -> Path:
+        """Write the self-contained report (inline SVG and CSS, no script, nothing from the network)."""
+        from .render.html import report
+
+        path = Path(path)
+        path.write_text(report(self), encoding="utf-8")
+        return path
+
+    def to_dict(self) -> dict[str, Any]:
+        from .render.data import explanation_dict
+
+        return explanation_dict(self)
+
+    def to_json(self, **options: Any) -> str:
+        return json.dumps(self.to_dict(), indent=options.pop("indent", 2), default=str, **options)
+
+    def to_dot(self, which: str = "before", graph: int = 0, *, full: bool = False, radius: int = 2) -> str:
+        return render_cache.dot_of(self, which, graph, full=full, radius=radius)
+
+    def svg(self, which: str = "before", graph: int = 0, *, full: bool = False, radius: int = 2) -> str:
+        """SVG text of one graph (drawn once, then cached); DotUnavailableError without a dot program."""
+        return render_cache.svg_of(self, which, graph, full=full, radius=radius)
+
+    def save_svg(self, path: str | Path, which: str = "before", graph: int = 0, **options: Any) -> Path:
+        path = Path(path)
+        path.write_text(self.svg(which, graph, **options), encoding="utf-8")
+        return path
+
+    def fixes(self) -> list[str]:
+        """One suggested fix per pin, in the order of ``frozen``."""
+        return [fix_for(row) for row in self.frozen.to_dict("records")]
+
+    def explore(self):
+        from .widgets import Explorer
+
+        return Explorer(self)
+
+
+def explain(
+    fn: Callable,
+    *args: Any,
+    target: str | torch.device = "xla",
+    run: bool = True,
+    quiet: bool = False,
+    rtol: float | None = None,
+    atol: float | None = None,
+    **kwargs: Any,
+) -> Explanation | Callable[..., Explanation]:
+    """Explain the device pins of ``fn(*args, **kwargs)``: trace on CPU, find, rewrite, run before and after.
+
+    ``neurondev.explain(fn)`` with no inputs returns a callable: ``neurondev.explain(fn)(x)``.
+    ``target``: the device pins are rewritten to. ``run=False`` skips the XLA runs. ``quiet``
+    silences the progress bar. ``rtol``/``atol``: tolerances of the value comparisons.
+    Nothing of the user's is mutated and the user's torch_xla counters are never cleared.
+    """
+    if not callable(fn):
+        raise NotCallableError(
+            f"explain needs a function or an nn.Module, got {type(fn).__name__}; "
+            "pass the function itself: neurondev.explain(f, x), not neurondev.explain(f(x))"
+        )
+    options = dict(target=target, run=run, quiet=quiet, rtol=rtol, atol=atol)
+    _check_options(**options)
+    if not args and not kwargs:
+        return functools.wraps(fn)(lambda *a, **k: _explain(fn, a, k, **options)) if _needs_inputs(fn) else _explain(fn, (), {}, **options)
+    return _explain(fn, args, kwargs, **options)
+
+
+def _needs_inputs(fn: Callable) -> bool:
+    import inspect
+
+    target = fn.forward if isinstance(fn, torch.nn.Module) else fn
+    try:
+        parameters = inspect.signature(target).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters)
+
+
+def _check_options(*, target: Any, run: Any, quiet: Any, rtol: Any, atol: Any) -> None:
+    parse_target(target)
+    for name, value in (("run", run), ("quiet", quiet)):
+        if not isinstance(value, bool):
+            raise InvalidOptionError(f"{name} is True or False, got {value!r}")
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
+            raise InvalidOptionError(f"{name} is a tolerance, a number >= 0 (or None for torch's default), got {value!r}")
+
+
+def _explain(fn: Callable, args: tuple, kwargs: dict, *, target, run, quiet, rtol, atol) -> Explanation:
+    from .diagnose import diagnose
+
+    stages = Stages(_STAGES, quiet=quiet, name=getattr(fn, "__name__", type(fn).__name__))
+    with stages:
+        stages.start("trace")
+        captured = capture(fn, *args, **kwargs)
+        stages.start("find pins")
+        table = diagnose(captured, target=target)
+        stages.start("rewrite")
+        sections = [_section(i, gm, target) for i, gm in enumerate(captured.graphs)]
+        explanation = Explanation(
+            captured.name, str(parse_target(target)), captured, table, sections, rtol=rtol, atol=atol
+        )
+        _run_all(explanation, run, stages)
+        stages.start("render")
+        render_cache.prerender(explanation)
+    return explanation
+
+
+def _section(index: int, gm: torch.fx.GraphModule, target: Any) -> GraphSection:
+    after, rewrites = rewrite_copy(gm, target=target)
+    pins = find_pins(gm, target=target, graph=index)
+    return GraphSection(index, gm, after, pins, [dataclasses.replace(r, graph=index) for r in rewrites])
+
+
+def _run_all(explanation: Explanation, run: bool, stages: "Stages") -> None:
+    if not run:
+        explanation.skipped = "run=False: the graphs were not run on an XLA device"
+        return
+    if not explanation.sections:
+        explanation.skipped = "no graph was recorded, so there is nothing to run"
+        return
+    from . import xla
+
+    try:
+        explanation.runtime = xla.describe()
+    except XlaUnavailableError as error:
+        explanation.skipped = f"no XLA device: {error}"
+        return
+    inputs = explanation.capture.example_inputs
+    tolerances = {"rtol": explanation.rtol, "atol": explanation.atol}
+    stages.start("run before", total=len(explanation.sections))
+    for section in explanation.sections:
+        section.run_before = run_on_xla(section.before, *inputs[section.index], **tolerances)
+        stages.advance()
+    stages.start("run after", total=len(explanation.sections))
+    for section in explanation.sections:
+        section.run_after = run_on_xla(section.after, *inputs[section.index], **tolerances)
+        _judge_values(section, tolerances)
+        stages.advance()
+
+
+def _judge_values(section: GraphSection, tolerances: dict) -> None:
+    before, after = section.run_before, section.run_after
+    if after.error is not None:
+        return
+    if before.error is None:
+        section.values = compare_outputs(after.outputs, before.outputs, **tolerances)
+        section.values_against = "the frozen graph's run on the same device"
+    elif after.comparison is not None:
+        section.values = after.comparison
+        section.values_against = "the CPU reference (the frozen graph did not run)"

@@ -1,0 +1,192 @@
+"""The notebook card and the self-contained HTML report of an Explanation (inline SVG and CSS, no script)."""
+
+from __future__ import annotations
+
+import difflib
+import html
+from pathlib import Path
+from typing import Any
+
+from ..advice import fix_for
+from .graphs import svg_or_reason
+from .text import after_text, before_text, pins_text
+
+__all__ = ["CSS", "card", "code_diff", "report"]
+
+CSS = """
+.neurondev-card { --nd-fg: var(--jp-ui-font-color1, #1f2328); --nd-muted: var(--jp-ui-font-color2, #59636e);
+  --nd-bg: var(--jp-layout-color1, #ffffff); --nd-alt: var(--jp-layout-color2, #f6f8fa);
+  --nd-border: var(--jp-border-color2, #d0d7de); --nd-bad: var(--jp-error-color1, #c62828);
+  --nd-good: var(--jp-success-color1, #2e7d32); --nd-warn: var(--jp-warn-color1, #b26a00);
+  --nd-mono: var(--jp-code-font-family, ui-monospace, SFMono-Regular, Menlo, monospace);
+  font-family: var(--jp-ui-font-family, system-ui, -apple-system, "Segoe UI", sans-serif);
+  color: var(--nd-fg); background: var(--nd-bg); border: 1px solid var(--nd-border); border-radius: 6px;
+  padding: 12px 16px; line-height: 1.45; font-size: 13px; max-width: 100%; overflow-x: auto; }
+.neurondev-card h3 { margin: 0 0 6px; font-size: 16px; }
+.neurondev-card h4 { margin: 16px 0 6px; font-size: 14px; border-bottom: 1px solid var(--nd-border); }
+.neurondev-card .nd-headline { font-size: 14px; margin: 4px 0; }
+.neurondev-card .nd-bad { color: var(--nd-bad); font-weight: 600; }
+.neurondev-card .nd-good { color: var(--nd-good); font-weight: 600; }
+.neurondev-card .nd-muted, .neurondev-card .nd-note { color: var(--nd-muted); }
+.neurondev-card table { border-collapse: collapse; margin: 6px 0; }
+.neurondev-card th, .neurondev-card td { border: 1px solid var(--nd-border); padding: 3px 8px; text-align: left; vertical-align: top; }
+.neurondev-card th { background: var(--nd-alt); }
+.neurondev-card code, .neurondev-card pre { font-family: var(--nd-mono); font-size: 12px; }
+.neurondev-card pre { background: var(--nd-alt); padding: 6px 8px; border-radius: 4px; overflow-x: auto; }
+.neurondev-card .nd-graphs { display: flex; flex-wrap: wrap; gap: 12px; align-items: flex-start; }
+.neurondev-card figure { margin: 0; flex: 1 1 320px; min-width: 280px; background: #ffffff; border-radius: 4px; padding: 4px; }
+.neurondev-card figure svg { max-width: 100%; height: auto; }
+.neurondev-card figcaption { color: #59636e; font-size: 12px; }
+.neurondev-card .nd-del { background: rgba(214, 39, 40, 0.15); display: block; }
+.neurondev-card .nd-add { background: rgba(46, 125, 50, 0.18); display: block; }
+"""
+
+_REPORT_DARK = """
+@media (prefers-color-scheme: dark) { body { background: #0d1117; }
+  .neurondev-card { --nd-fg: #e6edf3; --nd-muted: #9198a1; --nd-bg: #0d1117; --nd-alt: #161b22; --nd-border: #3d444d;
+    --nd-bad: #ff7b72; --nd-good: #3fb950; } }
+body { margin: 24px; }
+"""
+
+
+def _e(value: Any) -> str:
+    return html.escape("" if value is None else str(value))
+
+
+def _where(file: Any, line: Any) -> str:
+    return f"{Path(str(file)).name}:{line}" if file else "—"
+
+
+def _headline(explanation: Any) -> str:
+    match = explanation.outputs_match
+    after_class = "nd-good" if match and not explanation.totals("after")["graph_breaks"] else "nd-bad" if match is False else ""
+    before_class = "nd-bad" if explanation.totals("before")["graph_breaks"] or explanation.totals("before")["failures"] else ""
+    return (
+        f'<p class="nd-headline">{_e(pins_text(explanation))} &rarr; '
+        f'<span class="{before_class}">{_e(before_text(explanation))}</span></p>'
+        f'<p class="nd-headline"><span class="{after_class}">{_e(after_text(explanation))}</span></p>'
+    )
+
+
+def _runtime(explanation: Any) -> str:
+    info = explanation.runtime
+    if not info:
+        return f'<p class="nd-muted">Target {_e(explanation.target)}; not run: {_e(explanation.skipped)}</p>'
+    return (
+        f'<p class="nd-muted">Ran on {_e(info.get("device"))} ({_e(info.get("runtime"))}: {_e(info.get("reason"))}) '
+        f'&middot; torch {_e(info.get("torch"))} &middot; torch_xla {_e(info.get("torch_xla"))} '
+        f'&middot; target {_e(explanation.target)}</p>'
+    )
+
+
+def _pin_table(section: Any) -> str:
+    if not section.pins:
+        return '<p class="nd-good">No device pin in this graph: nothing to rewrite.</p>'
+    rows = "".join(
+        f"<tr><td><code>{_e(pin.node)}</code></td><td><code>{_e(pin.target)}</code></td><td><code>{_e(pin.device)}</code></td>"
+        f"<td>{_e(pin.location)}</td><td>{_e(pin.kind)}</td><td>{_e(_where(pin.file, pin.line))}</td>"
+        f"<td><code>{_e(pin.code)}</code></td><td>{_e(fix_for(pin))}</td></tr>"
+        for pin in section.pins
+    )
+    head = "<tr><th>node</th><th>target</th><th>device</th><th>location</th><th>kind</th><th>line</th><th>your code</th><th>write instead</th></tr>"
+    return f'<table class="nd-pins">{head}{rows}</table>'
+
+
+def _graphs(explanation: Any, section: Any) -> str:
+    figures = []
+    for which, caption in (("before", "before: pins orange, breaks red"), ("after", "after: rewritten blue")):
+        svg, reason = svg_or_reason(explanation, which, section.index)
+        body = svg if svg is not None else f'<p class="nd-note">Graph not drawn: {_e(reason)}</p>'
+        figures.append(f'<figure class="nd-graph nd-{which}">{body}<figcaption>{_e(caption)}</figcaption></figure>')
+    return f'<div class="nd-graphs">{"".join(figures)}</div>'
+
+
+def _metric_rows(before: Any, after: Any) -> list[tuple[str, str, str]]:
+    def cell(record: Any, value: Any) -> str:
+        return "—" if record is None else value(record)
+
+    def time(record: Any) -> str:
+        return f"{record.seconds * 1e3:.3f} ms" if record.seconds else "—"
+
+    def values(record: Any) -> str:
+        return record.comparison.describe() if record.comparison else (record.mismatch or "—")
+
+    measures = [
+        ("graph breaks", lambda r: str(len(r.graph_breaks))),
+        ("mid-graph executions", lambda r: str(r.executions)),
+        ("transfers to host", lambda r: str(r.transfers_to_host)),
+        ("transfers to device", lambda r: str(r.transfers_to_device)),
+        ("uploads (host-built values)", lambda r: ", ".join(u.node for u in r.uploads) or "0"),
+        ("CPU fallbacks", lambda r: ", ".join(f"{k} ×{v}" for k, v in r.fallback_ops.items()) or "0"),
+        ("time per call", time),
+        ("outputs on", lambda r: ", ".join(r.output_devices) or "—"),
+        ("values vs CPU", values),
+        ("failure", lambda r: str(r.error) if r.error else "—"),
+    ]
+    return [(label, cell(before, measure), cell(after, measure)) for label, measure in measures]
+
+
+def _metrics(section: Any) -> str:
+    if section.run_before is None and section.run_after is None:
+        return ""
+    rows = "".join(f"<tr><th>{_e(a)}</th><td>{_e(b)}</td><td>{_e(c)}</td></tr>" for a, b, c in _metric_rows(section.run_before, section.run_after))
+    verdict = ""
+    if section.values is not None:
+        css = "nd-good" if section.values.matches else "nd-bad"
+        verdict = f'<p>Values after the pass, against {_e(section.values_against)}: <span class="{css}">{_e(section.values.describe())}</span></p>'
+    return f'<table class="nd-metrics"><tr><th></th><th>before</th><th>after</th></tr>{rows}</table>{verdict}'
+
+
+def code_diff(before: str, after: str) -> str:
+    """The generated code before vs after as HTML: removed lines marked red, added green."""
+    lines = []
+    for line in difflib.unified_diff(before.strip().splitlines(), after.strip().splitlines(), "before", "after", lineterm="", n=2):
+        if line.startswith(("---", "+++")):
+            continue
+        css = "nd-del" if line.startswith("-") else "nd-add" if line.startswith("+") else "nd-muted" if line.startswith("@@") else ""
+        lines.append(f'<span class="{css}">{_e(line)}</span>' if css else _e(line))
+    return "<pre class=\"nd-diff\">" + ("\n".join(lines) or "(no change)") + "</pre>"
+
+
+def _dynamo_breaks(explanation: Any) -> str:
+    breaks = explanation.capture.dynamo_breaks
+    if not breaks:
+        return ""
+    rows = "".join(f"<tr><td>{_e(_where(b.file, b.line))}</td><td><code>{_e(b.code)}</code></td><td>{_e(b.reason)}</td></tr>" for b in breaks)
+    return f"<h4>Dynamo's own graph breaks ({len(breaks)})</h4><table><tr><th>line</th><th>code</th><th>reason</th></tr>{rows}</table>"
+
+
+def _notes(explanation: Any) -> str:
+    notes = list(explanation.capture.notes) + list(explanation.frozen.attrs.get("notes", []))
+    return "".join(f'<p class="nd-note">Note: {_e(n)}</p>' for n in notes)
+
+
+def _section(explanation: Any, section: Any) -> str:
+    nodes = len(section.before.graph.nodes)
+    return (
+        f"<h4>Graph {section.index} ({nodes} nodes, {len(section.pins)} pin(s))</h4>"
+        + _pin_table(section) + _graphs(explanation, section) + _metrics(section)
+        + "<details><summary>Generated code, before vs after</summary>"
+        + code_diff(section.before.code, section.after.code) + "</details>"
+    )
+
+
+def card(explanation: Any) -> str:
+    """The notebook card: headline, runtime, per graph the pins, both graphs, metrics and code diff."""
+    sections = "".join(_section(explanation, s) for s in explanation.sections)
+    if not explanation.sections:
+        sections = f'<p class="nd-note">{_e(explanation.summary())}</p>'
+    return (
+        f"<style>{CSS}</style><div class=\"neurondev-card\"><h3>neurondev: {_e(explanation.name)}</h3>"
+        + _headline(explanation) + _runtime(explanation) + sections + _dynamo_breaks(explanation) + _notes(explanation)
+        + "</div>"
+    )
+
+
+def report(explanation: Any) -> str:
+    """One self-contained HTML page: the card, its CSS inline, no script, font or image from the network."""
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>neurondev: {_e(explanation.name)}</title>"
+        f"<style>{_REPORT_DARK}</style></head><body>{card(explanation)}</body></html>\n"
+    )

@@ -1,0 +1,79 @@
+"""The plain-text headline of an Explanation, for a terminal, a log or the card's first line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+__all__ = ["after_text", "before_text", "headline", "pins_text", "summary"]
+
+_NAMED = 3
+
+
+def _where(file: Any, line: Any) -> str:
+    return f"{Path(str(file)).name}:{line}" if file else "unknown line"
+
+
+def pins_text(explanation: Any) -> str:
+    rows = explanation.frozen.to_dict("records")
+    if not rows:
+        return "No device pin: nothing in the graph is frozen to a device other than the target"
+    kinds = {row["kind"] for row in rows}
+    adjective = "frozen " if kinds == {"frozen"} else ""
+    named = ", ".join(f"{row['target']} at {_where(row['file'], row['line'])}" for row in rows[:_NAMED])
+    more = f", and {len(rows) - _NAMED} more" if len(rows) > _NAMED else ""
+    return f"{len(rows)} {adjective}device pin(s) ({named}{more})"
+
+
+def _break_text(brk: Any) -> str:
+    if brk.transfers_to_host:
+        return f"{brk.node} pulls a value to the host"
+    return f"{brk.node} forces an execution"
+
+
+def before_text(explanation: Any) -> str:
+    if explanation.skipped:
+        return f"not run ({explanation.skipped})"
+    failures = [r for r in explanation.before if r.error is not None]
+    if failures:
+        error = failures[0].error
+        message = str(error.exception).strip().splitlines()[0][:120] if str(error.exception).strip() else ""
+        return f"fails on {failures[0].device} at {error.node} ({_where(error.file, error.line)}): {message}"
+    breaks = [b for r in explanation.before for b in r.graph_breaks]
+    device = explanation.before[0].device
+    if not breaks:
+        return f"0 graph breaks on {device}"
+    reasons = "; ".join(_break_text(b) for b in breaks[:_NAMED]) + ("; ..." if len(breaks) > _NAMED else "")
+    return f"{len(breaks)} graph break(s) on {device} ({reasons})"
+
+
+def after_text(explanation: Any) -> str:
+    if explanation.skipped:
+        return f"After DeviceRewriterPass: {len(explanation.rewrites)} device argument(s) rewritten; not run"
+    failures = [r for r in explanation.after if r.error is not None]
+    if failures:
+        return f"After DeviceRewriterPass: still fails ({failures[0].error})"
+    totals = explanation.totals("after")
+    text = f"After DeviceRewriterPass: {totals['graph_breaks']} breaks, {totals['transfers_to_host']} transfers to the host"
+    uploads = [u.node for r in explanation.after for u in r.uploads]
+    if uploads:
+        text += f", {len(uploads)} upload(s) of host-built values per call ({', '.join(uploads[:_NAMED])})"
+    match = explanation.outputs_match
+    verdict = {True: "outputs match", False: "outputs DIFFER", None: "outputs not compared"}[match]
+    return f"{text}, {verdict}"
+
+
+def headline(explanation: Any) -> str:
+    """'1 frozen device pin (...) -> 1 graph break on xla:0 (...)'"""
+    return f"{pins_text(explanation)} -> {before_text(explanation)}"
+
+
+def summary(explanation: Any) -> str:
+    """The headline and the after line, plus dynamo's own graph count when it split the function."""
+    text = f"{headline(explanation)}. {after_text(explanation)}."
+    graphs, breaks = len(explanation.sections), len(explanation.capture.dynamo_breaks)
+    if graphs > 1 or breaks:
+        text += f" Dynamo split {explanation.name} into {graphs} graph(s) ({breaks} dynamo break(s))."
+    if not graphs:
+        text = f"No graph was recorded for {explanation.name}: " + "; ".join(explanation.capture.notes or ["nothing to explain"])
+    return text
