@@ -153,6 +153,22 @@ class Explanation:
         """One suggested fix per pin, in the order of ``frozen``."""
         return [fix_for(row) for row in self.frozen.to_dict("records")]
 
+    def rerun(self, *, target: str | torch.device | None = None, on_step: Callable[[], None] | None = None) -> "Explanation":
+        """Rewrite again for ``target`` (default: the same) and run every graph before and after again.
+
+        The Explanation is updated in place (its pins, rewrites, runs and pictures) and returned.
+        """
+        from .diagnose import diagnose
+
+        target = self.target if target is None else target
+        parse_target(target)
+        self.target = str(parse_target(target))
+        self.frozen = diagnose(self.capture, target=target)
+        self.sections = [_section(i, gm, target) for i, gm in enumerate(self.capture.graphs)]
+        self.skipped, self._svgs = None, {}
+        _run_all(self, True, _Steps(on_step))
+        return self
+
     def explore(self):
         from .widgets import Explorer
 
@@ -172,10 +188,14 @@ def explain(
     """Explain the device pins of ``fn(*args, **kwargs)``: trace on CPU, find, rewrite, run before and after.
 
     ``neurondev.explain(fn)`` with no inputs returns a callable: ``neurondev.explain(fn)(x)``.
+    ``fn`` may also be a Capture made earlier (``neurondev.capture(fn, x)``): nothing is traced again.
     ``target``: the device pins are rewritten to. ``run=False`` skips the XLA runs. ``quiet``
     silences the progress bar. ``rtol``/``atol``: tolerances of the value comparisons.
     Nothing of the user's is mutated and the user's torch_xla counters are never cleared.
     """
+    if isinstance(fn, Capture):
+        _check_options(target=target, run=run, quiet=quiet, rtol=rtol, atol=atol)
+        return _from_capture(fn, target=target, run=run, quiet=quiet, rtol=rtol, atol=atol)
     if not callable(fn):
         raise NotCallableError(
             f"explain needs a function or an nn.Module, got {type(fn).__name__}; "
@@ -209,23 +229,33 @@ def _check_options(*, target: Any, run: Any, quiet: Any, rtol: Any, atol: Any) -
             raise InvalidOptionError(f"{name} is a tolerance, a number >= 0 (or None for torch's default), got {value!r}")
 
 
-def _explain(fn: Callable, args: tuple, kwargs: dict, *, target, run, quiet, rtol, atol) -> Explanation:
-    from .diagnose import diagnose
-
+def _explain(fn: Callable, args: tuple, kwargs: dict, *, quiet: bool, **options: Any) -> Explanation:
     stages = Stages(_STAGES, quiet=quiet, name=getattr(fn, "__name__", type(fn).__name__))
     with stages:
         stages.start("trace")
         captured = capture(fn, *args, **kwargs)
-        stages.start("find pins")
-        table = diagnose(captured, target=target)
-        stages.start("rewrite")
-        sections = [_section(i, gm, target) for i, gm in enumerate(captured.graphs)]
-        explanation = Explanation(
-            captured.name, str(parse_target(target)), captured, table, sections, rtol=rtol, atol=atol
-        )
-        _run_all(explanation, run, stages)
-        stages.start("render")
-        render_cache.prerender(explanation)
+        return _explain_captured(captured, stages, **options)
+
+
+def _from_capture(captured: Capture, *, quiet: bool, **options: Any) -> Explanation:
+    with Stages(_STAGES[1:], quiet=quiet, name=captured.name) as stages:
+        return _explain_captured(captured, stages, **options)
+
+
+def _explain_captured(captured: Capture, stages: Stages, *, target, run, rtol, atol) -> Explanation:
+    from .diagnose import diagnose
+
+    stages.start("find pins")
+    table = diagnose(captured, target=target)
+    stages.start("rewrite", total=max(len(captured.graphs), 1))
+    sections = []
+    for index, gm in enumerate(captured.graphs):
+        sections.append(_section(index, gm, target))
+        stages.advance()
+    explanation = Explanation(captured.name, str(parse_target(target)), captured, table, sections, rtol=rtol, atol=atol)
+    _run_all(explanation, run, stages)
+    stages.start("render", total=max(2 * len(sections), 1))
+    render_cache.prerender(explanation)
     return explanation
 
 
@@ -260,6 +290,20 @@ def _run_all(explanation: Explanation, run: bool, stages: "Stages") -> None:
         section.run_after = run_on_xla(section.after, *inputs[section.index], **tolerances)
         _judge_values(section, tolerances)
         stages.advance()
+
+
+class _Steps:
+    """The part of Stages that _run_all uses, calling ``on_step`` per graph run (the explorer's bar)."""
+
+    def __init__(self, on_step: Callable[[], None] | None) -> None:
+        self.on_step = on_step
+
+    def start(self, stage: str, *, total: int = 1) -> None:
+        pass
+
+    def advance(self, steps: int = 1) -> None:
+        if self.on_step is not None:
+            self.on_step()
 
 
 def _judge_values(section: GraphSection, tolerances: dict) -> None:

@@ -1,0 +1,245 @@
+"""explain(): one object with the pins, both graphs, both runs and the verdict; every output form."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+import re
+
+import pytest
+import torch
+
+import neurondev
+from neurondev import examples
+from tests.helpers import line_of
+
+pytestmark = pytest.mark.xla
+
+
+@pytest.fixture(scope="module")
+def seed_ex():
+    fn, args, _ = examples.get("seed").build()
+    return neurondev.explain(fn, *args, quiet=True)
+
+
+def test_the_seed_explanation_holds_pins_rewrites_runs_and_the_verdict(seed_ex):
+    assert list(seed_ex.frozen.node) == ["out"] and list(seed_ex.frozen.kind) == ["frozen"]
+    assert [(r.node, r.new) for r in seed_ex.rewrites] == [("out", torch.device("xla"))]
+    (before,), (after,) = seed_ex.before, seed_ex.after
+    assert [b.node for b in before.graph_breaks] == ["copy_"] and before.output_devices == ["cpu"]
+    assert after.graph_breaks == [] and after.output_devices == ["xla:0"] and after.ok
+    assert seed_ex.outputs_match is True and seed_ex.sections[0].values.max_abs_error == 0
+    assert "frozen graph's run on the same device" in seed_ex.sections[0].values_against
+    assert seed_ex.graphs_before[0] is not seed_ex.graphs_after[0]
+
+
+def test_the_summary_is_the_headline_a_terminal_shows(seed_ex):
+    line = line_of(examples.seed_function, "torch.empty")
+    assert seed_ex.summary() == (
+        f"1 frozen device pin(s) (torch.empty at examples.py:{line}) -> 1 graph break(s) on xla:0 "
+        "(copy_ pulls a value to the host). After DeviceRewriterPass: 0 breaks, 0 transfers to the host, outputs match."
+    )
+    assert repr(seed_ex) == "<Explanation of seed_function: 1 device pin(s) in 1 graph(s), 1 graph(s) run>"
+
+
+def test_the_card_has_headline_pins_fix_both_graphs_metrics_and_diff(seed_ex):
+    card = seed_ex._repr_html_()
+    assert "1 graph break(s) on xla:0" in card and "After DeviceRewriterPass: 0 breaks" in card
+    assert "x.new_empty(size)" in card  # what to write instead
+    assert card.count("<svg") == 2 and "device=cpu (frozen)" in card and "rewritten: cpu → xla" in card
+    assert "<th>mid-graph executions</th><td>1</td><td>0</td>" in card
+    assert 'class="nd-del"' in card and 'class="nd-add"' in card and "device(type=&#x27;xla&#x27;)" in card
+    assert "var(--jp-ui-font-color1" in card and "torch_xla 2.9" in card
+
+
+def test_the_report_stands_alone(seed_ex, tmp_path):
+    page = seed_ex.save_html(tmp_path / "report.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and "<script" not in page.lower()
+    urls = set(re.findall(r"""(?:src|href)\s*=\s*["']([^"']+)""", page))
+    assert not any(u.startswith(("http:", "https:", "//")) for u in urls)
+    assert "@import" not in page and "url(" not in page
+
+
+def test_to_dict_and_to_json_hold_everything_as_plain_data(seed_ex):
+    data = json.loads(seed_ex.to_json())
+    assert data == json.loads(json.dumps(seed_ex.to_dict(), default=str))
+    (graph,) = data["graphs"]
+    assert graph["pins"][0]["node"] == "out" and "new_empty" in graph["pins"][0]["fix"]
+    assert graph["rewrites"] == [{"node": "out", "location": "kwarg", "old": "cpu", "new": "xla", "graph": 0}]
+    assert graph["before"]["graph_breaks"][0]["node"] == "copy_" and graph["after"]["graph_breaks"] == []
+    assert graph["before"]["transfers_to_host"] == 1 and graph["values"]["matches"] is True
+    assert data["totals"]["before"]["graph_breaks"] == 1 and data["totals"]["after"]["graph_breaks"] == 0
+    assert data["outputs_match"] is True and data["runtime"]["device"] == "xla:0"
+
+
+def test_dot_and_svg_of_either_graph(seed_ex, tmp_path):
+    assert '"before_out"' in seed_ex.to_dot("before") and "rewritten: cpu → xla" in seed_ex.to_dot("after")
+    path = seed_ex.save_svg(tmp_path / "after.svg", which="after")
+    assert path.read_text().startswith("<svg") and "xla:0" in path.read_text()
+    with pytest.raises(neurondev.InvalidOptionError, match="'before' or 'after'"):
+        seed_ex.to_dot("middle")
+    with pytest.raises(neurondev.InvalidOptionError, match="from 0 to 0"):
+        seed_ex.to_dot("before", graph=3)
+
+
+def test_explain_fn_then_inputs_is_the_same_as_explain_fn_inputs():
+    fn, args, _ = examples.get("seed").build()
+    later = neurondev.explain(fn, quiet=True)
+    assert callable(later)
+    ex = later(*args)
+    assert isinstance(ex, neurondev.Explanation) and ex.summary() == neurondev.explain(fn, *args, quiet=True).summary()
+
+
+def test_progress_goes_to_stderr_unless_quiet(capsys):
+    fn, args, _ = examples.get("seed").build()
+    neurondev.explain(fn, *args, run=False)
+    err = capsys.readouterr().err
+    for stage in ("trace (1/6)", "find pins (2/6)", "rewrite (3/6)", "render (6/6)"):
+        assert stage in err
+    neurondev.explain(fn, *args, run=False, quiet=True)
+    assert capsys.readouterr().err == ""
+
+
+def test_run_false_still_finds_rewrites_and_draws_and_says_why_no_run():
+    fn, args, _ = examples.get("seed").build()
+    ex = neurondev.explain(fn, *args, run=False, quiet=True)
+    assert ex.before == [] and ex.after == [] and ex.skipped.startswith("run=False")
+    assert len(ex.rewrites) == 1 and ex.outputs_match is None
+    assert "not run" in ex.summary() and ex._repr_html_().count("<svg") == 2
+
+
+def no_pins(x):
+    return torch.zeros_like(x) + x.new_ones(4)
+
+
+def test_a_function_without_pins_says_so_and_both_runs_are_identical():
+    ex = neurondev.explain(no_pins, torch.randn(4), quiet=True)
+    assert ex.frozen.empty and ex.rewrites == []
+    assert "No device pin" in ex.summary() and "No device pin in this graph" in ex._repr_html_()
+    (before,), (after,) = ex.before, ex.after
+    assert before.ok and after.ok and ex.outputs_match is True
+    assert ex.sections[0].values.max_abs_error == 0
+
+
+def split(x):
+    y = torch.zeros(4, device=x.device) + x
+    print("dynamo splits the graph here")
+    z = torch.ones(4, device=x.device) * y
+    return {"z": z, "parts": [y, 3]}
+
+
+def test_every_dynamo_graph_is_explained_with_dynamos_breaks_and_totals():
+    ex = neurondev.explain(split, torch.randn(4), quiet=True)
+    assert len(ex.sections) == 2 and list(ex.frozen.graph) == [0, 1]
+    assert [r.graph for r in ex.rewrites] == [0, 1]
+    (brk,) = ex.capture.dynamo_breaks
+    assert brk.line == line_of(split, "print(")
+    assert ex.totals("after")["graphs_run"] == 2 and ex.outputs_match is True
+    card = ex._repr_html_()
+    assert "Graph 0 " in card and "Graph 1 " in card and "Dynamo's own graph breaks (1)" in card
+    assert "into 2 graph(s) (1 dynamo break(s))" in ex.summary()
+
+
+def fails_frozen(w, x):
+    idx = torch.arange(4, device=x.device)
+    return torch.nn.functional.embedding(idx, w) + x
+
+
+def test_a_graph_that_fails_on_xla_before_the_pass_shows_the_failure_and_its_line():
+    ex = neurondev.explain(fails_frozen, torch.randn(10, 3), torch.randn(4, 3), quiet=True)
+    (before,), (after,) = ex.before, ex.after
+    assert before.error is not None and before.error.node == "embedding"
+    assert before.error.line == line_of(fails_frozen, "embedding(")
+    assert after.error is None and after.ok and ex.outputs_match is True
+    assert "the CPU reference" in ex.sections[0].values_against
+    assert "fails on xla:0 at embedding" in ex.summary() and "FAILED: " in ex.to_dot("before")
+
+
+def test_a_function_that_fails_to_trace_is_a_trace_error_with_the_users_error_chained():
+    def broken(x):
+        return x @ torch.randn(5, 5)
+
+    with pytest.raises(neurondev.TraceError) as caught:
+        neurondev.explain(broken, torch.randn(3, 3), quiet=True)
+    assert caught.value.__cause__ is not None
+
+
+def test_the_users_inputs_function_and_counters_are_left_alone():
+    from neurondev import xla
+
+    def writes(x):
+        x.add_(1)
+        return torch.zeros(4, device=x.device) + x
+
+    x = torch.zeros(4)
+    code = writes.__code__
+    xla.device()
+    counters = xla.counts()
+    neurondev.explain(writes, x, quiet=True)
+    assert torch.equal(x, torch.zeros(4)) and writes.__code__ is code
+    assert xla.counts().executions >= counters.executions
+
+
+def test_a_capture_can_be_explained_without_tracing_again(seed_capture):
+    ex = neurondev.explain(seed_capture, quiet=True, run=False)
+    assert ex.capture is seed_capture and len(ex.frozen) == 1
+
+
+def test_a_graph_of_50000_nodes_gets_a_card_with_the_focus_view():
+    graph = torch.fx.Graph()
+    value = graph.placeholder("x")
+    for i in range(50_000):
+        if i in (100, 25_000):
+            value = graph.call_function(torch.add, (value, graph.call_function(torch.zeros, (4,), {"device": "cpu"})))
+        else:
+            value = graph.call_function(torch.relu, (value,))
+    graph.output(value)
+    gm = torch.fx.GraphModule(torch.nn.Module(), graph)
+    captured = neurondev.Capture("big", [gm], [[torch.randn(4)]], [], [], None)
+    ex = neurondev.explain(captured, run=False, quiet=True)
+    assert len(ex.frozen) == 2 and len(ex.rewrites) == 2
+    card = ex._repr_html_()
+    assert card.count("<svg") == 2 and "node(s) not shown" in card
+    assert ex.to_dot("before").count("[label=") < 40
+
+
+@pytest.mark.parametrize(
+    "call, error, phrase",
+    [
+        (lambda: neurondev.explain(3), neurondev.NotCallableError, "pass the function itself"),
+        (lambda: neurondev.explain(no_pins, torch.randn(4), target=5), neurondev.InvalidTargetError, "CUDA index"),
+        (lambda: neurondev.explain(no_pins, torch.randn(4), run="yes"), neurondev.InvalidOptionError, "run is True or False"),
+        (lambda: neurondev.explain(no_pins, torch.randn(4), rtol=-1), neurondev.InvalidOptionError, "a number >= 0"),
+    ],
+    ids=["not-callable", "int-target", "run-not-bool", "negative-rtol"],
+)
+def test_bad_arguments_are_named_errors(call, error, phrase):
+    with pytest.raises(error, match=re.escape(phrase)):
+        call()
+
+
+def test_without_torch_xla_everything_but_the_runs_works_and_says_why():
+    from tests.test_xla import HIDE_TORCH_XLA, run_python
+
+    result = run_python(textwrap.dedent(HIDE_TORCH_XLA) + """
+import neurondev
+from neurondev import examples
+fn, args, _ = examples.get("seed").build()
+ex = neurondev.explain(fn, *args, quiet=True)
+print(len(ex.frozen), len(ex.rewrites), ex.before, ex.after)
+print(ex.skipped)
+print("<svg" in ex._repr_html_())
+""")
+    lines = result.stdout.strip().splitlines()
+    assert lines[0] == "1 1 [] []", result.stderr
+    assert lines[1].startswith("no XLA device: running on an XLA device needs torch_xla") and "pip install" in lines[1]
+    assert lines[2] == "True"
+
+
+def test_without_a_dot_program_the_card_shows_everything_else_and_how_to_install_one(seed_capture, monkeypatch):
+    monkeypatch.setenv("NEURONDEV_DOT", "/nonexistent/dot")
+    ex = neurondev.explain(seed_capture, run=False, quiet=True)
+    card = ex._repr_html_()
+    assert "<svg" not in card and card.count("Graph not drawn: no Graphviz") == 2
+    assert "apt-get install -y graphviz" in card and "pip install graphviz-pure" in card
+    assert "x.new_empty(size)" in card  # the rest is there
