@@ -29,8 +29,8 @@ CSS = """
 .neurondev-card .nd-good { color: var(--nd-good); font-weight: 600; }
 .neurondev-card .nd-muted, .neurondev-card .nd-note { color: var(--nd-muted); }
 .neurondev-card table { border-collapse: collapse; margin: 6px 0; }
-.neurondev-card th, .neurondev-card td { border: 1px solid var(--nd-border); padding: 3px 8px; text-align: left; vertical-align: top; }
-.neurondev-card th { background: var(--nd-alt); }
+.neurondev-card table th, .neurondev-card table td { border: 1px solid var(--nd-border); padding: 3px 8px; text-align: left; vertical-align: top; }
+.neurondev-card table th { background: var(--nd-alt); }
 .neurondev-card code, .neurondev-card pre { font-family: var(--nd-mono); font-size: 12px; }
 .neurondev-card pre { background: var(--nd-alt); padding: 6px 8px; border-radius: 4px; overflow-x: auto; }
 .neurondev-card .nd-graphs { display: flex; flex-wrap: wrap; gap: 12px; align-items: flex-start; }
@@ -102,8 +102,10 @@ def _graphs(explanation: Any, section: Any) -> str:
 
 
 def _metric_rows(before: Any, after: Any) -> list[tuple[str, str, str]]:
-    def cell(record: Any, value: Any) -> str:
-        return "—" if record is None else value(record)
+    def cell(record: Any, value: Any, label: str) -> str:
+        if record is None or (record.error is not None and label != "failure"):
+            return "—"  # a failed run has no figures to show
+        return value(record)
 
     def time(record: Any) -> str:
         return f"{record.seconds * 1e3:.3f} ms" if record.seconds else "—"
@@ -123,7 +125,7 @@ def _metric_rows(before: Any, after: Any) -> list[tuple[str, str, str]]:
         ("values vs CPU", values),
         ("failure", lambda r: str(r.error) if r.error else "—"),
     ]
-    return [(label, cell(before, measure), cell(after, measure)) for label, measure in measures]
+    return [(label, cell(before, measure, label), cell(after, measure, label)) for label, measure in measures]
 
 
 def _metrics(section: Any) -> str:
