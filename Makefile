@@ -14,3 +14,4 @@ test: setup
 bench: setup
 	$(PY) benchmarks/bench_pass.py
 	$(PY) benchmarks/bench_xla.py
+	$(PY) benchmarks/bench_explain.py

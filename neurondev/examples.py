@@ -15,6 +15,7 @@ __all__ = [
     "collective_function",
     "gloo_group",
     "get",
+    "long_graph",
     "seed_function",
     "tiny_gpt2",
 ]
@@ -63,6 +64,23 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def long_graph(nodes: int, *, pins: int = 3) -> torch.fx.GraphModule:
+    """A synthetic chain of ``nodes`` relus with ``pins`` evenly spaced ``torch.zeros(4, device='cpu')``
+    added in: for drawing and timing large graphs (built with torch.fx, never traced)."""
+    import torch.fx
+
+    graph = torch.fx.Graph()
+    value = graph.placeholder("x")
+    pinned = {nodes * (k + 1) // (pins + 1) for k in range(pins)}
+    for i in range(nodes):
+        if i in pinned:
+            value = graph.call_function(torch.add, (value, graph.call_function(torch.zeros, (4,), {"device": "cpu"})))
+        else:
+            value = graph.call_function(torch.relu, (value,))
+    graph.output(value)
+    return torch.fx.GraphModule(torch.nn.Module(), graph)
 
 
 def tiny_gpt2(*, layers: int = 2, hidden: int = 64, heads: int = 2, sequence: int = 16, vocab: int = 1000):

@@ -64,6 +64,7 @@ class Explanation:
     runtime: dict[str, str] = dataclasses.field(default_factory=dict)
     rtol: float | None = None
     atol: float | None = None
+    stage_seconds: dict[str, float] = dataclasses.field(default_factory=dict)
     _svgs: dict = dataclasses.field(default_factory=dict, repr=False)
 
     @property
@@ -234,12 +235,16 @@ def _explain(fn: Callable, args: tuple, kwargs: dict, *, quiet: bool, **options:
     with stages:
         stages.start("trace")
         captured = capture(fn, *args, **kwargs)
-        return _explain_captured(captured, stages, **options)
+        explanation = _explain_captured(captured, stages, **options)
+    explanation.stage_seconds = dict(stages.seconds)
+    return explanation
 
 
 def _from_capture(captured: Capture, *, quiet: bool, **options: Any) -> Explanation:
     with Stages(_STAGES[1:], quiet=quiet, name=captured.name) as stages:
-        return _explain_captured(captured, stages, **options)
+        explanation = _explain_captured(captured, stages, **options)
+    explanation.stage_seconds = dict(stages.seconds)
+    return explanation
 
 
 def _explain_captured(captured: Capture, stages: Stages, *, target, run, rtol, atol) -> Explanation:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Iterable
 
 __all__ = ["Stages"]
@@ -11,7 +12,8 @@ class Stages:
     """``with Stages(names) as s: s.start("trace"); ...; s.start("run before", total=3); s.advance()``.
 
     Each stage gets its own bar, closed when the next starts; ``quiet=True`` draws nothing. The
-    bars go to stderr, like every tqdm bar, and never into a captured result.
+    bars go to stderr, like every tqdm bar, and never into a captured result. ``seconds`` holds
+    the wall time each stage took.
     """
 
     def __init__(self, names: Iterable[str], *, quiet: bool = False, name: str = "") -> None:
@@ -19,7 +21,9 @@ class Stages:
         self.quiet = quiet
         self.name = name
         self.seen: list[str] = []
+        self.seconds: dict[str, float] = {}
         self._bar = None
+        self._started: float | None = None
 
     def __enter__(self) -> "Stages":
         return self
@@ -31,6 +35,7 @@ class Stages:
         """Finish the current stage's bar and open one for ``stage`` (``total`` steps)."""
         self._close()
         self.seen.append(stage)
+        self._started = time.perf_counter()
         if self.quiet:
             return
         from tqdm.auto import tqdm
@@ -44,6 +49,9 @@ class Stages:
             self._bar.update(steps)
 
     def _close(self) -> None:
+        if self._started is not None and self.seen:
+            self.seconds[self.seen[-1]] = self.seconds.get(self.seen[-1], 0.0) + time.perf_counter() - self._started
+            self._started = None
         if self._bar is not None:
             self._bar.update(self._bar.total - self._bar.n)
             self._bar.close()

@@ -1,32 +1,31 @@
-"""Draw assets/seed-before-after.png: the seed graph traced on CPU, run on XLA before and after the pass."""
+"""Take assets/explain-card.png: the seed example's explain() card, screenshotted in real Chromium."""
 
+from __future__ import annotations
+
+import shutil
+import tempfile
 from pathlib import Path
-
-import graphviz
 
 import neurondev
 from neurondev import examples
-from neurondev.render.dot import graph_dot, side_by_side
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 
 
 def main() -> None:
+    from playwright.sync_api import sync_playwright
+
     fn, args, kwargs = examples.get("seed").build()
-    captured = neurondev.capture(fn, *args, **kwargs)
-    frozen = captured.graphs[0]
-    rewritten, _ = neurondev.rewrite_copy(frozen)
-    inputs = captured.example_inputs[0]
-    before, after = (neurondev.run_on_xla(graph, *inputs, repeat=0) for graph in (frozen, rewritten))
-    text = side_by_side(
-        graph_dot(frozen, pins=neurondev.find_pins(frozen), record=before, prefix="before_",
-                  title=f"traced on CPU, run on XLA: {len(before.graph_breaks)} break, output on {before.output_devices[0]}"),
-        graph_dot(rewritten, record=after, prefix="after_",
-                  title=f"after DeviceRewriterPass: {len(after.graph_breaks)} breaks, output on {after.output_devices[0]}"),
-    )
-    ASSETS.mkdir(exist_ok=True)
-    graphviz.Source(text).render(ASSETS / "seed-before-after", format="png", cleanup=True)
-    print(ASSETS / "seed-before-after.png")
+    explanation = neurondev.explain(fn, *args, **kwargs, quiet=True)
+    with tempfile.TemporaryDirectory() as folder, sync_playwright() as playwright:
+        page_path = explanation.save_html(Path(folder) / "report.html")
+        browser = playwright.chromium.launch(executable_path=shutil.which("chromium"), args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1200, "height": 900}, device_scale_factor=1)
+        page.goto(page_path.as_uri())
+        ASSETS.mkdir(exist_ok=True)
+        page.locator(".neurondev-card").screenshot(path=str(ASSETS / "explain-card.png"))
+        browser.close()
+    print(ASSETS / "explain-card.png")
 
 
 if __name__ == "__main__":

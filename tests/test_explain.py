@@ -186,15 +186,7 @@ def test_a_capture_can_be_explained_without_tracing_again(seed_capture):
 
 
 def test_a_graph_of_50000_nodes_gets_a_card_with_the_focus_view():
-    graph = torch.fx.Graph()
-    value = graph.placeholder("x")
-    for i in range(50_000):
-        if i in (100, 25_000):
-            value = graph.call_function(torch.add, (value, graph.call_function(torch.zeros, (4,), {"device": "cpu"})))
-        else:
-            value = graph.call_function(torch.relu, (value,))
-    graph.output(value)
-    gm = torch.fx.GraphModule(torch.nn.Module(), graph)
+    gm = examples.long_graph(50_000, pins=2)
     captured = neurondev.Capture("big", [gm], [[torch.randn(4)]], [], [], None)
     ex = neurondev.explain(captured, run=False, quiet=True)
     assert len(ex.frozen) == 2 and len(ex.rewrites) == 2

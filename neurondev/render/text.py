@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["after_text", "before_text", "headline", "pins_text", "summary"]
+__all__ = ["after_text", "before_text", "failure_text", "headline", "pins_text", "summary"]
 
 _NAMED = 3
 
@@ -31,14 +31,22 @@ def _break_text(brk: Any) -> str:
     return f"{brk.node} forces an execution"
 
 
+def failure_text(records: list) -> str | None:
+    """'fails on xla:0 at node (file:line): first line of the error', for the first failed run."""
+    failed = next((record for record in records if record.error is not None), None)
+    if failed is None:
+        return None
+    error = failed.error
+    message = (str(error.exception).strip().splitlines() or [""])[0][:120]
+    return f"fails on {failed.device} at {error.node} ({_where(error.file, error.line)}): {message}"
+
+
 def before_text(explanation: Any) -> str:
     if explanation.skipped:
         return f"not run ({explanation.skipped})"
-    failures = [r for r in explanation.before if r.error is not None]
-    if failures:
-        error = failures[0].error
-        message = str(error.exception).strip().splitlines()[0][:120] if str(error.exception).strip() else ""
-        return f"fails on {failures[0].device} at {error.node} ({_where(error.file, error.line)}): {message}"
+    failure = failure_text(explanation.before)
+    if failure:
+        return failure
     breaks = [b for r in explanation.before for b in r.graph_breaks]
     device = explanation.before[0].device
     if not breaks:
@@ -50,9 +58,9 @@ def before_text(explanation: Any) -> str:
 def after_text(explanation: Any) -> str:
     if explanation.skipped:
         return f"After DeviceRewriterPass: {len(explanation.rewrites)} device argument(s) rewritten; not run"
-    failures = [r for r in explanation.after if r.error is not None]
-    if failures:
-        return f"After DeviceRewriterPass: still fails ({failures[0].error})"
+    failure = failure_text(explanation.after)
+    if failure:
+        return f"After DeviceRewriterPass: still {failure}"
     totals = explanation.totals("after")
     text = f"After DeviceRewriterPass: {totals['graph_breaks']} breaks, {totals['transfers_to_host']} transfers to the host"
     uploads = [u.node for r in explanation.after for u in r.uploads]

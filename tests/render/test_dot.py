@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import neurondev
+from neurondev import examples
 from neurondev.render.dot import DotOptions, graph_dot, side_by_side
 from tests.helpers import build_graph
 
@@ -64,20 +65,8 @@ def test_every_label_is_escaped():
         assert body.count('"') % 2 == 0 or '\\"' in body
 
 
-def long_graph(nodes: int, pins_at=(10,)):
-    graph = torch.fx.Graph()
-    value = graph.placeholder("x")
-    for i in range(nodes):
-        if i in pins_at:
-            value = graph.call_function(torch.add, (value, graph.call_function(torch.zeros, (4,), {"device": "cpu"})))
-        else:
-            value = graph.call_function(torch.relu, (value,))
-    graph.output(value)
-    return torch.fx.GraphModule(torch.nn.Module(), graph)
-
-
 def test_a_large_graph_is_drawn_as_a_connected_focus_view():
-    gm = long_graph(400, pins_at=(10, 300))
+    gm = examples.long_graph(400, pins=2)
     pins = neurondev.find_pins(gm)
     text = graph_dot(gm, pins=pins, options=DotOptions(radius=2))
     drawn = [line for line in text.splitlines() if "[label=" in line and "not shown" not in line]
