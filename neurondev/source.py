@@ -16,8 +16,9 @@ _KWARG_DEVICE = re.compile(r"\bdevice\s*=\s*(?P<expr>[^,)]+)")
 _TO_DEVICE = re.compile(r"\.to\(\s*(?P<expr>[^,)]+)")
 _DEVICE_CALL = re.compile(r"torch\.device\(\s*(?:type\s*=\s*)?(?P<expr>[^,)]+)")
 _PACKAGE_DIR = str(Path(__file__).resolve().parent)
-_USER_CODE_IN_PACKAGE = ("examples.py",)  # the gallery's functions are user code
-_LITERAL = re.compile(r"""^(['"][a-z]+(:\d+)?['"]|torch\.device\(.*|\d+)$""")
+_USER_CODE_IN_PACKAGE = ("examples.py", "patterns.py")  # the gallery's functions are user code
+_LITERAL = re.compile(r"""^(['"][a-z]+(:\d+)?['"]|\d+)$""")
+_DEVICE_CALL_EXPRESSION = re.compile(r"^torch\.device\((?P<inner>[^)]*)\)?$")
 _MAX_STATEMENT_LINES = 20
 _MAX_LOOKBACK_LINES = 200
 
@@ -97,6 +98,10 @@ def judge_kind(source: SourceLine | None, location: str, *, device_call: bool = 
 
 
 def _kind_of_expression(expression: str, source: SourceLine, depth: int = 3) -> str:
+    call = _DEVICE_CALL_EXPRESSION.match(expression)
+    if call:  # torch.device(...): judged by what it is built from
+        inner = re.sub(r"^\s*type\s*=\s*", "", call["inner"].split(",")[0]).strip()
+        return _kind_of_expression(inner, source, depth) if inner else "literal"
     if _LITERAL.match(expression):
         return "literal"
     if ".device" in expression:

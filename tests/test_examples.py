@@ -1,0 +1,51 @@
+"""The gallery: every example explained on the real XLA device gives exactly its stored outcome."""
+
+from __future__ import annotations
+
+import pytest
+
+import neurondev
+from neurondev import examples
+
+FAST = [name for name, example in examples.CATALOGUE.items() if not example.slow]
+SLOW = [name for name, example in examples.CATALOGUE.items() if example.slow]
+
+
+def check(name: str) -> None:
+    example = examples.get(name)
+    for module in example.needs:
+        pytest.importorskip(module)
+    with example.open() as (fn, args, kwargs):
+        explanation = neurondev.explain(fn, *args, **kwargs, quiet=True)
+    observed = examples.outcome_of(explanation)
+    assert observed == example.outcome
+    for record in explanation.after:
+        assert record.error is None and record.graph_breaks == [] and record.transfers_to_host == 0
+
+
+@pytest.mark.xla
+@pytest.mark.parametrize("name", FAST)
+def test_each_example_has_its_stored_outcome(name):
+    check(name)
+
+
+@pytest.mark.xla
+@pytest.mark.slow
+@pytest.mark.parametrize("name", SLOW)
+def test_each_slow_example_has_its_stored_outcome(name):
+    check(name)
+
+
+def test_the_gallery_has_the_patterns_a_newcomer_needs():
+    table = examples.list()
+    assert len(table) >= 14
+    assert {"seed", "collective", "arange", "zeros", "ones", "full", "tensor", "str-device", "literal-cpu",
+            "to-other-device", "to-device-dtype", "device-object", "cpu-midway", "causal-mask", "rotary",
+            "kv-cache", "module-buffer", "no-device-upload", "like-and-new"} <= set(table.index)
+    assert not table.loc["like-and-new", "freezes"] and table.loc["seed", "freezes"]
+    assert all(len(e.description) > 80 and e.instead for e in examples.CATALOGUE.values())
+
+
+def test_an_unknown_example_names_the_known_ones():
+    with pytest.raises(KeyError, match="known: seed, collective"):
+        examples.get("nope")
