@@ -36,7 +36,7 @@ def test_the_seed_explanation_holds_pins_rewrites_runs_and_the_verdict(seed_ex):
 def test_the_summary_is_the_headline_a_terminal_shows(seed_ex):
     line = line_of(examples.seed_function, "torch.empty")
     assert seed_ex.summary() == (
-        f"1 frozen device pin(s) (torch.empty at examples.py:{line}) -> 1 graph break(s) on xla:0 "
+        f"1 frozen device pin(s) (torch.empty at patterns.py:{line}) -> 1 graph break(s) on xla:0 "
         "(copy_ pulls a value to the host). After DeviceRewriterPass: 0 breaks, 0 transfers to the host, outputs match."
     )
     assert repr(seed_ex) == "<Explanation of seed_function: 1 device pin(s) in 1 graph(s), 1 graph(s) run>"

@@ -1,0 +1,216 @@
+"""The neurondev command: demo, explain, examples, doctor (also python -m neurondev)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+import traceback
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+__all__ = ["main"]
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+class UsageError(Exception):
+    """A problem the user can fix from the command line: said in one line, exit status 2."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    options = parser.parse_args(argv)
+    if not getattr(options, "command", None):
+        parser.print_help()
+        return EXIT_ERROR
+    try:
+        return options.run(options)
+    except UsageError as error:
+        return _fail(str(error), options)
+    except Exception as error:  # any other failure: one line unless --debug
+        from .errors import NeurondevError
+
+        kind = "" if isinstance(error, NeurondevError) else f"{type(error).__name__}: "
+        return _fail(f"{kind}{error}", options)
+
+
+def _fail(message: str, options: argparse.Namespace) -> int:
+    if getattr(options, "debug", False):
+        traceback.print_exc()
+    print(f"neurondev: error: {message}", file=sys.stderr)
+    if not getattr(options, "debug", False):
+        print("neurondev: run again with --debug for the traceback", file=sys.stderr)
+    return EXIT_ERROR
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="neurondev", description="See and fix device pins that torch.compile freezes into graphs traced on CPU.")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    demo = commands.add_parser("demo", help="the seed example end to end: summary and an HTML report")
+    demo.add_argument("--html", default="neurondev-report.html", help="where to write the report (default: %(default)s)")
+    demo.set_defaults(run=_demo)
+    explain = commands.add_parser("explain", help="explain your own function or module (or a gallery example)")
+    explain.add_argument("function", nargs="?", metavar="MODULE:FUNC", help="pkg.module:function, path/to/file.py:function, or a Module class")
+    explain.add_argument("--example", help="a gallery example instead (see: neurondev examples)")
+    _run_options(explain)
+    explain.set_defaults(run=_explain)
+    listing = commands.add_parser("examples", help="the gallery of device-placement patterns")
+    listing.set_defaults(run=_examples)
+    doctor = commands.add_parser("doctor", help="what is installed and usable here, with fixes")
+    doctor.set_defaults(run=_doctor)
+    for sub in (demo, explain, listing, doctor):
+        sub.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    return parser
+
+
+def _run_options(sub: argparse.ArgumentParser) -> None:
+    from .inputs import SPEC_HELP
+
+    sub.add_argument("--input", action="append", default=[], metavar="SPEC", help=f"an example input, in order: {SPEC_HELP}")
+    sub.add_argument("--target", default="xla", help="the device pins are rewritten to (default: %(default)s)")
+    sub.add_argument("--html", help="write the self-contained report here")
+    sub.add_argument("--json", help="write everything as JSON here")
+    sub.add_argument("--no-run", action="store_true", help="do not run on the XLA device")
+
+
+def _demo(options: argparse.Namespace) -> int:
+    from . import examples, explain
+
+    with examples.get("seed").open() as (fn, args, kwargs):
+        explanation = explain(fn, *args, **kwargs, quiet=True)
+    print(explanation.summary())
+    path = explanation.save_html(options.html)
+    print(f"report: {path}")
+    return _verdict(explanation)
+
+
+def _explain(options: argparse.Namespace) -> int:
+    from . import examples, explain
+    from .inputs import parse_input
+
+    if bool(options.function) == bool(options.example):
+        raise UsageError("give either MODULE:FUNC (with --input for each argument) or --example NAME")
+    if options.example:
+        if options.input:
+            raise UsageError("--example brings its own inputs; drop --input")
+        try:
+            example = examples.get(options.example)
+        except KeyError as error:
+            raise UsageError(error.args[0]) from None
+        with example.open() as (fn, args, kwargs):
+            explanation = explain(fn, *args, **kwargs, target=options.target, run=not options.no_run, quiet=True)
+    else:
+        fn = load_callable(options.function)
+        args = tuple(parse_input(spec, seed=index) for index, spec in enumerate(options.input))
+        _check_inputs_given(fn, args, options.function)
+        explanation = explain(fn, *args, target=options.target, run=not options.no_run, quiet=True)
+    return _report(explanation, options)
+
+
+def _check_inputs_given(fn: Callable, args: tuple, name: str) -> None:
+    import inspect
+
+    from .explain import _needs_inputs
+
+    if args or not _needs_inputs(fn):
+        return
+    target = getattr(fn, "forward", fn)
+    try:
+        names = ", ".join(inspect.signature(target).parameters)
+    except (TypeError, ValueError):
+        names = "its arguments"
+    raise UsageError(f"{name} takes inputs ({names}): give one --input SPEC per argument, e.g. --input 'randn(64)'")
+
+
+def _report(explanation: Any, options: argparse.Namespace) -> int:
+    print(explanation.summary())
+    if options.html:
+        print(f"report: {explanation.save_html(options.html)}")
+    if options.json:
+        Path(options.json).write_text(explanation.to_json(), encoding="utf-8")
+        print(f"json: {options.json}")
+    return _verdict(explanation)
+
+
+def _verdict(explanation: Any) -> int:
+    """0: the rewritten graphs have no breaks and the outputs match (or nothing ran); 1 otherwise."""
+    if explanation.skipped:
+        return EXIT_CLEAN
+    after = explanation.totals("after")
+    clean = after["graph_breaks"] == 0 and after["failures"] == 0 and explanation.outputs_match is not False
+    return EXIT_CLEAN if clean else EXIT_FINDINGS
+
+
+def load_callable(spec: str) -> Callable:
+    """``pkg.module:name`` or ``path/to/file.py:name``; an nn.Module class is constructed with no arguments."""
+    module_part, _, name = spec.rpartition(":")
+    if not module_part or not name:
+        raise UsageError(f"{spec!r} is not MODULE:FUNC: write e.g. mypkg.model:forward or path/to/file.py:f")
+    module = _load_module(module_part)
+    if not hasattr(module, name):
+        public = ", ".join(n for n in dir(module) if not n.startswith("_"))[:300]
+        raise UsageError(f"{module_part} has no {name!r}; it has: {public}")
+    obj = getattr(module, name)
+    import torch
+
+    if isinstance(obj, type) and issubclass(obj, torch.nn.Module):
+        try:
+            return obj()
+        except TypeError as error:
+            raise UsageError(f"{name} is an nn.Module class that cannot be built with no arguments ({error})") from None
+    if not callable(obj):
+        raise UsageError(f"{spec} is a {type(obj).__name__}, not a function or nn.Module")
+    return obj
+
+
+def _load_module(text: str) -> Any:
+    path = Path(text)
+    if text.endswith(".py"):
+        if not path.is_file():
+            raise UsageError(f"no file {text}")
+        module_name = f"neurondev_user_{path.stem}"
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module  # dynamo looks the module up by name
+        try:
+            spec.loader.exec_module(module)
+        except Exception as error:
+            raise UsageError(f"importing {text} raised {type(error).__name__}: {error}") from error
+        return module
+    sys.path.insert(0, str(Path.cwd()))
+    try:
+        return importlib.import_module(text)
+    except ImportError as error:
+        raise UsageError(f"cannot import {text} ({error}); run from the folder that holds it, or give a path to the .py file") from None
+
+
+def _examples(options: argparse.Namespace) -> int:
+    from . import examples
+
+    import pandas
+
+    with pandas.option_context("display.width", 200, "display.max_colwidth", 60, "display.max_rows", 100):
+        print(examples.list()[["title", "before", "after"]].to_string())
+    return EXIT_CLEAN
+
+
+def _doctor(options: argparse.Namespace) -> int:
+    from .doctor import checks
+
+    results = checks()
+    width = max(len(check.name) for check in results)
+    for check in results:
+        mark = "ok " if check.ok else "MISSING" if check.needed else "-- "
+        line = f"{mark:<7} {check.name:<{width}}  {check.detail}"
+        if not check.ok and check.fix:
+            line += f"\n{'':<7} {'':<{width}}  fix: {check.fix}"
+        print(line)
+    missing = [check.name for check in results if check.needed and not check.ok]
+    print("everything neurondev needs is here" if not missing else f"missing: {', '.join(missing)}")
+    return EXIT_FINDINGS if missing else EXIT_CLEAN
+
+
+if __name__ == "__main__":
+    sys.exit(main())

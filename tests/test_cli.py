@@ -1,0 +1,171 @@
+"""The neurondev command through real subprocesses: output, files written, exit statuses, messages."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from neurondev.inputs import InputSpecError, parse_input
+
+COMMAND = Path(sys.executable).with_name("neurondev")
+
+USER_CODE = '''
+import torch
+
+def frozen(x):
+    out = torch.empty(x.shape[0], device=x.device)
+    out.copy_(x * 2)
+    return out
+
+def falls_back(x):
+    out = torch.zeros(4, device=x.device)
+    return torch.histc(x, bins=4) + out
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.lin(x) + torch.zeros(8, device=x.device)
+
+class NeedsArgs(torch.nn.Module):
+    def __init__(self, width):
+        super().__init__()
+'''
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cli")
+    (path / "usercode.py").write_text(USER_CODE)
+    return path
+
+
+def neurondev(folder: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "PJRT_DEVICE"}
+    return subprocess.run([str(COMMAND), *args], cwd=folder, capture_output=True, text=True, timeout=600, env=env)
+
+
+def test_the_command_is_installed_and_python_dash_m_is_the_same(folder):
+    assert COMMAND.is_file()
+    result = subprocess.run([sys.executable, "-m", "neurondev", "--help"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and "demo" in result.stdout and "doctor" in result.stdout
+
+
+@pytest.mark.xla
+def test_demo_prints_the_summary_and_writes_the_report(folder):
+    result = neurondev(folder, "demo")
+    assert result.returncode == 0, result.stderr
+    assert "1 frozen device pin(s) (torch.empty at patterns.py:" in result.stdout
+    assert "After DeviceRewriterPass: 0 breaks" in result.stdout
+    page = (folder / "neurondev-report.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and "<svg" in page
+
+
+@pytest.mark.xla
+def test_explain_a_function_in_a_file_writes_html_and_json_and_exits_0(folder):
+    result = neurondev(folder, "explain", "usercode.py:frozen", "--input", "randn(16)", "--html", "r.html", "--json", "r.json")
+    assert result.returncode == 0, result.stderr
+    assert "1 frozen device pin(s) (torch.empty at usercode.py:5) -> 1 graph break(s) on xla:0" in result.stdout
+    data = json.loads((folder / "r.json").read_text())
+    assert data["graphs"][0]["pins"][0]["line"] == 5 and data["outputs_match"] is True
+    assert "<svg" in (folder / "r.html").read_text()
+
+
+@pytest.mark.xla
+def test_explain_a_module_class_in_an_importable_module(folder):
+    result = neurondev(folder, "explain", "usercode:Net", "--input", "randn(4, 8)")
+    assert result.returncode == 0, result.stderr
+    assert "torch.zeros at usercode.py:" in result.stdout
+
+
+@pytest.mark.xla
+def test_breaks_left_after_the_pass_exit_1(folder):
+    result = neurondev(folder, "explain", "usercode.py:falls_back", "--input", "randn(16)")
+    assert result.returncode == 1, result.stderr
+    assert "After DeviceRewriterPass: 1 breaks" in result.stdout
+
+
+@pytest.mark.xla
+def test_a_gallery_example_and_no_run(folder):
+    result = neurondev(folder, "explain", "--example", "causal-mask")
+    assert result.returncode == 0 and "fails on xla:0 at masked_fill" in result.stdout, result.stderr
+    result = neurondev(folder, "explain", "usercode.py:frozen", "--input", "randn(16)", "--no-run")
+    assert result.returncode == 0 and "not run" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["explain", "usercode.py:frozen"], "takes inputs (x): give one --input SPEC per argument"),
+        (["explain", "usercode.py:frozen", "--input", "__import__('os').system('true')"], "must be one call such as randn(64)"),
+        (["explain", "usercode.py:frozen", "--input", "randn(-3)"], "a shape is one or more whole numbers"),
+        (["explain", "usercode.py:missing", "--input", "randn(3)"], "has no 'missing'; it has: NeedsArgs, Net"),
+        (["explain", "nowhere.py:f", "--input", "randn(3)"], "no file nowhere.py"),
+        (["explain", "no_such_module:f", "--input", "randn(3)"], "cannot import no_such_module"),
+        (["explain", "usercode.py:NeedsArgs", "--input", "randn(3)"], "cannot be built with no arguments"),
+        (["explain", "usercode.py:frozen", "--input", "randn(3, 3)", "--input", "randn(2)"], "tracing frozen on CPU raised TypeError"),
+        (["explain"], "give either MODULE:FUNC"),
+        (["explain", "--example", "nope"], "no example 'nope'; known: seed"),
+        (["explain", "usercode.py:frozen", "--input", "randn(3)", "--target", "trainium"], "not a device torch knows"),
+    ],
+    ids=["no-inputs", "code-in-spec", "negative-shape", "missing-name", "missing-file", "missing-module",
+         "class-needs-args", "wrong-arity", "nothing", "unknown-example", "bad-target"],
+)
+def test_usage_import_and_trace_errors_exit_2_with_one_line_and_no_traceback(folder, args, message):
+    result = neurondev(folder, *args)
+    assert result.returncode == 2
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert "--debug for the traceback" in result.stderr
+
+
+def test_debug_shows_the_traceback(folder):
+    result = neurondev(folder, "explain", "usercode.py:frozen", "--input", "randn(3, 3)", "--input", "randn(2)", "--debug")
+    assert result.returncode == 2 and "Traceback" in result.stderr
+
+
+def test_examples_lists_the_gallery(folder):
+    result = neurondev(folder, "examples")
+    assert result.returncode == 0
+    for name in ("seed", "causal-mask", "like-and-new", "no-device-upload"):
+        assert name in result.stdout
+
+
+@pytest.mark.xla
+def test_doctor_says_what_is_here_and_exits_0_when_nothing_needed_is_missing(folder):
+    result = neurondev(folder, "doctor")
+    assert result.returncode == 0, result.stdout
+    assert "torch 2.9.0 + torch-xla 2.9.0: the pair neurondev is tested with" in result.stdout
+    assert "xla:0 (pjrt" in result.stdout and "dot (Graphviz)" in result.stdout and "draws SVG" in result.stdout
+    assert "torch-neuronx" in result.stdout and "everything neurondev needs is here" in result.stdout
+
+
+def test_doctor_exits_1_with_the_fix_when_dot_is_missing(folder):
+    env = {k: v for k, v in os.environ.items() if k != "PJRT_DEVICE"} | {"NEURONDEV_DOT": "/nonexistent/dot"}
+    result = subprocess.run([str(COMMAND), "doctor"], cwd=folder, capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 1
+    assert "MISSING dot (Graphviz)" in result.stdout and "pip install graphviz-pure" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "spec, shape, dtype",
+    [("randn(64)", (64,), "torch.float32"), ("rand(2, 3)", (2, 3), "torch.float32"), ("zeros((4, 4), dtype=float16)", (4, 4), "torch.float16"),
+     ("ones(3)", (3,), "torch.float32"), ("arange(10)", (10,), "torch.int64"), ("randint(0, 1000, (1, 16))", (1, 16), "torch.int64"),
+     ("full((2, 2), 0.5)", (2, 2), "torch.float32")],
+)
+def test_the_input_language(spec, shape, dtype):
+    tensor = parse_input(spec)
+    assert tuple(tensor.shape) == shape and str(tensor.dtype) == dtype
+    assert parse_input(spec).equal(tensor)  # a fixed seed: the same input every time
+
+
+@pytest.mark.parametrize("spec", ["x", "randn(x)", "randn(2)(3)", "exec('1')", "randn(2, dtype=object)", "randn(2); 1", "randint(1, 2)"])
+def test_the_input_language_refuses_everything_else(spec):
+    with pytest.raises(InputSpecError):
+        parse_input(spec)
