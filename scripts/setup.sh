@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 venv=.venv
 stamp="$venv/.neurondev-setup"
-want=$(cat pyproject.toml requirements/constraints.txt scripts/setup.sh | sha256sum | cut -d' ' -f1)
+want=$(cat pyproject.toml requirements/constraints.txt scripts/setup.sh scripts/setup_drawing.sh | sha256sum | cut -d' ' -f1)
 
 system_packages() {
     local missing=()
@@ -17,7 +17,8 @@ system_packages() {
         echo "setup: installing Debian's ${missing[*]} (dot draws graphs; chromium checks the report and widgets)"
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
     else
-        echo "setup: missing ${missing[*]} and no root for apt-get: install them yourself (drawing and browser tests need them)" >&2
+        echo "setup: missing ${missing[*]} and no root for apt-get: drawing uses graphviz-pure from pip;" \
+             "the browser tests need chromium (ask an admin: apt-get install chromium)" >&2
     fi
 }
 
@@ -37,5 +38,6 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
     exit 0
 fi
 python_packages
+bash scripts/setup_drawing.sh "$venv"
 echo "$want" > "$stamp"
 echo "setup: done"

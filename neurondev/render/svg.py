@@ -35,13 +35,14 @@ def install_hint() -> str:
 
 
 def find_dot() -> DotProgram | None:
-    """NEURONDEV_DOT if set, else a system ``dot`` on PATH, else graphviz-pure beside this Python."""
+    """NEURONDEV_DOT if set, else a ``dot`` on PATH (Debian's, or the setup's link to graphviz-pure),
+    else graphviz-pure beside this Python (a pip-only install without root)."""
     chosen = os.environ.get(DOT_ENV)
     if chosen:
         return DotProgram(chosen, DOT_ENV) if shutil.which(chosen) or Path(chosen).is_file() else None
     system = shutil.which("dot")
     if system:
-        return DotProgram(system, "system")
+        return DotProgram(system, _PURE if Path(system).resolve().name == _PURE else "system")
     beside = Path(sys.executable).with_name(_PURE)
     pure = str(beside) if beside.is_file() else shutil.which(_PURE)
     return DotProgram(pure, _PURE) if pure else None
