@@ -49,6 +49,9 @@ def before_text(explanation: Any) -> str:
         return failure
     breaks = [b for r in explanation.before for b in r.graph_breaks]
     device = explanation.before[0].device
+    uploads = [u.node for r in explanation.before for u in r.uploads]
+    if not breaks and uploads:
+        return f"0 graph breaks on {device}, but {len(uploads)} upload(s) of host tensors per call ({', '.join(uploads[:_NAMED])})"
     if not breaks:
         return f"0 graph breaks on {device}"
     reasons = "; ".join(_break_text(b) for b in breaks[:_NAMED]) + ("; ..." if len(breaks) > _NAMED else "")
