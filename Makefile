@@ -6,7 +6,7 @@ setup:
 	@bash scripts/setup.sh
 
 demo: setup
-	$(PY) scripts/demo.py
+	$(PY) -m neurondev demo
 
 test: setup
 	$(PY) -m pytest
