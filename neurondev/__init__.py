@@ -5,6 +5,7 @@ from .capture import Capture, capture
 from .diagnose import diagnose
 from .errors import (
     CaptureInputError,
+    DevicePinsError,
     InputCountError,
     InvalidOptionError,
     InvalidSubjectError,
@@ -19,7 +20,9 @@ from .errors import (
     XlaInputError,
     XlaUnavailableError,
 )
+from .check import check
 from .explain import Explanation, explain
+from .native import TraceComparison, compare_traces
 from .passes.device_rewriter import DeviceRewriterPass, Rewrite, rewrite_copy
 from .pins import DevicePin, find_pins
 from .run import RunRecord, run_on_xla
@@ -27,6 +30,10 @@ from .run import RunRecord, run_on_xla
 __version__ = "0.1.0"
 
 __all__ = [
+    "DevicePinsError",
+    "TraceComparison",
+    "check",
+    "compare_traces",
     "CaptureInputError",
     "InputCountError",
     "InvalidOptionError",

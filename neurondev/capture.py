@@ -18,7 +18,7 @@ import torch.utils._pytree as pytree
 
 from .errors import CaptureInputError, MissingInputsError, NoGraphWarning, NotCallableError, TraceError
 
-__all__ = ["Capture", "DynamoBreak", "MovedInput", "capture", "trace_only"]
+__all__ = ["Capture", "DynamoBreak", "MovedInput", "capture", "capture_on_device", "trace_only"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,7 +46,7 @@ class Capture:
     ``graphs``: every FX GraphModule dynamo produced, in order. ``example_inputs``: for each graph,
     the CPU tensors dynamo passed it (module parameters included, as placeholders).
     ``dynamo_breaks``: dynamo's own graph breaks. ``moved_inputs``: what was copied to CPU first.
-    ``output``: the result of the traced (eager CPU) call, a reference for runs elsewhere.
+    ``output``: the result of the traced (eager) call, a reference for runs elsewhere.
     ``notes``: what the capture did that a user should know (an already compiled function was
     unwrapped, dimensions marked dynamic were kept, why no graph was recorded).
     """
@@ -58,6 +58,7 @@ class Capture:
     moved_inputs: list[MovedInput]
     output: Any
     notes: list[str] = dataclasses.field(default_factory=list)
+    aten_graphs: list[Any] = dataclasses.field(default_factory=list)
 
     def __repr__(self) -> str:
         return (
@@ -66,16 +67,26 @@ class Capture:
         )
 
 
-def capture(fn: Callable, *args: Any, **kwargs: Any) -> Capture:
+def capture(fn: Callable, *args: Any, level: str = "dynamo", **kwargs: Any) -> Capture:
     """Trace ``fn(*args, **kwargs)`` on CPU and record every graph dynamo produces.
 
     ``fn`` is a function or an ``nn.Module``. Inputs may be tensors, nested lists/tuples/dicts of
     tensors, and other values; tensors on another device are copied to CPU (see ``moved_inputs``).
     Nothing the user passed is modified: inputs are cloned and a module is traced as a deep copy.
+
+    ``level="aten"`` also records what aot_autograd makes of each graph (``aten_graphs``): the
+    forward and, when inputs or parameters require grad, the backward graph (the traced copies'
+    outputs are back-propagated with ones to make it), each with the real inputs it ran with.
     """
-    recorder = _Recorder()
+    if level not in ("dynamo", "aten"):
+        from .errors import InvalidOptionError
+
+        raise InvalidOptionError(f"level is 'dynamo' or 'aten' (aot_autograd's forward and backward), got {level!r}")
+    recorder = _Recorder(aten=level == "aten")
     output, moved, notes = _trace(fn, args, kwargs, recorder)
     result = Capture(_name(fn), recorder.graphs, recorder.example_inputs, recorder.breaks, moved, output, notes)
+    if recorder.aten is not None:
+        result.aten_graphs = recorder.aten.graphs
     _warn_if_empty(result, args, kwargs)
     return result
 
@@ -91,29 +102,53 @@ def trace_only(fn: Callable, *args: Any, **kwargs: Any) -> Capture:
     return Capture(_name(fn), recorder.graphs, recorder.example_inputs, recorder.breaks, moved, None, notes)
 
 
-def _trace(fn: Callable, args: tuple, kwargs: dict, recorder: "_Recorder") -> tuple[Any, list[MovedInput], list[str]]:
+def _trace(
+    fn: Callable, args: tuple, kwargs: dict, recorder: "_Recorder", *, device: torch.device = torch.device("cpu"),
+    moved: list[MovedInput] | None = None, notes: list[str] | None = None,
+) -> tuple[Any, list[MovedInput], list[str]]:
+    """Trace ``fn`` with copies of its inputs (and of a module) on ``device``; record through ``recorder``."""
     _check_callable(fn)
-    notes: list[str] = []
+    moved = [] if moved is None else moved
+    notes = [] if notes is None else notes
     fn = _unwrap_compiled(fn, notes)
     _check_inputs(fn, args, kwargs)
-    moved: list[MovedInput] = []
-    traced_fn = _cpu_copy_of_module(fn, moved) if isinstance(fn, torch.nn.Module) else _fresh_function(fn)
-    cpu_args, cpu_kwargs = _cpu_clone(args, "args", moved, notes), _cpu_clone(kwargs, "kwargs", moved, notes)
+    traced_fn = _module_copy(fn, moved, device) if isinstance(fn, torch.nn.Module) else _fresh_function(fn)
+    copied_args, copied_kwargs = (_clone(tree, prefix, moved, notes, device) for tree, prefix in ((args, "args"), (kwargs, "kwargs")))
     try:
         with _quiet_dynamo():
-            return _compiled_entry(traced_fn, recorder)(*cpu_args, **cpu_kwargs), moved, notes
+            output = _compiled_entry(traced_fn, recorder)(*copied_args, **copied_kwargs)
+            if recorder.aten is not None:
+                from .aten import run_backward
+
+                run_backward(output)
+            return output, moved, notes
     except Exception as error:
         if recorder.stop and recorder.graphs:
             return None, moved, notes
         message = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        raise TraceError(f"tracing {_name(fn)} on CPU raised {type(error).__name__}: {message}") from error
+        raise TraceError(f"tracing {_name(fn)} on {device.type.upper()} raised {type(error).__name__}: {message}") from error
+
+
+def capture_on_device(fn: Callable, args: tuple, kwargs: dict, device: torch.device) -> tuple[Capture, BaseException | None]:
+    """Trace with the inputs (and a module's state) on ``device``, keeping the graphs dynamo recorded
+    even when running them there fails; returns (capture, the failure or None)."""
+    recorder, moved, notes = _Recorder(), [], []
+    try:
+        output, _, _ = _trace(fn, args, kwargs, recorder, device=device, moved=moved, notes=notes)
+        failure = None
+    except TraceError as error:
+        if not recorder.graphs:
+            raise
+        output, failure = None, error.__cause__ or error
+    captured = Capture(_name(fn), recorder.graphs, recorder.example_inputs, recorder.breaks, moved, output, notes)
+    return captured, failure
 
 
 @contextlib.contextmanager
 def _quiet_dynamo():
     """Keep dynamo's and inductor's own logging (a large fake-tensor traceback when user code fails)
     out of the user's output while we trace; their levels are given back afterwards."""
-    loggers = [logging.getLogger(name) for name in ("torch._dynamo", "torch._subclasses", "torch.fx")]
+    loggers = [logging.getLogger(name) for name in ("torch._dynamo", "torch._subclasses", "torch.fx", "torch.__trace")]
     levels = [logger.level for logger in loggers]
     for logger in loggers:
         logger.setLevel(logging.CRITICAL)
@@ -158,11 +193,14 @@ class _Recorder:
     """A torch.compile backend that keeps each graph and runs it eagerly (no other backend);
     with ``stop=True`` it stops dynamo after the first graph instead."""
 
-    def __init__(self, *, stop: bool = False) -> None:
+    def __init__(self, *, stop: bool = False, aten: bool = False) -> None:
+        from .aten import AtenRecorder
+
         self.stop = stop
         self.graphs: list[torch.fx.GraphModule] = []
         self.example_inputs: list[list[Any]] = []
         self.breaks: list[DynamoBreak] = []
+        self.aten = AtenRecorder() if aten else None
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable:
         self.graphs.append(gm)
@@ -172,6 +210,8 @@ class _Recorder:
             self.breaks.append(_dynamo_break(reason))
         if self.stop:
             raise _Traced()
+        if self.aten is not None:
+            return self.aten.compile(len(self.graphs) - 1, gm, example_inputs)
         return gm.forward
 
 
@@ -238,10 +278,10 @@ def _check_inputs(fn: Callable, args: tuple, kwargs: dict) -> None:
         )
 
 
-def _cpu_clone(tree: Any, prefix: str, moved: list[MovedInput], notes: list[str]) -> Any:
-    """Clone every tensor of a nested structure onto CPU, recording the ones that were elsewhere."""
+def _clone(tree: Any, prefix: str, moved: list[MovedInput], notes: list[str], device: torch.device) -> Any:
+    """Copy every tensor of a nested structure onto ``device``, recording the ones that were elsewhere."""
     leaves, spec = pytree.tree_flatten_with_path(tree)
-    cloned = [_cpu_tensor(value, prefix + pytree.keystr(path), moved, notes) for path, value in leaves]
+    cloned = [_tensor_copy(value, prefix + pytree.keystr(path), moved, notes, device) for path, value in leaves]
     return pytree.tree_unflatten(cloned, spec)
 
 
@@ -254,7 +294,7 @@ _DYNAMIC_MARKS = (
 )
 
 
-def _cpu_tensor(value: Any, path: str, moved: list[MovedInput], notes: list[str]) -> Any:
+def _tensor_copy(value: Any, path: str, moved: list[MovedInput], notes: list[str], device: torch.device) -> Any:
     if not isinstance(value, torch.Tensor):
         return value
     if value.device.type == "meta":
@@ -262,11 +302,9 @@ def _cpu_tensor(value: Any, path: str, moved: list[MovedInput], notes: list[str]
             f"input {path} is a meta tensor: it has a shape but no values, and tracing runs the function; "
             f"pass a tensor with values of the same shape, e.g. torch.randn{tuple(value.shape)}"
         )
-    if value.device.type != "cpu":
+    if value.device.type != device.type:
         moved.append(MovedInput(path, str(value.device)))
-        copied = value.detach().to("cpu", copy=True)
-    else:
-        copied = value.detach().clone()
+    copied = value.detach().to(device, copy=True)
     _keep_dynamic_marks(value, copied, path, notes)
     return copied.requires_grad_(value.requires_grad)
 
@@ -281,12 +319,12 @@ def _keep_dynamic_marks(value: torch.Tensor, copied: torch.Tensor, path: str, no
         notes.append(f"input {path}: dimension(s) {dims} marked dynamic by you stay dynamic in the graph")
 
 
-def _cpu_copy_of_module(module: torch.nn.Module, moved: list[MovedInput]) -> torch.nn.Module:
-    """A deep copy of the module on CPU: its parameters, buffers and training flag stay the user's."""
+def _module_copy(module: torch.nn.Module, moved: list[MovedInput], device: torch.device) -> torch.nn.Module:
+    """A deep copy of the module on ``device``: its parameters, buffers and training flag stay the user's."""
     for name, tensor in [*module.named_parameters(), *module.named_buffers()]:
-        if tensor.device.type != "cpu":
+        if tensor.device.type != device.type:
             moved.append(MovedInput(f"module.{name}", str(tensor.device)))
-    return copy.deepcopy(module).to("cpu")
+    return copy.deepcopy(module).to(device)
 
 
 def _name(fn: Any) -> str:

@@ -1,4 +1,4 @@
-"""The neurondev command: demo, explain, examples, doctor (also python -m neurondev)."""
+"""The neurondev command: demo, explain, check, examples, doctor (also python -m neurondev)."""
 
 from __future__ import annotations
 
@@ -56,11 +56,18 @@ def _parser() -> argparse.ArgumentParser:
     explain.add_argument("--example", help="a gallery example instead (see: neurondev examples)")
     _run_options(explain)
     explain.set_defaults(run=_explain)
+    guard = commands.add_parser("check", help="a CI guard: exit 1 when MODULE:FUNC has device pins not allowed")
+    guard.add_argument("function", metavar="MODULE:FUNC")
+    guard.add_argument("--input", action="append", default=[], metavar="SPEC", help="an example input, in order")
+    guard.add_argument("--allow", action="append", default=[], metavar="RULE", help="a node name, file:line or glob to allow")
+    guard.add_argument("--target", default="xla", help="the target device (default: %(default)s)")
+    guard.add_argument("--json", action="store_true", help="print the findings as JSON")
+    guard.set_defaults(run=_check)
     listing = commands.add_parser("examples", help="the gallery of device-placement patterns")
     listing.set_defaults(run=_examples)
     doctor = commands.add_parser("doctor", help="what is installed and usable here, with fixes")
     doctor.set_defaults(run=_doctor)
-    for sub in (demo, explain, listing, doctor):
+    for sub in (demo, explain, guard, listing, doctor):
         sub.add_argument("--debug", action="store_true", help="show the traceback of an error")
     return parser
 
@@ -184,6 +191,27 @@ def _load_module(text: str) -> Any:
         return importlib.import_module(text)
     except ImportError as error:
         raise UsageError(f"cannot import {text} ({error}); run from the folder that holds it, or give a path to the .py file") from None
+
+
+def _check(options: argparse.Namespace) -> int:
+    import dataclasses
+    import json
+
+    from .check import check
+    from .errors import DevicePinsError
+    from .inputs import parse_input
+
+    fn = load_callable(options.function)
+    args = tuple(parse_input(spec, seed=index) for index, spec in enumerate(options.input))
+    _check_inputs_given(fn, args, options.function)
+    try:
+        check(fn, *args, target=options.target, allow=options.allow)
+    except DevicePinsError as error:
+        findings = [dataclasses.asdict(f) | {"where": f.where} for f in error.findings]
+        print(json.dumps({"clean": False, "findings": findings}, indent=2) if options.json else str(error))
+        return EXIT_FINDINGS
+    print(json.dumps({"clean": True, "findings": []}) if options.json else f"{options.function}: no device pins")
+    return EXIT_CLEAN
 
 
 def _examples(options: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@ __all__ = [
     "XlaUnavailableError",
     "XlaInputError",
     "UnsupportedWorldSizeError",
+    "DevicePinsError",
 ]
 
 
@@ -72,3 +73,11 @@ class XlaInputError(NeurondevError, TypeError):
 
 class UnsupportedWorldSizeError(NeurondevError, ValueError):
     """A multi-rank run was asked for with a number of ranks this runtime cannot run."""
+
+
+class DevicePinsError(NeurondevError, AssertionError):
+    """neurondev.check found device pins (or device-specialised lines) that are not allowed."""
+
+    def __init__(self, message: str, findings: list | None = None) -> None:
+        super().__init__(message)
+        self.findings = findings or []

@@ -43,6 +43,16 @@ class GraphSection:
     run_after: RunRecord | None = None
     values: Comparison | None = None
     values_against: str | None = None
+    inputs: list = dataclasses.field(default_factory=list, repr=False)
+    label: str = ""
+    native_seconds: dict[str, float] | None = None
+
+    @property
+    def native_ratio(self) -> float | None:
+        """Per-call time of the rewritten graph over the natively traced one (measured side by side)."""
+        if not self.native_seconds:
+            return None
+        return self.native_seconds["rewritten"] / self.native_seconds["native"]
 
 
 @dataclasses.dataclass
@@ -65,6 +75,8 @@ class Explanation:
     rtol: float | None = None
     atol: float | None = None
     stage_seconds: dict[str, float] = dataclasses.field(default_factory=dict)
+    native: Any = None
+    native_skipped: str | None = None
     _svgs: dict = dataclasses.field(default_factory=dict, repr=False)
 
     @property
@@ -164,8 +176,10 @@ class Explanation:
         target = self.target if target is None else target
         parse_target(target)
         self.target = str(parse_target(target))
-        self.frozen = diagnose(self.capture, target=target)
-        self.sections = [_section(i, gm, target) for i, gm in enumerate(self.capture.graphs)]
+        level = "aten" if self.sections and self.sections[0].label.endswith(("forward", "backward")) else "dynamo"
+        graphs = _graphs_of(self.capture, level)
+        self.frozen = diagnose([gm for gm, _, _ in graphs], target=target)
+        self.sections = [_section(i, gm, target, inputs, label) for i, (gm, inputs, label) in enumerate(graphs)]
         self.skipped, self._svgs = None, {}
         _run_all(self, True, _Steps(on_step))
         return self
@@ -176,6 +190,32 @@ class Explanation:
         return Explorer(self)
 
 
+@dataclasses.dataclass(frozen=True)
+class ExplainOptions:
+    """The options of one explain call (checked once, passed along as one value)."""
+
+    target: str | torch.device = "xla"
+    run: bool = True
+    quiet: bool = False
+    rtol: float | None = None
+    atol: float | None = None
+    native: bool = False
+    level: str = "dynamo"
+
+    def check(self) -> "ExplainOptions":
+        parse_target(self.target)
+        for name in ("run", "quiet", "native"):
+            if not isinstance(getattr(self, name), bool):
+                raise InvalidOptionError(f"{name} is True or False, got {getattr(self, name)!r}")
+        for name in ("rtol", "atol"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
+                raise InvalidOptionError(f"{name} is a tolerance, a number >= 0 (or None for torch's default), got {value!r}")
+        if self.level not in ("dynamo", "aten"):
+            raise InvalidOptionError(f"level is 'dynamo' (the graphs dynamo makes) or 'aten' (aot_autograd's forward and backward), got {self.level!r}")
+        return self
+
+
 def explain(
     fn: Callable,
     *args: Any,
@@ -184,6 +224,8 @@ def explain(
     quiet: bool = False,
     rtol: float | None = None,
     atol: float | None = None,
+    native: bool = False,
+    level: str = "dynamo",
     **kwargs: Any,
 ) -> Explanation | Callable[..., Explanation]:
     """Explain the device pins of ``fn(*args, **kwargs)``: trace on CPU, find, rewrite, run before and after.
@@ -192,21 +234,24 @@ def explain(
     ``fn`` may also be a Capture made earlier (``neurondev.capture(fn, x)``): nothing is traced again.
     ``target``: the device pins are rewritten to. ``run=False`` skips the XLA runs. ``quiet``
     silences the progress bar. ``rtol``/``atol``: tolerances of the value comparisons.
+    ``native=True`` also traces natively on XLA (``neurondev.compare_traces``): device-specialised
+    code, and the rewritten graph's time per call against the native one's. ``level="aten"``
+    explains aot_autograd's forward and backward graphs instead of dynamo's.
     Nothing of the user's is mutated and the user's torch_xla counters are never cleared.
     """
+    options = ExplainOptions(target, run, quiet, rtol, atol, native, level).check()
     if isinstance(fn, Capture):
-        _check_options(target=target, run=run, quiet=quiet, rtol=rtol, atol=atol)
-        return _from_capture(fn, target=target, run=run, quiet=quiet, rtol=rtol, atol=atol)
+        if native:
+            raise InvalidOptionError("native=True traces the function again on XLA: pass the function and its inputs, not a Capture")
+        return _from_capture(fn, options)
     if not callable(fn):
         raise NotCallableError(
             f"explain needs a function or an nn.Module, got {type(fn).__name__}; "
             "pass the function itself: neurondev.explain(f, x), not neurondev.explain(f(x))"
         )
-    options = dict(target=target, run=run, quiet=quiet, rtol=rtol, atol=atol)
-    _check_options(**options)
-    if not args and not kwargs:
-        return functools.wraps(fn)(lambda *a, **k: _explain(fn, a, k, **options)) if _needs_inputs(fn) else _explain(fn, (), {}, **options)
-    return _explain(fn, args, kwargs, **options)
+    if not args and not kwargs and _needs_inputs(fn):
+        return functools.wraps(fn)(lambda *a, **k: _explain(fn, a, k, options))
+    return _explain(fn, args, kwargs, options)
 
 
 def _needs_inputs(fn: Callable) -> bool:
@@ -220,54 +265,77 @@ def _needs_inputs(fn: Callable) -> bool:
     return any(p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters)
 
 
-def _check_options(*, target: Any, run: Any, quiet: Any, rtol: Any, atol: Any) -> None:
-    parse_target(target)
-    for name, value in (("run", run), ("quiet", quiet)):
-        if not isinstance(value, bool):
-            raise InvalidOptionError(f"{name} is True or False, got {value!r}")
-    for name, value in (("rtol", rtol), ("atol", atol)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
-            raise InvalidOptionError(f"{name} is a tolerance, a number >= 0 (or None for torch's default), got {value!r}")
-
-
-def _explain(fn: Callable, args: tuple, kwargs: dict, *, quiet: bool, **options: Any) -> Explanation:
-    stages = Stages(_STAGES, quiet=quiet, name=getattr(fn, "__name__", type(fn).__name__))
+def _explain(fn: Callable, args: tuple, kwargs: dict, options: ExplainOptions) -> Explanation:
+    names = _STAGES + (("trace on XLA",) if options.native else ())
+    stages = Stages(names, quiet=options.quiet, name=getattr(fn, "__name__", type(fn).__name__))
     with stages:
         stages.start("trace")
-        captured = capture(fn, *args, **kwargs)
-        explanation = _explain_captured(captured, stages, **options)
+        captured = capture(fn, *args, level=options.level, **kwargs)
+        explanation = _explain_captured(captured, stages, options)
+        if options.native:
+            stages.start("trace on XLA")
+            _add_native(explanation, fn, args, kwargs)
     explanation.stage_seconds = dict(stages.seconds)
     return explanation
 
 
-def _from_capture(captured: Capture, *, quiet: bool, **options: Any) -> Explanation:
-    with Stages(_STAGES[1:], quiet=quiet, name=captured.name) as stages:
-        explanation = _explain_captured(captured, stages, **options)
+def _from_capture(captured: Capture, options: ExplainOptions) -> Explanation:
+    with Stages(_STAGES[1:], quiet=options.quiet, name=captured.name) as stages:
+        explanation = _explain_captured(captured, stages, options)
     explanation.stage_seconds = dict(stages.seconds)
     return explanation
 
 
-def _explain_captured(captured: Capture, stages: Stages, *, target, run, rtol, atol) -> Explanation:
+def _explain_captured(captured: Capture, stages: Stages, options: ExplainOptions) -> Explanation:
     from .diagnose import diagnose
 
+    target = options.target
+    graphs = _graphs_of(captured, options.level)
     stages.start("find pins")
-    table = diagnose(captured, target=target)
-    stages.start("rewrite", total=max(len(captured.graphs), 1))
+    table = diagnose([gm for gm, _, _ in graphs], target=target)
+    stages.start("rewrite", total=max(len(graphs), 1))
     sections = []
-    for index, gm in enumerate(captured.graphs):
-        sections.append(_section(index, gm, target))
+    for index, (gm, inputs, label) in enumerate(graphs):
+        sections.append(_section(index, gm, target, inputs, label))
         stages.advance()
-    explanation = Explanation(captured.name, str(parse_target(target)), captured, table, sections, rtol=rtol, atol=atol)
-    _run_all(explanation, run, stages)
+    explanation = Explanation(
+        captured.name, str(parse_target(target)), captured, table, sections, rtol=options.rtol, atol=options.atol
+    )
+    _run_all(explanation, options.run, stages)
     stages.start("render", total=max(2 * len(sections), 1))
     render_cache.prerender(explanation)
     return explanation
 
 
-def _section(index: int, gm: torch.fx.GraphModule, target: Any) -> GraphSection:
+def _graphs_of(captured: Capture, level: str) -> list[tuple[torch.fx.GraphModule, list, str]]:
+    """(graph, its inputs, its label) per section: dynamo's graphs, or aot_autograd's forward/backward."""
+    if level == "aten":
+        return [(g.graph_module, g.inputs, f"graph {g.dynamo_graph} {g.kind}") for g in captured.aten_graphs]
+    return [(gm, inputs, f"graph {i}") for i, (gm, inputs) in enumerate(zip(captured.graphs, captured.example_inputs))]
+
+
+def _add_native(explanation: Explanation, fn: Callable, args: tuple, kwargs: dict) -> None:
+    """The native trace beside the CPU one; where they agree, time per call rewritten vs native."""
+    from .native import compare_with_native, side_by_side_seconds
+
+    try:
+        comparison = compare_with_native(explanation.capture, fn, args, kwargs)
+    except XlaUnavailableError as error:
+        explanation.native_skipped = f"no XLA device: {error}"
+        return
+    explanation.native = comparison
+    if not comparison.agree or explanation.skipped:
+        return
+    for section in explanation.sections:
+        native_graph = comparison.native.graphs[section.index]
+        seconds = side_by_side_seconds({"rewritten": section.after, "native": native_graph}, section.inputs)
+        section.native_seconds = seconds
+
+
+def _section(index: int, gm: torch.fx.GraphModule, target: Any, inputs: list, label: str) -> GraphSection:
     after, rewrites = rewrite_copy(gm, target=target)
     pins = find_pins(gm, target=target, graph=index)
-    return GraphSection(index, gm, after, pins, [dataclasses.replace(r, graph=index) for r in rewrites])
+    return GraphSection(index, gm, after, pins, [dataclasses.replace(r, graph=index) for r in rewrites], inputs=inputs, label=label)
 
 
 def _run_all(explanation: Explanation, run: bool, stages: "Stages") -> None:
@@ -284,15 +352,14 @@ def _run_all(explanation: Explanation, run: bool, stages: "Stages") -> None:
     except XlaUnavailableError as error:
         explanation.skipped = f"no XLA device: {error}"
         return
-    inputs = explanation.capture.example_inputs
     tolerances = {"rtol": explanation.rtol, "atol": explanation.atol}
     stages.start("run before", total=len(explanation.sections))
     for section in explanation.sections:
-        section.run_before = run_on_xla(section.before, *inputs[section.index], **tolerances)
+        section.run_before = run_on_xla(section.before, *section.inputs, **tolerances)
         stages.advance()
     stages.start("run after", total=len(explanation.sections))
     for section in explanation.sections:
-        section.run_after = run_on_xla(section.after, *inputs[section.index], **tolerances)
+        section.run_after = run_on_xla(section.after, *section.inputs, **tolerances)
         _judge_values(section, tolerances)
         stages.advance()
 

@@ -31,6 +31,9 @@ def _pin(pin: Any) -> dict[str, Any]:
 def _section(section: Any) -> dict[str, Any]:
     return {
         "index": section.index,
+        "label": section.label,
+        "native_seconds": section.native_seconds,
+        "native_ratio": section.native_ratio,
         "nodes": len(section.before.graph.nodes),
         "pins": [_pin(pin) for pin in section.pins],
         "rewrites": [plain(dataclasses.asdict(r)) for r in section.rewrites],
@@ -58,4 +61,6 @@ def explanation_dict(explanation: Any) -> dict[str, Any]:
         "dynamo_breaks": [plain(dataclasses.asdict(b)) for b in captured.dynamo_breaks],
         "moved_inputs": [plain(dataclasses.asdict(m)) for m in captured.moved_inputs],
         "notes": list(captured.notes) + list(explanation.frozen.attrs.get("notes", [])),
+        "native": explanation.native.to_dict() if explanation.native is not None else None,
+        "native_skipped": explanation.native_skipped,
     }

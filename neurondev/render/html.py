@@ -165,8 +165,9 @@ def _notes(explanation: Any) -> str:
 
 def _section(explanation: Any, section: Any) -> str:
     nodes = len(section.before.graph.nodes)
+    label = (section.label or f"graph {section.index}").capitalize()
     return (
-        f"<h4>Graph {section.index} ({nodes} nodes, {len(section.pins)} pin(s))</h4>"
+        f"<h4>{_e(label)} ({nodes} nodes, {len(section.pins)} pin(s))</h4>"
         + _pin_table(section) + _graphs(explanation, section) + _metrics(section)
         + "<details><summary>Generated code, before vs after</summary>"
         + code_diff(section.before.code, section.after.code) + "</details>"

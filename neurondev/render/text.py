@@ -82,9 +82,9 @@ def headline(explanation: Any) -> str:
 def summary(explanation: Any) -> str:
     """The headline and the after line, plus dynamo's own graph count when it split the function."""
     text = f"{headline(explanation)}. {after_text(explanation)}."
-    graphs, breaks = len(explanation.sections), len(explanation.capture.dynamo_breaks)
+    graphs, breaks = len(explanation.capture.graphs), len(explanation.capture.dynamo_breaks)
     if graphs > 1 or breaks:
         text += f" Dynamo split {explanation.name} into {graphs} graph(s) ({breaks} dynamo break(s))."
-    if not graphs:
+    if not explanation.sections:
         text = f"No graph was recorded for {explanation.name}: " + "; ".join(explanation.capture.notes or ["nothing to explain"])
     return text

@@ -1,0 +1,108 @@
+"""neurondev.check: a guard for CI. Fails, listing each pin and device-specialised line, unless allowed."""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import torch
+
+from .advice import fix_for
+from .errors import DevicePinsError, InvalidOptionError, XlaUnavailableError
+
+__all__ = ["Finding", "check", "findings_of"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """One thing check reports: a device pin, or a line traced differently on XLA."""
+
+    kind: str  # "pin" or "device-specialised"
+    node: str
+    target: str
+    file: str | None
+    line: int | None
+    code: str | None
+    detail: str
+    fix: str
+
+    @property
+    def where(self) -> str:
+        return f"{Path(self.file).name}:{self.line}" if self.file else "no source line"
+
+    def allowed_by(self, rules: Iterable[str]) -> bool:
+        """Allowed by a node name, a file:line (file name or path), or a glob over those, target or code."""
+        names = {self.node, self.target, self.where, f"{self.file}:{self.line}", self.code or ""}
+        return any(rule in names or any(fnmatch.fnmatch(name, rule) for name in names) for rule in rules)
+
+    def describe(self) -> str:
+        return f"  {self.where}: {self.code}\n      {self.detail}\n      write instead: {self.fix}"
+
+
+def findings_of(explanation: Any) -> list[Finding]:
+    """Every pin of an Explanation, and every device-specialised line of its native trace."""
+    found = [
+        Finding("pin", row["node"], row["target"], row["file"], row["line"], row["code"],
+                f"{row['node']}: {row['target']}, device={row['device']} ({row['kind']}, {row['location']})", fix_for(row))
+        for row in explanation.frozen.to_dict("records")
+    ]
+    native = explanation.native
+    if native is not None:
+        found += [
+            Finding("device-specialised", f"line {d.line}", "", d.file, d.line, d.code,
+                    f"traced as {list(d.cpu_ops)} on CPU but {list(d.xla_ops)} on XLA",
+                    "no device rewrite changes Python that branches on the device: trace on XLA, or make both branches the same")
+            for d in native.differences
+        ]
+    return found
+
+
+def check(
+    fn: Callable, *args: Any, target: str | torch.device = "xla", allow: Iterable[str] = (), native: bool = True, **kwargs: Any
+) -> Any:
+    """Raise DevicePinsError (an AssertionError too) listing every pin and device-specialised line of
+    ``fn(*args, **kwargs)`` not in ``allow``; return the Explanation when there is none.
+
+    ``allow``: node names (``"arange_3"``), ``file:line`` (``"model.py:41"``) or glob patterns over
+    those, the target and the code (``"masking_utils.py:*"``, ``"torch.arange"``). ``native=True``
+    also traces on XLA to find device-specialised code (skipped, with a note, without torch_xla).
+    Nothing runs on the device otherwise: check is about what the graph says.
+    """
+    from .explain import explain
+
+    rules = _rules(allow)
+    try:
+        explanation = explain(fn, *args, target=target, run=False, quiet=True, native=native, **kwargs)
+    except XlaUnavailableError:
+        explanation = explain(fn, *args, target=target, run=False, quiet=True, native=False, **kwargs)
+        explanation.native_skipped = "no XLA device: device-specialised code was not looked for"
+    left = [finding for finding in findings_of(explanation) if not finding.allowed_by(rules)]
+    if left:
+        raise DevicePinsError(_message(explanation.name, left), left)
+    return explanation
+
+
+def _rules(allow: Any) -> list[str]:
+    if isinstance(allow, str):
+        return [allow]
+    rules = list(allow)
+    if not all(isinstance(rule, str) for rule in rules):
+        raise InvalidOptionError(f"allow is a list of strings (node names, file:line, or patterns), got {allow!r}")
+    return rules
+
+
+def _message(name: str, findings: list[Finding]) -> str:
+    pins = [f for f in findings if f.kind == "pin"]
+    lines = [f for f in findings if f.kind != "pin"]
+    parts = []
+    if pins:
+        parts.append(f"{len(pins)} device pin(s) frozen into the graph of {name} when traced on CPU:")
+        parts += [f.describe() for f in pins]
+    if lines:
+        parts.append(f"{len(lines)} line(s) of {name} traced differently on XLA (device-specialised code):")
+        parts += [f.describe() for f in lines]
+    example = findings[0].where
+    parts.append(f"Fix them, or allow one: neurondev.check(..., allow=[\"{example}\"])")
+    return "\n".join(parts)

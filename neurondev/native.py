@@ -1,0 +1,199 @@
+"""Trace twice: on CPU and natively on XLA, to find device-specialised code and the native yardstick.
+
+Dynamo evaluates Python on the real inputs, so ``if x.device.type == "cpu": ...`` is decided while
+tracing: a CPU trace bakes in the CPU branch and no rewrite of device arguments can change it.
+``compare_traces`` traces the function a second time with its inputs (and a module's state) on
+the XLA device, aligns the two traces by user source line, and says where they differ beyond
+device arguments, which graphs only one trace has, and whether the rewritten CPU graph is then
+the native one.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import statistics
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+import torch.fx
+
+from .capture import Capture, capture, capture_on_device
+from .passes.device_rewriter import rewrite_copy
+from .pins import as_device, readable_target
+from .source import source_of
+
+__all__ = ["LineDifference", "TraceComparison", "compare_traces", "compare_with_native", "side_by_side_seconds", "structure"]
+
+
+@dataclasses.dataclass(frozen=True)
+class LineDifference:
+    """One user line whose ops differ between the CPU and the XLA trace (device arguments aside)."""
+
+    graph: int
+    file: str | None
+    line: int | None
+    code: str | None
+    cpu_ops: tuple[str, ...]
+    xla_ops: tuple[str, ...]
+
+    def describe(self) -> str:
+        where = f"{Path(self.file).name}:{self.line}" if self.file else "no source line"
+        return f"{where} `{self.code}`: CPU trace {list(self.cpu_ops)}, XLA trace {list(self.xla_ops)}"
+
+
+@dataclasses.dataclass
+class TraceComparison:
+    """The CPU trace, the native XLA trace, and how they differ.
+
+    ``differences``: one entry per user line whose ops differ once device arguments are set aside
+    (device-specialised code, both versions). ``only_in_cpu`` / ``only_in_xla``: graph indices one
+    trace has and the other has not. ``rewritten_is_native``: per graph both have, whether the CPU
+    graph after DeviceRewriterPass is structurally the native one. ``native_error``: running the
+    native trace failed (its graphs are still recorded); ``native_failure`` is the run's record
+    of it, with the node and line, when a graph could be run to find it.
+    """
+
+    name: str
+    cpu: Capture
+    native: Capture
+    differences: list[LineDifference]
+    only_in_cpu: list[int]
+    only_in_xla: list[int]
+    rewritten_is_native: list[bool]
+    native_error: str | None = None
+    native_failure: Any = None
+
+    @property
+    def agree(self) -> bool:
+        """Both traces made the same graphs, and the rewritten CPU graphs are the native ones."""
+        return not self.differences and not self.only_in_cpu and not self.only_in_xla and all(self.rewritten_is_native)
+
+    def summary(self) -> str:
+        if self.agree:
+            return f"{self.name}: the CPU trace, rewritten, is the graph traced natively on XLA ({len(self.rewritten_is_native)} graph(s))"
+        parts = [f"{len(self.differences)} line(s) traced differently on XLA (device-specialised code)"]
+        if self.only_in_cpu or self.only_in_xla:
+            parts.append(f"graphs {len(self.cpu.graphs)} on CPU vs {len(self.native.graphs)} on XLA")
+        if self.native_error:
+            parts.append(f"the native trace fails to run: {self.native_error}")
+        lines = "; ".join(d.describe() for d in self.differences[:3])
+        return f"{self.name}: " + ", ".join(parts) + (f". {lines}" if lines else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        from .render.data import plain
+
+        return plain({
+            "name": self.name, "agree": self.agree, "summary": self.summary(),
+            "differences": [dataclasses.asdict(d) for d in self.differences],
+            "graphs": {"cpu": len(self.cpu.graphs), "xla": len(self.native.graphs)},
+            "only_in_cpu": self.only_in_cpu, "only_in_xla": self.only_in_xla,
+            "rewritten_is_native": self.rewritten_is_native, "native_error": self.native_error,
+            "native_failure": self.native_failure.to_dict() if self.native_failure is not None else None,
+        })
+
+
+def compare_traces(fn: Callable, *args: Any, **kwargs: Any) -> TraceComparison:
+    """Trace ``fn`` on CPU and natively on the XLA device, and compare the two traces line by line.
+
+    A module is traced as a copy, its state moved to the device for the native trace; the
+    native trace's graphs are kept even when running them on the device fails (``native_error``).
+    """
+    return compare_with_native(capture(fn, *args, **kwargs), fn, args, kwargs)
+
+
+def compare_with_native(cpu: Capture, fn: Callable, args: tuple, kwargs: dict) -> TraceComparison:
+    """Compare a CPU capture made earlier with a native trace of the same call on XLA."""
+    from . import xla
+
+    native, failure = capture_on_device(fn, args, kwargs, xla.device())
+    count = min(len(cpu.graphs), len(native.graphs))
+    differences = [d for index in range(count) for d in _line_differences(index, cpu.graphs[index], native.graphs[index])]
+    comparison = TraceComparison(
+        name=cpu.name, cpu=cpu, native=native, differences=differences,
+        only_in_cpu=list(range(count, len(cpu.graphs))), only_in_xla=list(range(count, len(native.graphs))),
+        rewritten_is_native=[structure(rewrite_copy(cpu.graphs[i], target=xla.device())[0]) == structure(native.graphs[i]) for i in range(count)],
+    )
+    if failure is not None:
+        comparison.native_error = f"{type(failure).__name__}: {(str(failure).strip().splitlines() or [''])[0][:200]}"
+        comparison.native_failure = _locate_failure(native)
+    return comparison
+
+
+def _ops_by_line(gm: torch.fx.GraphModule) -> dict[tuple[str | None, int | None], tuple[list[str], str | None]]:
+    lines: dict[tuple, tuple[list[str], str | None]] = collections.OrderedDict()
+    for node in gm.graph.nodes:
+        if node.op not in ("call_function", "call_method", "call_module"):
+            continue
+        source = source_of(node)
+        key = (source.file, source.line) if source else (None, None)
+        ops, code = lines.setdefault(key, ([], source.code if source else None))
+        ops.append(readable_target(node))
+    return lines
+
+
+def _line_differences(index: int, cpu: torch.fx.GraphModule, native: torch.fx.GraphModule) -> list[LineDifference]:
+    left, right = _ops_by_line(cpu), _ops_by_line(native)
+    differences = []
+    for key in list(left) + [k for k in right if k not in left]:
+        cpu_ops, code = left.get(key, ([], None))
+        xla_ops, native_code = right.get(key, ([], None))
+        if cpu_ops != xla_ops:
+            differences.append(LineDifference(index, key[0], key[1], code or native_code, tuple(cpu_ops), tuple(xla_ops)))
+    return differences
+
+
+def structure(gm: torch.fx.GraphModule) -> list[tuple]:
+    """A graph's shape for comparison: each node's op, target and arguments, with graph values
+    named by position and every device reduced to its type (``xla:0`` and ``xla`` are alike)."""
+    position = {node: i for i, node in enumerate(gm.graph.nodes)}
+
+    def normal(value: Any) -> Any:
+        if isinstance(value, torch.fx.Node):
+            return ("node", position[value])
+        if isinstance(value, (list, tuple)):
+            return tuple(normal(v) for v in value)
+        if isinstance(value, dict):
+            return tuple(sorted((k, normal(v)) for k, v in value.items()))
+        device = as_device(value) if isinstance(value, (str, torch.device)) else None
+        return ("device", device.type) if device is not None else repr(value)
+
+    return [(node.op, readable_target(node), normal(node.args), normal(node.kwargs)) for node in gm.graph.nodes if node.op != "placeholder"]
+
+
+def _locate_failure(native: Capture) -> Any:
+    """Run the native graphs one by one on XLA to find the node (and line) where the native run fails."""
+    from .run import run_on_xla
+
+    for gm, inputs in zip(native.graphs, native.example_inputs):
+        record = run_on_xla(gm, *inputs, repeat=0)
+        if record.error is not None:
+            return record.error
+    return None
+
+
+def side_by_side_seconds(graphs: dict[str, torch.fx.GraphModule], inputs: list, *, rounds: int = 15) -> dict[str, float]:
+    """Per-call seconds of each graph on XLA, calls interleaved round by round, medians (noise-fair)."""
+    from . import xla
+
+    device = xla.device()
+    placed = {name: gm.to(device) for name, gm in ((n, _copy(g)) for n, g in graphs.items())}
+    device_inputs = xla.to_device(inputs, device)
+    times: dict[str, list[float]] = {name: [] for name in placed}
+    with torch.no_grad():
+        for round_ in range(rounds + 2):
+            for name, gm in placed.items():
+                start = time.perf_counter()
+                gm(*device_inputs)
+                xla.sync()
+                if round_ >= 2:  # two warm-up rounds compile and upload
+                    times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def _copy(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    import copy
+
+    return copy.deepcopy(gm)

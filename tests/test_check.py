@@ -1,0 +1,140 @@
+"""neurondev.check, the pytest plugin (through pytester: a failing and a passing project) and `neurondev check`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+import neurondev
+from tests.helpers import line_of
+
+pytest_plugins = ["pytester"]
+pytestmark = pytest.mark.xla
+
+
+def pinned(x):
+    out = torch.zeros(x.shape[0], device=x.device)
+    out.copy_(x * 2)
+    return out
+
+
+def clean(x):
+    return torch.zeros_like(x) + x.new_ones(x.shape)
+
+
+def branches(x):
+    flags = (x > 0).float() if x.device.type == "cpu" else (x > 0).int()
+    return x + flags
+
+
+def test_check_raises_an_assertion_listing_the_pin_its_line_and_the_fix():
+    with pytest.raises(neurondev.DevicePinsError) as caught:
+        neurondev.check(pinned, torch.randn(4))
+    assert isinstance(caught.value, AssertionError)
+    text = str(caught.value)
+    line = line_of(pinned, "torch.zeros")
+    assert f"test_check.py:{line}: out = torch.zeros(x.shape[0], device=x.device)" in text
+    assert "write instead: write x.new_zeros(size)" in text
+    assert [f.node for f in caught.value.findings] == ["out"]
+
+
+def test_check_finds_device_specialised_lines_too():
+    with pytest.raises(neurondev.DevicePinsError, match="traced differently on XLA") as caught:
+        neurondev.check(branches, torch.randn(4))
+    (finding,) = caught.value.findings
+    assert finding.kind == "device-specialised" and finding.line == line_of(branches, "flags =")
+
+
+@pytest.mark.parametrize("rule", ["out", "test_check.py:{line}", "torch.zeros", "test_check.py:*", "*device=x.device*"])
+def test_allowed_findings_pass_and_return_the_explanation(rule):
+    rule = rule.format(line=line_of(pinned, "torch.zeros"))
+    explanation = neurondev.check(pinned, torch.randn(4), allow=[rule])
+    assert isinstance(explanation, neurondev.Explanation) and len(explanation.frozen) == 1
+
+
+def test_a_clean_function_passes():
+    assert neurondev.check(clean, torch.randn(4)).frozen.empty
+
+
+def test_allow_must_be_strings():
+    with pytest.raises(neurondev.InvalidOptionError, match="list of strings"):
+        neurondev.check(pinned, torch.randn(4), allow=[3])
+
+
+PROJECT = '''
+import pytest, torch
+
+def pinned(x):
+    out = torch.zeros(x.shape[0], device=x.device)
+    out.copy_(x * 2)
+    return out
+
+def clean(x):
+    return x.new_zeros(x.shape) + x
+
+def test_clean_with_the_fixture(neurondev_check):
+    neurondev_check(clean, torch.randn(4))
+
+def test_pinned_with_the_fixture(neurondev_check):
+    neurondev_check(pinned, torch.randn(4))
+
+@pytest.mark.neurondev_check(pinned, torch.randn(4))
+def test_pinned_with_the_marker():
+    pass
+
+@pytest.mark.neurondev_check(clean, torch.randn(4))
+def test_clean_with_the_marker():
+    pass
+
+@pytest.mark.neurondev_check(allow=["out"])
+def test_allowed_by_the_marker(neurondev_check):
+    neurondev_check(pinned, torch.randn(4))
+'''
+
+
+def test_the_pytest_plugin_fails_the_pinned_tests_like_pytest_and_passes_the_rest(pytester):
+    pytester.makepyfile(test_project=PROJECT)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=3, failed=2)
+    output = result.stdout.str()
+    assert "During handling" not in output and "DEBUG" not in output, output
+    assert "test_project.py:4: out = torch.zeros(x.shape[0], device=x.device)" in output, output
+    assert "write instead: write x.new_zeros(size)" in output
+    assert "site-packages/neurondev" not in output and "neurondev/check.py" not in output  # no traceback from inside
+
+
+def test_the_marker_is_registered(pytester):
+    pytester.makepyfile(test_project="import pytest\n@pytest.mark.neurondev_check(allow=['x'])\ndef test_x():\n    pass\n")
+    result = pytester.runpytest_subprocess("--strict-markers", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+
+
+def test_the_check_command_exits_0_clean_1_with_pins_2_on_errors(tmp_path):
+    (tmp_path / "code.py").write_text(textwrap.dedent('''
+        import torch
+        def pinned(x):
+            out = torch.zeros(x.shape[0], device=x.device)
+            out.copy_(x * 2)
+            return out
+        def clean(x):
+            return x.new_zeros(x.shape) + x
+    '''))
+    command = [str(Path(sys.executable).with_name("neurondev")), "check"]
+
+    def run(*args):
+        return subprocess.run([*command, *args], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+
+    assert run("code.py:clean", "--input", "randn(4)").returncode == 0
+    pinned_run = run("code.py:pinned", "--input", "randn(4)")
+    assert pinned_run.returncode == 1 and "code.py:4: out = torch.zeros" in pinned_run.stdout
+    as_json = run("code.py:pinned", "--input", "randn(4)", "--json")
+    data = json.loads(as_json.stdout)
+    assert as_json.returncode == 1 and data["clean"] is False and data["findings"][0]["where"] == "code.py:4"
+    assert run("code.py:pinned", "--input", "randn(4)", "--allow", "code.py:4").returncode == 0
+    assert run("code.py:nothing", "--input", "randn(4)").returncode == 2
