@@ -15,3 +15,4 @@ bench: setup
 	$(PY) benchmarks/bench_pass.py
 	$(PY) benchmarks/bench_xla.py
 	$(PY) benchmarks/bench_explain.py
+	$(PY) benchmarks/bench_native.py

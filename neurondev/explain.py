@@ -326,10 +326,11 @@ def _add_native(explanation: Explanation, fn: Callable, args: tuple, kwargs: dic
     explanation.native = comparison
     if not comparison.agree or explanation.skipped:
         return
+    native = comparison.native
     for section in explanation.sections:
-        native_graph = comparison.native.graphs[section.index]
-        seconds = side_by_side_seconds({"rewritten": section.after, "native": native_graph}, section.inputs)
-        section.native_seconds = seconds
+        runs = {"rewritten": (section.after, section.inputs),
+                "native": (native.graphs[section.index], native.example_inputs[section.index])}
+        section.native_seconds = side_by_side_seconds(runs)
 
 
 def _section(index: int, gm: torch.fx.GraphModule, target: Any, inputs: list, label: str) -> GraphSection:

@@ -74,6 +74,11 @@ class TraceComparison:
     def summary(self) -> str:
         if self.agree:
             return f"{self.name}: the CPU trace, rewritten, is the graph traced natively on XLA ({len(self.rewritten_is_native)} graph(s))"
+        if not self.differences and not self.only_in_cpu and not self.only_in_xla and not self.native_error:
+            return (
+                f"{self.name}: no line is traced differently on XLA, but the rewritten CPU graph is not the native one: "
+                "the native trace keeps device arguments of its own (a literal device such as 'cpu' or .cpu())"
+            )
         parts = [f"{len(self.differences)} line(s) traced differently on XLA (device-specialised code)"]
         if self.only_in_cpu or self.only_in_xla:
             parts.append(f"graphs {len(self.cpu.graphs)} on CPU vs {len(self.native.graphs)} on XLA")
@@ -146,13 +151,16 @@ def _line_differences(index: int, cpu: torch.fx.GraphModule, native: torch.fx.Gr
 
 
 def structure(gm: torch.fx.GraphModule) -> list[tuple]:
-    """A graph's shape for comparison: each node's op, target and arguments, with graph values
-    named by position and every device reduced to its type (``xla:0`` and ``xla`` are alike)."""
-    position = {node: i for i, node in enumerate(gm.graph.nodes)}
+    """A graph's shape for comparison: each node's op, target and arguments, with every input alike
+    (their order and number may differ between traces: a tied weight moved to XLA by ``.to()`` is
+    two parameters there), other graph values by position, and every device reduced to its type
+    (``xla:0`` and ``xla`` are alike)."""
+    computed = [node for node in gm.graph.nodes if node.op != "placeholder"]
+    position = {node: i for i, node in enumerate(computed)}
 
     def normal(value: Any) -> Any:
         if isinstance(value, torch.fx.Node):
-            return ("node", position[value])
+            return ("input",) if value.op == "placeholder" else ("node", position[value])
         if isinstance(value, (list, tuple)):
             return tuple(normal(v) for v in value)
         if isinstance(value, dict):
@@ -160,7 +168,7 @@ def structure(gm: torch.fx.GraphModule) -> list[tuple]:
         device = as_device(value) if isinstance(value, (str, torch.device)) else None
         return ("device", device.type) if device is not None else repr(value)
 
-    return [(node.op, readable_target(node), normal(node.args), normal(node.kwargs)) for node in gm.graph.nodes if node.op != "placeholder"]
+    return [(node.op, readable_target(node), normal(node.args), normal(node.kwargs)) for node in computed]
 
 
 def _locate_failure(native: Capture) -> Any:
@@ -174,19 +182,19 @@ def _locate_failure(native: Capture) -> Any:
     return None
 
 
-def side_by_side_seconds(graphs: dict[str, torch.fx.GraphModule], inputs: list, *, rounds: int = 15) -> dict[str, float]:
-    """Per-call seconds of each graph on XLA, calls interleaved round by round, medians (noise-fair)."""
+def side_by_side_seconds(runs: dict[str, tuple[torch.fx.GraphModule, list]], *, rounds: int = 15) -> dict[str, float]:
+    """Per-call seconds of each (graph, inputs) on XLA, calls interleaved round by round, medians
+    (fair on a noisy machine). Each graph gets its own inputs: a native trace may take more."""
     from . import xla
 
     device = xla.device()
-    placed = {name: gm.to(device) for name, gm in ((n, _copy(g)) for n, g in graphs.items())}
-    device_inputs = xla.to_device(inputs, device)
+    placed = {name: (_copy(gm).to(device), xla.to_device(inputs, device)) for name, (gm, inputs) in runs.items()}
     times: dict[str, list[float]] = {name: [] for name in placed}
     with torch.no_grad():
         for round_ in range(rounds + 2):
-            for name, gm in placed.items():
+            for name, (gm, inputs) in placed.items():
                 start = time.perf_counter()
-                gm(*device_inputs)
+                gm(*inputs)
                 xla.sync()
                 if round_ >= 2:  # two warm-up rounds compile and upload
                     times[name].append(time.perf_counter() - start)

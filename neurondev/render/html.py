@@ -158,6 +158,33 @@ def _dynamo_breaks(explanation: Any) -> str:
     return f"<h4>Dynamo's own graph breaks ({len(breaks)})</h4><table><tr><th>line</th><th>code</th><th>reason</th></tr>{rows}</table>"
 
 
+def _native(explanation: Any) -> str:
+    """The native trace: device-specialised lines, graphs in one trace only, rewritten/native time."""
+    if explanation.native_skipped:
+        return f'<h4>Traced natively on XLA</h4><p class="nd-note">Not traced: {_e(explanation.native_skipped)}</p>'
+    native = explanation.native
+    if native is None:
+        return ""
+    css = "nd-good" if native.agree else "nd-bad"
+    parts = [f'<h4>Traced natively on XLA</h4><p class="{css}">{_e(native.summary())}</p>']
+    if native.differences:
+        rows = "".join(
+            f"<tr><td>{_e(_where(d.file, d.line))}</td><td><code>{_e(d.code)}</code></td>"
+            f"<td><code>{_e(', '.join(d.cpu_ops))}</code></td><td><code>{_e(', '.join(d.xla_ops))}</code></td></tr>"
+            for d in native.differences
+        )
+        parts.append(f'<table class="nd-native"><tr><th>line</th><th>code</th><th>CPU trace</th><th>XLA trace</th></tr>{rows}</table>')
+    if native.native_failure is not None:
+        parts.append(f'<p class="nd-bad">The native graph fails on XLA: {_e(native.native_failure)}</p>')
+    ratios = [(s.label or f"graph {s.index}", s.native_ratio, s.native_seconds) for s in explanation.sections if s.native_ratio]
+    for label, ratio, seconds in ratios:
+        parts.append(
+            f"<p>{_e(label)}: rewritten {seconds['rewritten'] * 1e3:.3f} ms/call, native {seconds['native'] * 1e3:.3f} ms/call: "
+            f"<b>rewritten/native {ratio:.2f}</b> (measured side by side)</p>"
+        )
+    return "".join(parts)
+
+
 def _notes(explanation: Any) -> str:
     notes = list(explanation.capture.notes) + list(explanation.frozen.attrs.get("notes", []))
     return "".join(f'<p class="nd-note">Note: {_e(n)}</p>' for n in notes)
@@ -181,7 +208,8 @@ def card(explanation: Any) -> str:
         sections = f'<p class="nd-note">{_e(explanation.summary())}</p>'
     return (
         f"<style>{CSS}</style><div class=\"neurondev-card\"><h3>neurondev: {_e(explanation.name)}</h3>"
-        + _headline(explanation) + _runtime(explanation) + sections + _dynamo_breaks(explanation) + _notes(explanation)
+        + _headline(explanation) + _runtime(explanation) + sections + _native(explanation) + _dynamo_breaks(explanation)
+        + _notes(explanation)
         + "</div>"
     )
 

@@ -1,0 +1,54 @@
+"""The native graph as the yardstick: per-call time of the rewritten CPU trace over the graph traced
+natively on XLA, for every gallery pattern whose two traces agree, and the tiny GPT-2.
+
+Both graphs run on the same XLA device in one process, calls interleaved round by round, medians
+compared (neurondev.native.side_by_side_seconds), so the ratio holds on a shared, noisy machine.
+Target: within 1.1 on every one.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import neurondev
+from neurondev import examples
+from neurondev.native import compare_with_native, side_by_side_seconds
+
+
+def ratio_of(name: str, rounds: int) -> float | None:
+    with examples.get(name).open() as (fn, args, kwargs):
+        cpu = neurondev.capture(fn, *args, **kwargs)
+        comparison = compare_with_native(cpu, fn, args, kwargs)
+    if not comparison.agree:
+        print(f"{name:>17}: traces differ, no yardstick ({comparison.summary()[:90]})")
+        return None
+    ratios = []
+    for index, gm in enumerate(cpu.graphs):
+        rewritten = neurondev.rewrite_copy(gm, target=neurondev.xla.device())[0]
+        runs = {"rewritten": (rewritten, cpu.example_inputs[index]),
+                "native": (comparison.native.graphs[index], comparison.native.example_inputs[index])}
+        seconds = side_by_side_seconds(runs, rounds=rounds)
+        ratios.append(seconds["rewritten"] / seconds["native"])
+        print(f"{name:>17}: graph {index} rewritten {seconds['rewritten'] * 1e3:.3f} ms, native "
+              f"{seconds['native'] * 1e3:.3f} ms, rewritten/native {ratios[-1]:.2f}")
+    return max(ratios)
+
+
+def main() -> None:
+    import neurondev.xla  # noqa: F401  (the device used above)
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=30)
+    options = parser.parse_args()
+    worst = {}
+    for name in examples.CATALOGUE:
+        ratio = ratio_of(name, options.rounds)
+        if ratio is not None:
+            worst[name] = ratio
+    over = {name: ratio for name, ratio in worst.items() if ratio > 1.1}
+    print(f"worst rewritten/native: {max(worst.values()):.2f} over {len(worst)} pattern(s) (target <= 1.1); "
+          + (f"over target: {', '.join(f'{n} {r:.2f}' for n, r in over.items())}" if over else "all within target"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+"""ATen level: aot_autograd's forward and backward graphs, their pins, and a training step on XLA."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+import neurondev
+from tests.helpers import line_of
+
+
+class Regressor(torch.nn.Module):
+    """A small module with a loss: a device-pinned mask in the forward, a where() whose backward
+    builds scalar_tensor(device=cpu) nodes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 4)
+
+    def forward(self, x, y):
+        h = self.lin(x)
+        keep = torch.arange(h.shape[-1], device=x.device) < 3
+        h = h.masked_fill(~keep, 0.0)
+        h = torch.where(h > 0, h, 0.1 * h)
+        return ((h - y) ** 2).mean()
+
+
+@pytest.fixture(scope="module")
+def step():
+    torch.manual_seed(0)
+    return Regressor(), torch.randn(5, 8), torch.randn(5, 4)
+
+
+def test_capture_at_aten_level_records_forward_and_backward_with_pins_and_lines(step):
+    model, x, y = step
+    captured = neurondev.capture(model, x, y, level="aten")
+    assert [(g.dynamo_graph, g.kind) for g in captured.aten_graphs] == [(0, "forward"), (0, "backward")]
+    forward, backward = captured.aten_graphs
+    (pin,) = neurondev.find_pins(forward.graph_module)
+    assert (pin.target, pin.kind, pin.line) == ("aten.arange.default", "frozen", line_of(Regressor.forward, "torch.arange"))
+    backward_pins = neurondev.find_pins(backward.graph_module)
+    assert {p.target for p in backward_pins} == {"aten.scalar_tensor.default"}
+    assert all(p.line == line_of(Regressor.forward, "torch.where") for p in backward_pins)
+    assert len(forward.inputs) == 4 and all(isinstance(t, torch.Tensor) for t in forward.inputs)
+    assert model.lin.weight.grad is None  # the user's module never ran a backward
+
+
+@pytest.mark.xla
+def test_a_training_step_runs_rewritten_on_xla_forward_and_backward_with_cpu_equal_gradients(step):
+    model, x, y = step
+    explanation = neurondev.explain(model, x, y, level="aten", quiet=True)
+    assert [s.label for s in explanation.sections] == ["graph 0 forward", "graph 0 backward"]
+    forward, backward = explanation.sections
+    assert forward.run_before.error is not None and forward.run_before.error.node == "masked_fill"
+    for section in explanation.sections:
+        after = section.run_after
+        assert after.error is None and after.graph_breaks == [] and after.transfers_to_host == 0 and after.ok
+    reference = copy.deepcopy(model)
+    loss = reference(x, y)
+    loss.backward()
+    torch.testing.assert_close(forward.run_after.outputs[0].cpu(), loss.detach())
+    weight_grad, bias_grad = backward.run_after.outputs[:2]
+    torch.testing.assert_close(weight_grad.cpu(), reference.lin.weight.grad)
+    torch.testing.assert_close(bias_grad.cpu(), reference.lin.bias.grad)
+    card = explanation._repr_html_()
+    assert "Graph 0 forward" in card and "Graph 0 backward" in card and "aten.scalar_tensor.default" in card
+
+
+def test_an_unknown_level_is_a_named_error():
+    with pytest.raises(neurondev.InvalidOptionError, match="'dynamo' or 'aten'"):
+        neurondev.capture(lambda x: x + 1, torch.randn(2), level="inductor")
