@@ -302,12 +302,101 @@ for rewrite in (False, True):
 pd.DataFrame(rows)"""),
 ]
 
+BEYOND = [
+    ("md", """# Beyond device arguments
+
+`DeviceRewriterPass` fixes device *arguments*. Two things it cannot see: Python that branches on
+the device while dynamo traces, and the graphs aot_autograd compiles for training. This notebook
+shows both, the native graph as the yardstick of the fix, and a guard that keeps a code base clean."""),
+    ("code", SETUP),
+    ("md", """## Trace twice: device-specialised code
+
+Dynamo runs your Python with the real inputs, so `if x.device.type == "cpu"` is decided while
+tracing. Model libraries do this (for instance picking a dtype a CPU kernel supports). A CPU trace
+bakes in the CPU branch; no rewrite of device arguments changes it. `compare_traces` traces again
+with the inputs on XLA and aligns the two traces by your source line."""),
+    ("code", """def counts_by_sign(x):
+    flags = (x > 0).float() if x.device.type == "cpu" else (x > 0).int()
+    counts = torch.histc(flags, bins=2, min=0, max=1)
+    return x * torch.arange(x.shape[0], device=x.device) + counts.sum()
+
+comparison = neurondev.compare_traces(counts_by_sign, torch.randn(8))
+for difference in comparison.differences:
+    print(difference.describe())
+failure = comparison.native_failure
+print(f"native run fails at {failure.node} (line {failure.line} of the cell): {type(failure.exception).__name__}: {failure.exception}")"""),
+    ("md", """The `flags` line is traced as `.float()` on CPU and `.int()` on XLA; the `arange` line differs only
+by its device, which the pass fixes. The XLA branch then fails at `histc` (no int kernel): the
+native trace shows what running on XLA really means for this code.
+
+## The native graph as the yardstick
+
+Where the two traces agree, the graph traced natively on XLA is the limit of the fix.
+`explain(..., native=True)` measures the rewritten graph against it, side by side."""),
+    ("code", """def buffer_and_positions(x):
+    out = torch.empty(x.shape[0], device=x.device)
+    out.copy_(torch.relu(x) * 2 + torch.arange(x.shape[0], device=x.device))
+    return out
+
+ex = neurondev.explain(buffer_and_positions, torch.randn(64), native=True, quiet=True)
+print(ex.native.summary())
+print("rewritten/native within 1.25:", ex.sections[0].native_ratio < 1.25)
+ex"""),
+    ("md", """## ATen level: the graphs a training step compiles
+
+For training, aot_autograd turns each dynamo graph into a forward and a backward graph of ATen
+ops, and those are what run. They carry pins too: constructors from your code
+(`aten.arange.default(..., device=cpu)`), and ones autograd makes itself (`aten.scalar_tensor`
+in the backward of `torch.where`)."""),
+    ("code", """class Regressor(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 4)
+
+    def forward(self, x, y):
+        h = self.lin(x)
+        keep = torch.arange(h.shape[-1], device=x.device) < 3
+        h = torch.where(h.masked_fill(~keep, 0.0) > 0, h, 0.1 * h)
+        return ((h - y) ** 2).mean()
+
+torch.manual_seed(0)
+model, x, y = Regressor(), torch.randn(5, 8), torch.randn(5, 4)
+training = neurondev.explain(model, x, y, level="aten", quiet=True)
+for section in training.sections:
+    print(f"{section.label}: pins {[p.target for p in section.pins]}, "
+          f"after the pass: {len(section.run_after.graph_breaks)} breaks, values {section.values.describe()}")"""),
+    ("code", """import copy
+reference = copy.deepcopy(model)
+reference(x, y).backward()
+weight_grad = training.sections[1].run_after.outputs[0].cpu()
+print("weight gradient on XLA equals eager CPU:", torch.allclose(weight_grad, reference.lin.weight.grad))"""),
+    ("md", """## A guard for CI
+
+`neurondev.check` raises `DevicePinsError` (an `AssertionError`) listing every pin and every
+device-specialised line with its line and what to write instead, unless allowed by node name,
+`file:line` or a pattern. In a test suite, the pytest plugin gives a fixture and a marker:
+
+```python
+def test_model_has_no_device_pins(neurondev_check):
+    neurondev_check(model, torch.randn(1, 16), allow=["masking_utils.py:*"])
+```
+
+and from a shell: `neurondev check mymodel.py:forward --input 'randn(1, 16)'` (exit 1 with pins)."""),
+    ("code", """try:
+    neurondev.check(buffer_and_positions, torch.randn(64))
+except neurondev.DevicePinsError as error:
+    print(error)"""),
+    ("code", """fixed = lambda x: x.new_empty(x.shape[0]).copy_(torch.relu(x) * 2)
+print("clean:", neurondev.check(fixed, torch.randn(64)).frozen.empty)"""),
+]
+
 NOTEBOOK_CELLS = {
     "01_quickstart.ipynb": QUICKSTART,
     "02_why_devices_freeze.ipynb": WHY,
     "03_inside_the_pass.ipynb": INSIDE,
     "04_collectives.ipynb": COLLECTIVES,
     "05_real_model.ipynb": REAL_MODEL,
+    "06_beyond_device_arguments.ipynb": BEYOND,
 }
 
 

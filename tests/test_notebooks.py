@@ -52,6 +52,17 @@ KEY_TEXT = {
         "openxla: error=True",
         "neurondev: error=False, outputs on ['xla:0']",
     ],
+    "06_beyond_device_arguments.ipynb": [
+        "CPU trace ['operator.gt', 'Tensor.float'], XLA trace ['operator.gt', 'Tensor.int']",
+        "native run fails at counts (line 3 of the cell): NotImplementedError",
+        "the CPU trace, rewritten, is the graph traced natively on XLA",
+        "rewritten/native within 1.25: True",
+        "graph 0 forward: pins ['aten.arange.default'], after the pass: 0 breaks, values equal",
+        "graph 0 backward: pins ['aten.scalar_tensor.default', 'aten.scalar_tensor.default'], after the pass: 0 breaks",
+        "weight gradient on XLA equals eager CPU: True",
+        "2 device pin(s) frozen into the graph of buffer_and_positions",
+        "clean: True",
+    ],
 }
 _TIMING = re.compile(r"\d\s?(ms|s)\b")
 _LIBRARY_NOISE = ("[Gloo]",)  # gloo's C++ logging reaches stdout at its own pace
