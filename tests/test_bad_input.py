@@ -56,7 +56,27 @@ CATALOGUE = [
     ("capture-no-inputs", lambda: neurondev.capture(one_input), neurondev.MissingInputsError, ValueError, "needs example inputs for x"),
     ("capture-meta-input", lambda: neurondev.capture(one_input, torch.randn(8, device="meta")), neurondev.CaptureInputError, TypeError, "pass a tensor with values of the same shape, e.g. torch.randn(8,)"),
     ("capture-user-error", lambda: neurondev.capture(lambda x: x @ torch.randn(5, 5), torch.randn(3, 3)), neurondev.TraceError, RuntimeError, "tracing <lambda at test_bad_input.py"),
+    ("capture-level", lambda: neurondev.capture(one_input, torch.randn(4), level="inductor"), neurondev.InvalidOptionError, ValueError, "'dynamo' or 'aten'"),
+    ("explain-not-callable", lambda: neurondev.explain("f"), neurondev.NotCallableError, TypeError, "pass the function itself"),
+    ("explain-int-target", lambda: neurondev.explain(one_input, torch.randn(4), target=0), neurondev.InvalidTargetError, ValueError, "CUDA index"),
+    ("explain-run-not-bool", lambda: neurondev.explain(one_input, torch.randn(4), run=1), neurondev.InvalidOptionError, ValueError, "run is True or False"),
+    ("explain-level", lambda: neurondev.explain(one_input, torch.randn(4), level="fx"), neurondev.InvalidOptionError, ValueError, "'dynamo' (the graphs dynamo makes) or 'aten'"),
+    ("explain-native-capture", lambda: neurondev.explain(seed_capture(), native=True), neurondev.InvalidOptionError, ValueError, "pass the function and its inputs"),
+    ("explain-meta-input", lambda: neurondev.explain(one_input, torch.randn(4, device="meta")), neurondev.CaptureInputError, TypeError, "meta tensor"),
+    ("to_dot-which", lambda: neurondev.explain(seed_capture(), run=False, quiet=True).to_dot("middle"), neurondev.InvalidOptionError, ValueError, "'before' or 'after'"),
+    ("compare_traces-not-callable", lambda: neurondev.compare_traces(None), neurondev.NotCallableError, TypeError, "pass the function itself"),
+    ("check-allow-not-strings", lambda: neurondev.check(one_input, torch.randn(4), allow=[1]), neurondev.InvalidOptionError, ValueError, "list of strings"),
+    ("check-missing-inputs", lambda: neurondev.check(one_input), neurondev.MissingInputsError, ValueError, "needs example inputs for x"),
+    ("backend-mixed-inputs", lambda: _mixed_inputs(), neurondev.MixedDeviceInputsError, ValueError, "on XLA (a) and elsewhere (b (cpu))"),
 ]
+
+
+def _mixed_inputs():
+    from neurondev import xla
+    from neurondev.backend import input_placement
+
+    gm = torch.fx.symbolic_trace(lambda a, b: a + b)
+    return input_placement(gm, [torch.randn(2).to(xla.device()), torch.randn(2)])
 
 
 @pytest.mark.parametrize("call, error, builtin, phrase", [row[1:] for row in CATALOGUE], ids=[row[0] for row in CATALOGUE])

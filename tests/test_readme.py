@@ -13,7 +13,9 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 
 
 def python_blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+    """The README's Python blocks that a script can run (a pytest test function is left to pytest)."""
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+    return [block for block in blocks if "def test_" not in block]
 
 
 def test_the_readme_has_python_blocks():
@@ -28,3 +30,14 @@ def test_every_python_block_of_the_readme_runs(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert "1 frozen device pin(s) (torch.empty at readme_blocks.py:4) -> 1 graph break(s) on xla:0" in done.stdout
     assert "ran on xla:0: 0 graph break(s)" in done.stdout and (tmp_path / "report.html").is_file()
+
+
+@pytest.mark.xla
+def test_the_readmes_pytest_example_runs_under_pytest_with_the_plugin(tmp_path):
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S) if "def test_" in b]
+    assert blocks, "the README shows the pytest guard"
+    preamble = "import torch\n\ndef model(x):\n    return x.new_zeros(x.shape) + x\n\n"
+    (tmp_path / "test_guard.py").write_text(preamble + "\n".join(blocks))
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path / "test_guard.py")],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout[-3000:]
