@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -67,7 +66,7 @@ def test_allow_must_be_strings():
         neurondev.check(pinned, torch.randn(4), allow=[3])
 
 
-PROJECT = '''
+USER_CODE = '''
 import pytest, torch
 
 def pinned(x):
@@ -77,7 +76,9 @@ def pinned(x):
 
 def clean(x):
     return x.new_zeros(x.shape) + x
+'''
 
+PROJECT = USER_CODE + '''
 def test_clean_with_the_fixture(neurondev_check):
     neurondev_check(clean, torch.randn(4))
 
@@ -116,15 +117,7 @@ def test_the_marker_is_registered(pytester):
 
 
 def test_the_check_command_exits_0_clean_1_with_pins_2_on_errors(tmp_path):
-    (tmp_path / "code.py").write_text(textwrap.dedent('''
-        import torch
-        def pinned(x):
-            out = torch.zeros(x.shape[0], device=x.device)
-            out.copy_(x * 2)
-            return out
-        def clean(x):
-            return x.new_zeros(x.shape) + x
-    '''))
+    (tmp_path / "code.py").write_text(USER_CODE)
     command = [str(Path(sys.executable).with_name("neurondev")), "check"]
 
     def run(*args):
@@ -132,9 +125,9 @@ def test_the_check_command_exits_0_clean_1_with_pins_2_on_errors(tmp_path):
 
     assert run("code.py:clean", "--input", "randn(4)").returncode == 0
     pinned_run = run("code.py:pinned", "--input", "randn(4)")
-    assert pinned_run.returncode == 1 and "code.py:4: out = torch.zeros" in pinned_run.stdout
+    assert pinned_run.returncode == 1 and "code.py:5: out = torch.zeros" in pinned_run.stdout
     as_json = run("code.py:pinned", "--input", "randn(4)", "--json")
     data = json.loads(as_json.stdout)
-    assert as_json.returncode == 1 and data["clean"] is False and data["findings"][0]["where"] == "code.py:4"
-    assert run("code.py:pinned", "--input", "randn(4)", "--allow", "code.py:4").returncode == 0
+    assert as_json.returncode == 1 and data["clean"] is False and data["findings"][0]["where"] == "code.py:5"
+    assert run("code.py:pinned", "--input", "randn(4)", "--allow", "code.py:5").returncode == 0
     assert run("code.py:nothing", "--input", "randn(4)").returncode == 2
