@@ -20,6 +20,8 @@ from .errors import CaptureInputError, MissingInputsError, NoGraphWarning, NotCa
 
 __all__ = ["Capture", "DynamoBreak", "MovedInput", "capture", "capture_on_device", "trace_only"]
 
+_CPU = torch.device("cpu")
+
 
 @dataclasses.dataclass(frozen=True)
 class DynamoBreak:
@@ -103,7 +105,7 @@ def trace_only(fn: Callable, *args: Any, **kwargs: Any) -> Capture:
 
 
 def _trace(
-    fn: Callable, args: tuple, kwargs: dict, recorder: "_Recorder", *, device: torch.device = torch.device("cpu"),
+    fn: Callable, args: tuple, kwargs: dict, recorder: "_Recorder", *, device: torch.device = _CPU,
     moved: list[MovedInput] | None = None, notes: list[str] | None = None,
 ) -> tuple[Any, list[MovedInput], list[str]]:
     """Trace ``fn`` with copies of its inputs (and of a module) on ``device``; record through ``recorder``."""
@@ -315,7 +317,7 @@ def _keep_dynamic_marks(value: torch.Tensor, copied: torch.Tensor, path: str, no
     for name in kept:
         setattr(copied, name, copy.copy(getattr(value, name)))
     if "_dynamo_dynamic_indices" in kept:
-        dims = sorted(getattr(value, "_dynamo_dynamic_indices"))
+        dims = sorted(value._dynamo_dynamic_indices)
         notes.append(f"input {path}: dimension(s) {dims} marked dynamic by you stay dynamic in the graph")
 
 

@@ -6,7 +6,6 @@ import pytest
 import torch
 
 import neurondev
-from neurondev import examples
 from tests.helpers import line_of
 
 pytestmark = pytest.mark.xla
