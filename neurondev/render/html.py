@@ -29,7 +29,7 @@ CSS = """
 .neurondev-card .nd-good { color: var(--nd-good); font-weight: 600; }
 .neurondev-card .nd-muted, .neurondev-card .nd-note { color: var(--nd-muted); }
 .neurondev-card table { border-collapse: collapse; margin: 6px 0; }
-.neurondev-card table th, .neurondev-card table td { border: 1px solid var(--nd-border); padding: 3px 8px; text-align: left; vertical-align: top; }
+.neurondev-card table th, .neurondev-card table td { border: 1px solid var(--nd-border); padding: 3px 8px; text-align: left !important; vertical-align: top; }
 .neurondev-card table th { background: var(--nd-alt); }
 .neurondev-card code, .neurondev-card pre { font-family: var(--nd-mono); font-size: 12px; }
 .neurondev-card pre { background: var(--nd-alt); padding: 6px 8px; border-radius: 4px; overflow-x: auto; }

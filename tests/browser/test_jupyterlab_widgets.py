@@ -110,3 +110,25 @@ def check_card_and_explorer(page) -> None:
     after = explorer.locator(".nd-picture.nd-after")
     after.wait_for(timeout=30_000)
     assert "rewritten: cpu → xla" in after.locator("svg g.node text").all_text_contents()
+    check_both_themes(page, card)
+
+
+def luminance(css_colour: str) -> float:
+    red, green, blue = (float(v) for v in css_colour[css_colour.index("(") + 1:].rstrip(")").split(",")[:3])
+    return (0.2126 * red + 0.7152 * green + 0.0722 * blue) / 255
+
+
+def check_both_themes(page, card) -> None:
+    """The card follows JupyterLab's theme through its CSS variables: dark text on light, then light on dark."""
+    style = "e => [getComputedStyle(e).color, getComputedStyle(e).backgroundColor]"
+    colour, background = card.evaluate(style)
+    assert luminance(colour) < 0.4 < luminance(background)
+    page.locator(".lm-MenuBar-itemLabel", has_text="Settings").click()
+    page.locator(".lm-Menu-itemLabel", has_text="Theme").first.hover()
+    page.locator(".lm-Menu-itemLabel").get_by_text("JupyterLab Dark", exact=True).click()
+    page.wait_for_function(
+        "() => document.body.dataset.jpThemeLight === 'false'", timeout=30_000
+    )
+    page.wait_for_timeout(500)
+    colour, background = card.evaluate(style)
+    assert luminance(colour) > 0.6 > 0.4 > luminance(background)
