@@ -200,3 +200,11 @@ def test_a_failure_at_an_input_says_input_i_not_a_line_inside_neurondev(seed_cap
         assert node.op != "placeholder" or neurondev.source.source_of(node) is None
     table = neurondev.diagnose(seed_capture)
     assert not any("neurondev/capture.py" in str(file) for file in table.file)
+
+
+def test_a_run_error_at_an_input_names_the_input_not_a_line():
+    from neurondev.run import RunError
+
+    error = RunError("l_x_", "l_x_", RuntimeError("cannot place it"), None, None, None, input_index=1)
+    assert str(error) == "RuntimeError at input 1 (l_x_): cannot place it"
+    assert error.to_dict()["input_index"] == 1 and error.to_dict()["file"] is None

@@ -29,7 +29,8 @@ def refresh_meta(gm: torch.fx.GraphModule, rewritten: Iterable[torch.fx.Node], t
     traced on CPU, whose inputs will be on the target when it runs there), the node's old value is
     kept with its tensors moved to the target. Returns how many nodes got a new value.
     """
-    fake_mode = _fake_mode(gm)
+    rewritten = list(rewritten)
+    fake_mode = _fake_mode(rewritten)
     if fake_mode is None:
         return 0
     dirty = set(rewritten)
@@ -52,11 +53,11 @@ def refresh_meta(gm: torch.fx.GraphModule, rewritten: Iterable[torch.fx.Node], t
     return refreshed
 
 
-def _fake_mode(gm: torch.fx.GraphModule):
+def _fake_mode(rewritten: list[torch.fx.Node]):
+    """The fake mode of the rewritten nodes' values (a graph without fake values costs a few lookups)."""
     from torch._guards import detect_fake_mode
 
-    values = [meta_value(node) for node in gm.graph.nodes]
-    leaves = [leaf for value in values if value is not None for leaf in pytree.tree_leaves(value)]
+    leaves = [leaf for node in rewritten for leaf in pytree.tree_leaves(meta_value(node))]
     try:
         return detect_fake_mode(leaves)
     except Exception:  # several fake modes in one graph: nothing we can trust to refresh with
