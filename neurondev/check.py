@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
-from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import torch
 
 from .advice import fix_for
 from .errors import DevicePinsError, InvalidOptionError, XlaUnavailableError
+from .source import short_location
 
 __all__ = ["Finding", "check", "findings_of"]
 
@@ -30,7 +30,7 @@ class Finding:
 
     @property
     def where(self) -> str:
-        return f"{Path(self.file).name}:{self.line}" if self.file else "no source line"
+        return short_location(self.file, self.line)
 
     def allowed_by(self, rules: Iterable[str]) -> bool:
         """Allowed by a node name, a file:line (file name or path), or a glob over those, target or code."""

@@ -14,7 +14,6 @@ import collections
 import dataclasses
 import statistics
 import time
-from pathlib import Path
 from typing import Any, Callable
 
 import torch
@@ -23,7 +22,7 @@ import torch.fx
 from .capture import Capture, capture, capture_on_device
 from .passes.device_rewriter import rewrite_copy
 from .pins import as_device, readable_target
-from .source import source_of
+from .source import short_location, source_of
 
 __all__ = ["LineDifference", "TraceComparison", "compare_traces", "compare_with_native", "side_by_side_seconds", "structure"]
 
@@ -40,7 +39,7 @@ class LineDifference:
     xla_ops: tuple[str, ...]
 
     def describe(self) -> str:
-        where = f"{Path(self.file).name}:{self.line}" if self.file else "no source line"
+        where = short_location(self.file, self.line)
         return f"{where} `{self.code}`: CPU trace {list(self.cpu_ops)}, XLA trace {list(self.xla_ops)}"
 
 

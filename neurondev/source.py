@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch.fx
 
-__all__ = ["SourceLine", "location_fields", "source_of", "judge_kind", "statement_at"]
+__all__ = ["SourceLine", "judge_kind", "location_fields", "short_location", "source_of", "statement_at"]
 
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>[^\n]+)\n(?P<code>[^\n]*)')
 _KWARG_DEVICE = re.compile(r"\bdevice\s*=\s*(?P<expr>[^,)]+)")
@@ -54,6 +54,30 @@ def source_of(node: torch.fx.Node) -> SourceLine | None:
 def _in_neurondev(file: str) -> bool:
     """Frames of neurondev's own machinery (the capture's entry function), not of the gallery."""
     return file.startswith(_PACKAGE_DIR) and not file.endswith(_USER_CODE_IN_PACKAGE)
+
+
+_NOTEBOOK_CELL = re.compile(r"ipykernel_\d+[/\\]\d+\.py$")
+
+
+def short_location(file: object, line: object, *, missing: str = "no source line") -> str:
+    """``model.py:12`` for a file, ``In[3]:4`` for a notebook cell (as IPython's tracebacks name it)."""
+    if not file:
+        return missing
+    text = str(file)
+    if _NOTEBOOK_CELL.search(text):
+        cell = _cell_number(text)
+        return f"In[{cell}]:{line}" if cell is not None else f"notebook cell:{line}"
+    return f"{Path(text).name}:{line}"
+
+
+def _cell_number(file: str) -> int | None:
+    """The execution count IPython gave the cell compiled to ``file`` (None outside IPython)."""
+    import sys
+
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    names = getattr(getattr(shell, "compile", None), "_filename_map", None) or {}
+    return names.get(file)
 
 
 def location_fields(source: SourceLine | None) -> dict[str, object]:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import html
-from pathlib import Path
 from typing import Any
 
 from ._optional import require
+from .source import short_location
 
 widgets = require("ipywidgets", purpose="Explanation.explore()")
 
@@ -57,7 +57,7 @@ class Explorer(widgets.VBox):
 
     @staticmethod
     def _pin_label(pin: Any) -> str:
-        where = f"{Path(str(pin.file)).name}:{pin.line}" if pin.file else "no source line"
+        where = short_location(pin.file, pin.line)
         return f"{pin.node} · {pin.target} · {where}"
 
     def selected(self) -> Any:

@@ -146,3 +146,11 @@ def test_kind_tells_frozen_from_literal_from_variable():
 
     table = neurondev.diagnose(neurondev.capture(fn, torch.randn(2)))
     assert dict(zip(table.node, table.kind)) == {"a": "frozen", "b": "literal", "c": "frozen", "to": "literal"}
+
+
+def test_locations_are_short_and_notebook_cells_are_named_as_ipython_names_them():
+    from neurondev.source import short_location
+
+    assert short_location("/home/me/project/model.py", 12) == "model.py:12"
+    assert short_location("/tmp/ipykernel_4242/2476673081.py", 4) == "notebook cell:4"  # outside a kernel
+    assert short_location(None, None) == "no source line"

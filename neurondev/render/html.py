@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import difflib
 import html
-from pathlib import Path
 from typing import Any
 
 from ..advice import fix_for
+from ..source import short_location
 from .graphs import svg_or_reason
 from .text import after_text, before_text, pins_text
 
@@ -54,7 +54,7 @@ def _e(value: Any) -> str:
 
 
 def _where(file: Any, line: Any) -> str:
-    return f"{Path(str(file)).name}:{line}" if file else "—"
+    return short_location(file, line, missing="—")
 
 
 def _headline(explanation: Any) -> str:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
+
+from ..source import short_location
 
 __all__ = ["after_text", "before_text", "failure_text", "headline", "pins_text", "summary"]
 
@@ -11,7 +12,7 @@ _NAMED = 3
 
 
 def _where(file: Any, line: Any) -> str:
-    return f"{Path(str(file)).name}:{line}" if file else "unknown line"
+    return short_location(file, line, missing="unknown line")
 
 
 def pins_text(explanation: Any) -> str:

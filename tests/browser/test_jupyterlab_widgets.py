@@ -95,7 +95,8 @@ def check_card_and_explorer(page) -> None:
     run_all_cells(page)
     card = page.locator(".jp-OutputArea-output .neurondev-card").first
     card.wait_for(timeout=180_000)
-    assert "2 device pin(s)" in card.locator(".nd-headline").first.inner_text()
+    headline = card.locator(".nd-headline").first.inner_text()
+    assert "2 device pin(s) (torch.zeros at In[1]:4, torch.arange at In[1]:5)" in headline, headline
     assert card.locator("figure.nd-before svg").count() == 1
 
     explorer = page.locator(".neurondev-explorer")
