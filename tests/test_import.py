@@ -15,6 +15,7 @@ def test_import_pulls_in_no_optional_dependency():
 def test_public_names_are_exported():
     import neurondev
 
-    for name in ("capture", "diagnose", "DeviceRewriterPass", "Capture", "DevicePin"):
+    for name in ("capture", "diagnose", "DeviceRewriterPass", "Capture", "DevicePin", "explain", "Explanation",
+                 "run_on_xla", "compare_traces", "check", "DevicePinsError", "NeurondevError"):
         assert name in neurondev.__all__
         assert hasattr(neurondev, name)

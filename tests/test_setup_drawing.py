@@ -44,7 +44,11 @@ SYSTEM_PYTHON = Path("/usr/bin/python3")  # another user can run it (pyenv's liv
 
 
 def _switch_user() -> bool:
-    return os.geteuid() == 0 and SYSTEM_PYTHON.exists()
+    """Run the step as user nobody when we are root and there is a Python nobody can run with venv."""
+    if os.geteuid() != 0 or not SYSTEM_PYTHON.exists():
+        return False
+    probe = subprocess.run([str(SYSTEM_PYTHON), "-c", "import ensurepip, venv"], capture_output=True, timeout=60)
+    return probe.returncode == 0
 
 
 def _as_user_without_root(command: list[str], home: Path) -> list[str]:
