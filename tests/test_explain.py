@@ -137,6 +137,7 @@ def test_every_dynamo_graph_is_explained_with_dynamos_breaks_and_totals():
     assert ex.totals("after")["graphs_run"] == 2 and ex.outputs_match is True
     card = ex._repr_html_()
     assert "Graph 0 " in card and "Graph 1 " in card and "Dynamo's own graph breaks (1)" in card
+    assert "Totals over 2 graphs" in card and "<tr><th>graphs run</th><td>2</td><td>2</td></tr>" in card
     assert "into 2 graph(s) (1 dynamo break(s))" in ex.summary()
 
 

@@ -150,6 +150,15 @@ def code_diff(before: str, after: str) -> str:
     return "<pre class=\"nd-diff\">" + ("\n".join(lines) or "(no change)") + "</pre>"
 
 
+def _totals(explanation: Any) -> str:
+    """Sums over the graphs, when there are several and they ran."""
+    if len(explanation.sections) < 2 or explanation.skipped:
+        return ""
+    before, after = explanation.totals("before"), explanation.totals("after")
+    rows = "".join(f"<tr><th>{_e(key.replace('_', ' '))}</th><td>{before[key]}</td><td>{after[key]}</td></tr>" for key in before)
+    return f"<h4>Totals over {len(explanation.sections)} graphs</h4><table class=\"nd-totals\"><tr><th></th><th>before</th><th>after</th></tr>{rows}</table>"
+
+
 def _dynamo_breaks(explanation: Any) -> str:
     breaks = explanation.capture.dynamo_breaks
     if not breaks:
@@ -208,7 +217,8 @@ def card(explanation: Any) -> str:
         sections = f'<p class="nd-note">{_e(explanation.summary())}</p>'
     return (
         f"<style>{CSS}</style><div class=\"neurondev-card\"><h3>neurondev: {_e(explanation.name)}</h3>"
-        + _headline(explanation) + _runtime(explanation) + sections + _native(explanation) + _dynamo_breaks(explanation)
+        + _headline(explanation) + _runtime(explanation) + sections + _totals(explanation) + _native(explanation)
+        + _dynamo_breaks(explanation)
         + _notes(explanation)
         + "</div>"
     )
