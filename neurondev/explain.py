@@ -77,6 +77,7 @@ class Explanation:
     stage_seconds: dict[str, float] = dataclasses.field(default_factory=dict)
     native: Any = None
     native_skipped: str | None = None
+    level: str = "dynamo"
     _svgs: dict = dataclasses.field(default_factory=dict, repr=False)
 
     @property
@@ -176,8 +177,7 @@ class Explanation:
         target = self.target if target is None else target
         parse_target(target)
         self.target = str(parse_target(target))
-        level = "aten" if self.sections and self.sections[0].label.endswith(("forward", "backward")) else "dynamo"
-        graphs = _graphs_of(self.capture, level)
+        graphs = _graphs_of(self.capture, self.level)
         self.frozen = diagnose([gm for gm, _, _ in graphs], target=target)
         self.sections = [_section(i, gm, target, inputs, label) for i, (gm, inputs, label) in enumerate(graphs)]
         self.skipped, self._svgs = None, {}
@@ -299,7 +299,8 @@ def _explain_captured(captured: Capture, stages: Stages, options: ExplainOptions
         sections.append(_section(index, gm, target, inputs, label))
         stages.advance()
     explanation = Explanation(
-        captured.name, str(parse_target(target)), captured, table, sections, rtol=options.rtol, atol=options.atol
+        captured.name, str(parse_target(target)), captured, table, sections, rtol=options.rtol, atol=options.atol,
+        level=options.level,
     )
     _run_all(explanation, options.run, stages)
     stages.start("render", total=max(2 * len(sections), 1))
@@ -310,6 +311,10 @@ def _explain_captured(captured: Capture, stages: Stages, options: ExplainOptions
 def _graphs_of(captured: Capture, level: str) -> list[tuple[torch.fx.GraphModule, list, str]]:
     """(graph, its inputs, its label) per section: dynamo's graphs, or aot_autograd's forward/backward."""
     if level == "aten":
+        if captured.graphs and not captured.aten_graphs:
+            raise InvalidOptionError(
+                "this Capture holds dynamo's graphs only: make it with neurondev.capture(fn, *args, level='aten')"
+            )
         return [(g.graph_module, g.inputs, f"graph {g.dynamo_graph} {g.kind}") for g in captured.aten_graphs]
     return [(gm, inputs, f"graph {i}") for i, (gm, inputs) in enumerate(zip(captured.graphs, captured.example_inputs))]
 

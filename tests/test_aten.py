@@ -71,3 +71,12 @@ def test_a_training_step_runs_rewritten_on_xla_forward_and_backward_with_cpu_equ
 def test_an_unknown_level_is_a_named_error():
     with pytest.raises(neurondev.InvalidOptionError, match="'dynamo' or 'aten'"):
         neurondev.capture(lambda x: x + 1, torch.randn(2), level="inductor")
+
+
+@pytest.mark.xla
+def test_rerun_of_an_aten_explanation_keeps_its_forward_and_backward(step):
+    model, x, y = step
+    explanation = neurondev.explain(model, x, y, level="aten", run=False, quiet=True)
+    explanation.rerun(target="xla:0")
+    assert [s.label for s in explanation.sections] == ["graph 0 forward", "graph 0 backward"]
+    assert all(s.run_after.ok for s in explanation.sections) and explanation.target == "xla:0"

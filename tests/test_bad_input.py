@@ -62,6 +62,7 @@ CATALOGUE = [
     ("explain-run-not-bool", lambda: neurondev.explain(one_input, torch.randn(4), run=1), neurondev.InvalidOptionError, ValueError, "run is True or False"),
     ("explain-level", lambda: neurondev.explain(one_input, torch.randn(4), level="fx"), neurondev.InvalidOptionError, ValueError, "'dynamo' (the graphs dynamo makes) or 'aten'"),
     ("explain-native-capture", lambda: neurondev.explain(seed_capture(), native=True), neurondev.InvalidOptionError, ValueError, "pass the function and its inputs"),
+    ("explain-aten-of-dynamo-capture", lambda: neurondev.explain(seed_capture(), level="aten"), neurondev.InvalidOptionError, ValueError, "level='aten'"),
     ("explain-meta-input", lambda: neurondev.explain(one_input, torch.randn(4, device="meta")), neurondev.CaptureInputError, TypeError, "meta tensor"),
     ("to_dot-which", lambda: neurondev.explain(seed_capture(), run=False, quiet=True).to_dot("middle"), neurondev.InvalidOptionError, ValueError, "'before' or 'after'"),
     ("compare_traces-not-callable", lambda: neurondev.compare_traces(None), neurondev.NotCallableError, TypeError, "pass the function itself"),
