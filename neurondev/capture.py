@@ -16,9 +16,25 @@ import torch
 import torch.fx
 import torch.utils._pytree as pytree
 
-from .errors import CaptureInputError, MissingInputsError, NoGraphWarning, NotCallableError, TraceError
+from .errors import (
+    CaptureInputError,
+    InvalidOptionError,
+    MissingInputsError,
+    NoGraphWarning,
+    NotCallableError,
+    TraceError,
+)
 
-__all__ = ["Capture", "DynamoBreak", "MovedInput", "capture", "capture_on_device", "trace_only"]
+__all__ = [
+    "Capture",
+    "DynamoBreak",
+    "MovedInput",
+    "capture",
+    "capture_on_device",
+    "check_inputs",
+    "required_inputs",
+    "trace_only",
+]
 
 _CPU = torch.device("cpu")
 
@@ -81,8 +97,6 @@ def capture(fn: Callable, *args: Any, level: str = "dynamo", **kwargs: Any) -> C
     outputs are back-propagated with ones to make it), each with the real inputs it ran with.
     """
     if level not in ("dynamo", "aten"):
-        from .errors import InvalidOptionError
-
         raise InvalidOptionError(f"level is 'dynamo' or 'aten' (aot_autograd's forward and backward), got {level!r}")
     recorder = _Recorder(aten=level == "aten")
     output, moved, notes = _trace(fn, args, kwargs, recorder)
@@ -113,7 +127,7 @@ def _trace(
     moved = [] if moved is None else moved
     notes = [] if notes is None else notes
     fn = _unwrap_compiled(fn, notes)
-    _check_inputs(fn, args, kwargs)
+    check_inputs(fn, args, kwargs)
     traced_fn = _module_copy(fn, moved, device) if isinstance(fn, torch.nn.Module) else _fresh_function(fn)
     copied_args, copied_kwargs = (_clone(tree, prefix, moved, notes, device) for tree, prefix in ((args, "args"), (kwargs, "kwargs")))
     try:
@@ -260,19 +274,24 @@ def _check_callable(fn: Any) -> None:
         )
 
 
-def _check_inputs(fn: Callable, args: tuple, kwargs: dict) -> None:
-    if args or kwargs:
-        return
+def required_inputs(fn: Callable) -> list[str] | None:
+    """The names of the parameters ``fn`` (or a module's ``forward``) cannot do without; None when
+    its signature cannot be read."""
     target = fn.forward if isinstance(fn, torch.nn.Module) else fn
     try:
         signature = inspect.signature(target)
     except (TypeError, ValueError):
-        return
-    required = [
+        return None
+    return [
         p.name
         for p in signature.parameters.values()
         if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
     ]
+
+
+def check_inputs(fn: Callable, args: tuple, kwargs: dict) -> None:
+    """MissingInputsError, naming the parameters, when ``fn`` needs inputs and none were given."""
+    required = [] if args or kwargs else required_inputs(fn)
     if required:
         raise MissingInputsError(
             f"{_name(fn)} needs example inputs for {', '.join(required)}; pass them after the function, "

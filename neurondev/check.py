@@ -70,12 +70,12 @@ def check(
     also traces on XLA to find device-specialised code (skipped, with a note, without torch_xla).
     Nothing runs on the device otherwise: check is about what the graph says.
     """
-    from .capture import _check_inputs
+    from .capture import check_inputs
     from .explain import explain
 
     rules = _rules(allow)
     if callable(fn):
-        _check_inputs(fn, args, kwargs)  # check has no callable form: it needs the inputs now
+        check_inputs(fn, args, kwargs)  # check has no callable form: it needs the inputs now
     try:
         explanation = explain(fn, *args, target=target, run=False, quiet=True, native=native, **kwargs)
     except XlaUnavailableError:

@@ -117,18 +117,12 @@ def _explain(options: argparse.Namespace) -> int:
 
 
 def _check_inputs_given(fn: Callable, args: tuple, name: str) -> None:
-    import inspect
+    from .capture import required_inputs
 
-    from .explain import _needs_inputs
-
-    if args or not _needs_inputs(fn):
-        return
-    target = getattr(fn, "forward", fn)
-    try:
-        names = ", ".join(inspect.signature(target).parameters)
-    except (TypeError, ValueError):
-        names = "its arguments"
-    raise UsageError(f"{name} takes inputs ({names}): give one --input SPEC per argument, e.g. --input 'randn(64)'")
+    required = [] if args else required_inputs(fn)
+    if required != []:
+        names = ", ".join(required) if required else "its arguments"
+        raise UsageError(f"{name} takes inputs ({names}): give one --input SPEC per argument, e.g. --input 'randn(64)'")
 
 
 def _report(explanation: Any, options: argparse.Namespace) -> int:

@@ -12,7 +12,7 @@ import torch
 
 from .render import graphs as render_cache
 from .advice import fix_for
-from .capture import Capture, capture
+from .capture import Capture, capture, required_inputs
 from .compare import Comparison, compare_outputs
 from .errors import InvalidOptionError, NotCallableError, XlaUnavailableError
 from .passes.device_rewriter import Rewrite, rewrite_copy
@@ -249,20 +249,9 @@ def explain(
             f"explain needs a function or an nn.Module, got {type(fn).__name__}; "
             "pass the function itself: neurondev.explain(f, x), not neurondev.explain(f(x))"
         )
-    if not args and not kwargs and _needs_inputs(fn):
+    if not args and not kwargs and required_inputs(fn) != []:  # names to fill, or a signature we cannot read
         return functools.wraps(fn)(lambda *a, **k: _explain(fn, a, k, options))
     return _explain(fn, args, kwargs, options)
-
-
-def _needs_inputs(fn: Callable) -> bool:
-    import inspect
-
-    target = fn.forward if isinstance(fn, torch.nn.Module) else fn
-    try:
-        parameters = inspect.signature(target).parameters.values()
-    except (TypeError, ValueError):
-        return True
-    return any(p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters)
 
 
 def _explain(fn: Callable, args: tuple, kwargs: dict, options: ExplainOptions) -> Explanation:
