@@ -8,7 +8,9 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
-__all__ = ["Comparison", "compare_outputs"]
+from .errors import InvalidOptionError
+
+__all__ = ["Comparison", "check_tolerances", "compare_outputs"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,6 +39,17 @@ class Comparison:
         if self.matches:
             return f"equal within tolerance ({figures})"
         return f"DIFFER ({self.elements_off} of {self.elements} elements off; {figures})"
+
+
+def check_tolerances(rtol: Any, atol: Any) -> None:
+    """InvalidOptionError unless both are None (the dtype's defaults) or both are numbers >= 0:
+    assert_close takes the pair or neither, and one alone would read as a mismatch."""
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
+            raise InvalidOptionError(f"{name} is a tolerance, a number >= 0 (or None for torch's default), got {value!r}")
+    if (rtol is None) != (atol is None):
+        given = "rtol" if atol is None else "atol"
+        raise InvalidOptionError(f"{given} was given alone: pass rtol and atol together (e.g. rtol=1e-4, atol=1e-5), or neither")
 
 
 def compare_outputs(actual: Any, expected: Any, *, rtol: float | None = None, atol: float | None = None) -> Comparison:

@@ -13,7 +13,7 @@ import torch
 from .render import graphs as render_cache
 from .advice import fix_for
 from .capture import Capture, capture, required_inputs
-from .compare import Comparison, compare_outputs
+from .compare import Comparison, check_tolerances, compare_outputs
 from .errors import InvalidOptionError, NotCallableError, XlaUnavailableError
 from .passes.device_rewriter import Rewrite, rewrite_copy
 from .pins import DevicePin, find_pins, parse_target
@@ -207,10 +207,7 @@ class ExplainOptions:
         for name in ("run", "quiet", "native"):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidOptionError(f"{name} is True or False, got {getattr(self, name)!r}")
-        for name in ("rtol", "atol"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
-                raise InvalidOptionError(f"{name} is a tolerance, a number >= 0 (or None for torch's default), got {value!r}")
+        check_tolerances(self.rtol, self.atol)
         if self.level not in ("dynamo", "aten"):
             raise InvalidOptionError(f"level is 'dynamo' (the graphs dynamo makes) or 'aten' (aot_autograd's forward and backward), got {self.level!r}")
         return self

@@ -13,7 +13,7 @@ import torch.fx
 import torch.utils._pytree as pytree
 
 from . import xla
-from .compare import Comparison, compare_outputs
+from .compare import Comparison, check_tolerances, compare_outputs
 from .errors import InputCountError, InvalidOptionError, InvalidSubjectError
 from .passes.device_rewriter import rewrite_copy
 from .pins import describe_object, readable_target
@@ -92,7 +92,8 @@ class RunRecord:
     of torch_xla.debug.metrics, never reset. ``executions``/``compilations`` are the ones forced
     mid-graph (before the graph's own end); ``graph_breaks`` attributes them (and transfers to the
     host) to nodes, ``uploads`` attributes transfers to the device that come with no break.
-    ``comparison`` holds the figures against the CPU reference (``matches_reference`` its verdict).
+    ``comparison`` holds the figures against the CPU reference (``matches_reference`` its verdict,
+    ``mismatch`` its message); ``not_compared`` says why there is none.
     """
 
     device: str
@@ -108,7 +109,7 @@ class RunRecord:
     output_devices: list[str] = dataclasses.field(default_factory=list)
     error: RunError | None = None
     comparison: Comparison | None = None
-    mismatch: str | None = None
+    not_compared: str | None = None
     seconds: float | None = None
     first_call: xla.Counts | None = None
     outputs: Any = dataclasses.field(default=None, repr=False)
@@ -117,6 +118,11 @@ class RunRecord:
     def matches_reference(self) -> bool | None:
         """Whether the outputs equal the CPU reference within tolerance; None when not compared."""
         return None if self.comparison is None else self.comparison.matches
+
+    @property
+    def mismatch(self) -> str | None:
+        """How the outputs differ from the reference (assert_close's message), or why they were not compared."""
+        return self.comparison.detail if self.comparison is not None else self.not_compared
 
     @property
     def ok(self) -> bool:
@@ -140,8 +146,8 @@ class RunRecord:
             text += f"; uploads of host-built values on every call (no break, no rewrite removes them): {nodes}"
         if self.comparison is not None:
             text += f"; values {self.comparison.describe()} against the CPU reference"
-        elif self.mismatch:
-            text += f"; values {self.mismatch}"
+        elif self.not_compared:
+            text += f"; values {self.not_compared}"
         return text
 
     def __repr__(self) -> str:
@@ -163,6 +169,7 @@ class RunRecord:
         plain["first_call"] = None if self.first_call is None else dataclasses.asdict(self.first_call)
         plain["ok"] = self.ok
         plain["matches_reference"] = self.matches_reference
+        plain["mismatch"] = self.mismatch
         return plain
 
 
@@ -180,7 +187,7 @@ def run_on_xla(
     Inputs (and the graph's own parameters and buffers) are copied to the device; ``gm`` and the
     inputs are left untouched, whatever the graph writes to. ``reference`` is the expected output
     (by default the graph's result on CPU, computed from copies of the inputs); ``rtol``/``atol``
-    are the tolerances of that comparison (None: torch.testing.assert_close's for the dtype).
+    are the tolerances of that comparison, given together (None: assert_close's for the dtype).
     ``repeat`` calls are timed for ``seconds`` (0 skips timing). A failing run is recorded in
     ``error``, not raised; inputs that cannot move to the device raise XlaInputError.
 
@@ -190,6 +197,7 @@ def run_on_xla(
     """
     _check_graph(gm, inputs)
     _check_repeat(repeat)
+    check_tolerances(rtol, atol)
     target = xla.device()
     graph = copy.deepcopy(gm).to(target)
     record = RunRecord(device=str(target))
@@ -203,7 +211,6 @@ def run_on_xla(
         expected = reference if reference is not None else _cpu_reference(gm, inputs, record)
         if expected is not None:
             record.comparison = compare_outputs(record.outputs, expected, rtol=rtol, atol=atol)
-            record.mismatch = record.comparison.detail
         record.seconds = _steady_seconds(graph, inputs, target, repeat)
     return record
 
@@ -357,7 +364,7 @@ def _cpu_reference(gm: torch.fx.GraphModule, inputs: tuple, record: RunRecord) -
     try:
         return cpu_graph(*xla.to_device(inputs, torch.device("cpu")))
     except Exception as error:
-        record.mismatch = f"not compared: the graph does not run on CPU ({type(error).__name__}: {error})"
+        record.not_compared = f"not compared: the graph does not run on CPU ({type(error).__name__}: {error})"
         return None
 
 

@@ -111,7 +111,7 @@ def _metric_rows(before: Any, after: Any) -> list[tuple[str, str, str]]:
         return f"{record.seconds * 1e3:.3f} ms" if record.seconds else "—"
 
     def values(record: Any) -> str:
-        return record.comparison.describe() if record.comparison else (record.mismatch or "—")
+        return record.comparison.describe() if record.comparison else (record.not_compared or "—")
 
     measures = [
         ("graph breaks", lambda r: str(len(r.graph_breaks))),
