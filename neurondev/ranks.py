@@ -121,12 +121,8 @@ def _runtime_name() -> str:
     """'neuron', 'pjrt-cpu' or 'pjrt' (another PJRT device), without starting a runtime."""
     from . import xla
 
-    choice = xla.choose_runtime(
-        neuron_error=xla._neuron_import_error(), environ=os.environ, xla_imported="torch_xla" in sys.modules
-    )
-    if choice.runtime == "neuron":
-        return "neuron"
-    return "pjrt-cpu" if (choice.pjrt_device or os.environ.get("PJRT_DEVICE", "CPU")).upper() == "CPU" else "pjrt"
+    choice = xla.planned_runtime()
+    return "pjrt-cpu" if choice.pjrt_cpu else choice.runtime
 
 
 def _result_from_json(data: dict[str, Any]) -> RankResult:

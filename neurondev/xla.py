@@ -22,6 +22,7 @@ __all__ = [
     "describe",
     "device",
     "keep_counters",
+    "planned_runtime",
     "settle",
     "sync",
     "to_device",
@@ -41,6 +42,11 @@ class RuntimeChoice:
     pjrt_device: str | None
     set_pjrt_device: str | None
     reason: str
+
+    @property
+    def pjrt_cpu(self) -> bool:
+        """PJRT's CPU device (a thread per device, collectives of 1 or 2 ranks here)."""
+        return self.runtime == "pjrt" and (self.pjrt_device or os.environ.get("PJRT_DEVICE", "CPU")).upper() == "CPU"
 
 
 def choose_runtime(*, neuron_error: BaseException | None, environ: Mapping[str, str], xla_imported: bool) -> RuntimeChoice:
@@ -71,13 +77,18 @@ def _neuron_import_error() -> BaseException | None:
 _choice: RuntimeChoice | None = None
 
 
+def planned_runtime() -> RuntimeChoice:
+    """The runtime neurondev uses (or will use), decided without starting or importing torch_xla."""
+    if _choice is not None:
+        return _choice
+    return choose_runtime(neuron_error=_neuron_import_error(), environ=os.environ, xla_imported="torch_xla" in sys.modules)
+
+
 def _runtime() -> RuntimeChoice:
     """Choose once per process, set PJRT_DEVICE if ours to set, and import torch_xla."""
     global _choice
     if _choice is None:
-        choice = choose_runtime(
-            neuron_error=_neuron_import_error(), environ=os.environ, xla_imported="torch_xla" in sys.modules
-        )
+        choice = planned_runtime()
         if choice.set_pjrt_device:
             os.environ["PJRT_DEVICE"] = choice.set_pjrt_device
         _choice = choice

@@ -106,3 +106,9 @@ def test_cpu_side_works_without_torch_xla_and_a_run_says_how_to_install_it():
     minor = ".".join(torch.__version__.split(".")[:2])
     assert f"pip install 'torch-xla=={minor}.*'" in lines[2]
     assert lines[3] == "False"
+
+
+def test_which_runtime_is_pjrt_cpu_decides_the_world_sizes_ranks_allow():
+    assert choose_runtime(neuron_error=NO_NEURON, environ={}, xla_imported=False).pjrt_cpu
+    assert not choose_runtime(neuron_error=NO_NEURON, environ={"PJRT_DEVICE": "TPU"}, xla_imported=False).pjrt_cpu
+    assert not choose_runtime(neuron_error=None, environ={}, xla_imported=False).pjrt_cpu
