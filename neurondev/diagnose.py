@@ -10,7 +10,6 @@ import torch.fx
 
 from ._optional import require
 from .capture import Capture
-from .errors import InvalidSubjectError
 from .pins import DevicePin, find_pins, graph_module_of, parse_target
 
 __all__ = ["COLUMNS", "diagnose", "graphs_of"]
@@ -23,19 +22,14 @@ def graphs_of(subject: Any) -> list[torch.fx.GraphModule]:
     if isinstance(subject, Capture):
         return subject.graphs
     if isinstance(subject, (list, tuple)):
-        return [_graph_in_list(index, item) for index, item in enumerate(subject)]
-    return [graph_module_of(subject, purpose=_PURPOSE)]
+        return [
+            graph_module_of(item, purpose=f"element [{index}] of the list given to diagnose is", also=_ALSO)
+            for index, item in enumerate(subject)
+        ]
+    return [graph_module_of(subject, purpose="diagnose reads traced graphs, got", also=_ALSO)]
 
 
-_PURPOSE = "diagnose reads traced graphs, got"
-_CAPTURE_HINT = " (or a neurondev Capture: neurondev.capture(fn, x), or a list of graphs)"
-
-
-def _graph_in_list(index: int, item: Any) -> torch.fx.GraphModule:
-    try:
-        return graph_module_of(item, purpose=f"element [{index}] of the list given to diagnose is")
-    except InvalidSubjectError as error:
-        raise InvalidSubjectError(str(error) + _CAPTURE_HINT) from None
+_ALSO = " (or a neurondev Capture: neurondev.capture(fn, x), or a list of graphs)"
 
 
 def _notes(subject: Any) -> list[str]:
@@ -75,12 +69,7 @@ def diagnose(subject: Union[torch.fx.GraphModule, Capture, list, Any], target: s
       code          the source statement
       users         names of the nodes that use the node's value
     """
-    try:
-        graphs = graphs_of(subject)
-    except InvalidSubjectError as error:
-        if isinstance(subject, (list, tuple)):
-            raise
-        raise InvalidSubjectError(str(error) + _CAPTURE_HINT) from None
+    graphs = graphs_of(subject)
     parse_target(target)
     pandas = require("pandas", purpose="the table of device pins")
     rows = [

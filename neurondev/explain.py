@@ -11,7 +11,6 @@ from typing import Any, Callable
 import torch
 
 from .render import graphs as render_cache
-from .advice import fix_for
 from .capture import Capture, capture, required_inputs
 from .compare import Comparison, check_tolerances, compare_outputs
 from .errors import InvalidOptionError, NotCallableError, XlaUnavailableError
@@ -163,25 +162,18 @@ class Explanation:
         path.write_text(self.svg(which, graph, **options), encoding="utf-8")
         return path
 
-    def fixes(self) -> list[str]:
-        """One suggested fix per pin, in the order of ``frozen``."""
-        return [fix_for(row) for row in self.frozen.to_dict("records")]
-
     def rerun(self, *, target: str | torch.device | None = None, on_step: Callable[[], None] | None = None) -> "Explanation":
         """Rewrite again for ``target`` (default: the same) and run every graph before and after again.
 
-        The Explanation is updated in place (its pins, rewrites, runs and pictures) and returned.
+        The Explanation is updated in place (its pins, rewrites, runs and pictures) and returned;
+        ``on_step`` is called after each graph's run (the explorer's progress bar).
         """
-        from .diagnose import diagnose
-
         target = self.target if target is None else target
-        parse_target(target)
+        stages = Stages((), quiet=True, on_step=on_step)
         self.target = str(parse_target(target))
-        graphs = _graphs_of(self.capture, self.level)
-        self.frozen = diagnose([gm for gm, _, _ in graphs], target=target)
-        self.sections = [_section(i, gm, target, inputs, label) for i, (gm, inputs, label) in enumerate(graphs)]
+        self.frozen, self.sections = _pins_and_sections(self.capture, target, self.level, stages)
         self.skipped, self._svgs = None, {}
-        _run_all(self, True, _Steps(on_step))
+        _run_all(self, True, stages)
         return self
 
     def explore(self):
@@ -273,25 +265,29 @@ def _from_capture(captured: Capture, options: ExplainOptions) -> Explanation:
 
 
 def _explain_captured(captured: Capture, stages: Stages, options: ExplainOptions) -> Explanation:
-    from .diagnose import diagnose
-
-    target = options.target
-    graphs = _graphs_of(captured, options.level)
-    stages.start("find pins")
-    table = diagnose([gm for gm, _, _ in graphs], target=target)
-    stages.start("rewrite", total=max(len(graphs), 1))
-    sections = []
-    for index, (gm, inputs, label) in enumerate(graphs):
-        sections.append(_section(index, gm, target, inputs, label))
-        stages.advance()
+    table, sections = _pins_and_sections(captured, options.target, options.level, stages)
     explanation = Explanation(
-        captured.name, str(parse_target(target)), captured, table, sections, rtol=options.rtol, atol=options.atol,
+        captured.name, str(parse_target(options.target)), captured, table, sections, rtol=options.rtol, atol=options.atol,
         level=options.level,
     )
     _run_all(explanation, options.run, stages)
     stages.start("render", total=max(2 * len(sections), 1))
     render_cache.prerender(explanation)
     return explanation
+
+
+def _pins_and_sections(captured: Capture, target: Any, level: str, stages: Stages) -> tuple[Any, list[GraphSection]]:
+    """The pin table over the graphs of ``level``, and one rewritten section per graph."""
+    from .diagnose import diagnose
+
+    graphs = _graphs_of(captured, level)
+    stages.start("find pins")
+    table = diagnose([gm for gm, _, _ in graphs], target=target)
+    stages.start("rewrite", total=max(len(graphs), 1))
+    sections = []
+    for index, (gm, inputs, label) in enumerate(graphs):
+        sections.append(_section(index, gm, target, inputs, label))
+    return table, sections
 
 
 def _graphs_of(captured: Capture, level: str) -> list[tuple[torch.fx.GraphModule, list, str]]:
@@ -354,20 +350,6 @@ def _run_all(explanation: Explanation, run: bool, stages: "Stages") -> None:
         section.run_after = run_on_xla(section.after, *section.inputs, **tolerances)
         _judge_values(section, tolerances)
         stages.advance()
-
-
-class _Steps:
-    """The part of Stages that _run_all uses, calling ``on_step`` per graph run (the explorer's bar)."""
-
-    def __init__(self, on_step: Callable[[], None] | None) -> None:
-        self.on_step = on_step
-
-    def start(self, stage: str, *, total: int = 1) -> None:
-        pass
-
-    def advance(self, steps: int = 1) -> None:
-        if self.on_step is not None:
-            self.on_step()
 
 
 def _judge_values(section: GraphSection, tolerances: dict) -> None:

@@ -88,13 +88,14 @@ def on_target(device: torch.device, target: torch.device) -> bool:
     return device.type == target.type
 
 
-def graph_module_of(subject: Any, *, purpose: str) -> torch.fx.GraphModule:
-    """The GraphModule of a GraphModule or a ``torch.export.ExportedProgram``; a named error otherwise."""
+def graph_module_of(subject: Any, *, purpose: str, also: str = "") -> torch.fx.GraphModule:
+    """The GraphModule of a GraphModule or a ``torch.export.ExportedProgram``; a named error otherwise,
+    saying what to pass (``also``: what else the caller accepts)."""
     if isinstance(subject, torch.fx.GraphModule):
         return subject
     if isinstance(subject, torch.export.ExportedProgram):
         return subject.graph_module
-    raise InvalidSubjectError(f"{purpose} {describe_object(subject)}; " + _GRAPH_HINT)
+    raise InvalidSubjectError(f"{purpose} {describe_object(subject)}; " + _GRAPH_HINT + also)
 
 
 _GRAPH_HINT = (

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Iterable
+from typing import Callable, Iterable
 
 __all__ = ["Stages"]
 
@@ -13,13 +13,16 @@ class Stages:
 
     Each stage gets its own bar, closed when the next starts; ``quiet=True`` draws nothing. The
     bars go to stderr, like every tqdm bar, and never into a captured result. ``seconds`` holds
-    the wall time each stage took.
+    the wall time each stage took; ``on_step`` is called at every step (a widget's own bar).
     """
 
-    def __init__(self, names: Iterable[str], *, quiet: bool = False, name: str = "") -> None:
+    def __init__(
+        self, names: Iterable[str], *, quiet: bool = False, name: str = "", on_step: Callable[[], None] | None = None
+    ) -> None:
         self.names = tuple(names)
         self.quiet = quiet
         self.name = name
+        self.on_step = on_step
         self.seen: list[str] = []
         self.seconds: dict[str, float] = {}
         self._bar = None
@@ -47,6 +50,8 @@ class Stages:
     def advance(self, steps: int = 1) -> None:
         if self._bar is not None:
             self._bar.update(steps)
+        if self.on_step is not None:
+            self.on_step()
 
     def _close(self) -> None:
         if self._started is not None and self.seen:

@@ -17,7 +17,7 @@ from .compare import Comparison, check_tolerances, compare_outputs
 from .errors import InputCountError, InvalidOptionError, InvalidSubjectError
 from .passes.device_rewriter import rewrite_copy
 from .pins import describe_object, readable_target
-from .source import location_fields, source_of
+from .source import location_fields, short_location, source_of
 
 __all__ = ["Crossing", "GraphBreak", "RunError", "RunRecord", "Upload", "run_on_xla"]
 
@@ -135,14 +135,14 @@ class RunRecord:
         """One paragraph a user can read: failure, or breaks with their nodes, transfers, uploads, values."""
         if self.error is not None:
             return f"failed on {self.device}: {self.error}"
-        breaks = "; ".join(f"{b.node} ({b.file}:{b.line})" if b.file else b.node for b in self.graph_breaks)
+        breaks = "; ".join(f"{b.node} ({short_location(b.file, b.line)})" if b.file else b.node for b in self.graph_breaks)
         text = (
             f"ran on {self.device}: {len(self.graph_breaks)} graph break(s){': ' + breaks if breaks else ''}, "
             f"{self.executions} forced execution(s), {self.transfers_to_host} transfer(s) to host and "
             f"{self.transfers_to_device} to device per call; outputs on {', '.join(self.output_devices) or 'nothing'}"
         )
         if self.uploads:
-            nodes = ", ".join(f"{u.node} ({u.file}:{u.line})" if u.file else u.node for u in self.uploads)
+            nodes = ", ".join(f"{u.node} ({short_location(u.file, u.line)})" if u.file else u.node for u in self.uploads)
             text += f"; uploads of host-built values on every call (no break, no rewrite removes them): {nodes}"
         if self.comparison is not None:
             text += f"; values {self.comparison.describe()} against the CPU reference"

@@ -14,11 +14,10 @@ __all__ = ["SourceLine", "judge_kind", "location_fields", "short_location", "sou
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>[^\n]+)\n(?P<code>[^\n]*)')
 _KWARG_DEVICE = re.compile(r"\bdevice\s*=\s*(?P<expr>[^,)]+)")
 _TO_DEVICE = re.compile(r"\.to\(\s*(?P<expr>[^,)]+)")
-_DEVICE_CALL = re.compile(r"torch\.device\(\s*(?:type\s*=\s*)?(?P<expr>[^,)]+)")
+_DEVICE_CALL = re.compile(r"torch\.device\(\s*(?:type\s*=\s*)?(?P<expr>[^,)]*)")  # its first argument
 _PACKAGE_DIR = str(Path(__file__).resolve().parent)
 _USER_CODE_IN_PACKAGE = ("examples.py", "patterns.py")  # the gallery's functions are user code
 _LITERAL = re.compile(r"""^(['"][a-z]+(:\d+)?['"]|\d+)$""")
-_DEVICE_CALL_EXPRESSION = re.compile(r"^torch\.device\((?P<inner>[^)]*)\)?$")
 _MAX_STATEMENT_LINES = 20
 _MAX_LOOKBACK_LINES = 200
 
@@ -122,9 +121,9 @@ def judge_kind(source: SourceLine | None, location: str, *, device_call: bool = 
 
 
 def _kind_of_expression(expression: str, source: SourceLine, depth: int = 3) -> str:
-    call = _DEVICE_CALL_EXPRESSION.match(expression)
+    call = _DEVICE_CALL.match(expression)
     if call:  # torch.device(...): judged by what it is built from
-        inner = re.sub(r"^\s*type\s*=\s*", "", call["inner"].split(",")[0]).strip()
+        inner = call["expr"].strip()
         return _kind_of_expression(inner, source, depth) if inner else "literal"
     if _LITERAL.match(expression):
         return "literal"

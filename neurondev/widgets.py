@@ -114,10 +114,10 @@ class Explorer(widgets.VBox):
         )
 
     def _metrics_html(self) -> str:
-        from .render.html import CSS, _metrics
+        from .render.html import CSS, metrics_table
 
         ex = self.explanation
-        body = "".join(f"<h4>Graph {s.index}</h4>{_metrics(s)}" for s in ex.sections if s.run_before or s.run_after)
+        body = "".join(f"<h4>{_e(s.label)}</h4>{metrics_table(s)}" for s in ex.sections if s.run_before or s.run_after)
         head = f"<p>{_e(ex.summary())}</p>"
         return f'<style>{CSS}</style><div class="neurondev-card">{head}{body}</div>'
 

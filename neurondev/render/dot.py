@@ -14,7 +14,7 @@ import torch.fx
 
 from ..pins import DevicePin, readable_target
 
-__all__ = ["FOCUS_THRESHOLD", "DotOptions", "graph_dot", "marked_nodes", "side_by_side"]
+__all__ = ["FOCUS_THRESHOLD", "DotOptions", "graph_dot", "side_by_side"]
 
 _XLA, _CPU, _PIN, _BREAK, _REWRITTEN, _COLLAPSED = "#d9f2d9", "#dde4f0", "#ffd8a8", "#d62728", "#cfe3ff", "#f2f2f2"
 FOCUS_THRESHOLD = 150
@@ -82,12 +82,8 @@ def _marks(pins: Iterable[DevicePin], rewrites: Iterable[Any], record: Any) -> _
     )
 
 
-def marked_nodes(gm: torch.fx.GraphModule, *, pins=(), rewrites=(), record=None) -> set[str]:
-    """The nodes a focus view is centred on: pins, rewritten nodes, breaks, the failed node."""
-    return _centre(_marks(pins, rewrites, record))
-
-
 def _centre(marks: _Marks) -> set[str]:
+    """The nodes a focus view is centred on: pins, rewritten nodes, breaks, crossings, the failed node."""
     named = set(marks.pins) | set(marks.rewrites) | marks.breaks | ({marks.failed} if marks.failed else set())
     return named | {node for edge in marks.crossings for node in edge}
 

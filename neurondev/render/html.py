@@ -11,7 +11,7 @@ from ..source import short_location
 from .graphs import svg_or_reason
 from .text import after_text, before_text, pins_text
 
-__all__ = ["CSS", "card", "code_diff", "report"]
+__all__ = ["CSS", "card", "code_diff", "metrics_table", "report"]
 
 CSS = """
 .neurondev-card { --nd-fg: var(--jp-ui-font-color1, #1f2328); --nd-muted: var(--jp-ui-font-color2, #59636e);
@@ -128,7 +128,8 @@ def _metric_rows(before: Any, after: Any) -> list[tuple[str, str, str]]:
     return [(label, cell(before, measure, label), cell(after, measure, label)) for label, measure in measures]
 
 
-def _metrics(section: Any) -> str:
+def metrics_table(section: Any) -> str:
+    """One section's runs before vs after as a table, and its values verdict."""
     if section.run_before is None and section.run_after is None:
         return ""
     rows = "".join(f"<tr><th>{_e(a)}</th><td>{_e(b)}</td><td>{_e(c)}</td></tr>" for a, b, c in _metric_rows(section.run_before, section.run_after))
@@ -204,7 +205,7 @@ def _section(explanation: Any, section: Any) -> str:
     label = (section.label or f"graph {section.index}").capitalize()
     return (
         f"<h4>{_e(label)} ({nodes} nodes, {len(section.pins)} pin(s))</h4>"
-        + _pin_table(section) + _graphs(explanation, section) + _metrics(section)
+        + _pin_table(section) + _graphs(explanation, section) + metrics_table(section)
         + "<details><summary>Generated code, before vs after</summary>"
         + code_diff(section.before.code, section.after.code) + "</details>"
     )
