@@ -95,7 +95,6 @@ def _demo(options: argparse.Namespace) -> int:
 
 def _explain(options: argparse.Namespace) -> int:
     from . import examples, explain
-    from .inputs import parse_input
 
     if bool(options.function) == bool(options.example):
         raise UsageError("give either MODULE:FUNC (with --input for each argument) or --example NAME")
@@ -109,11 +108,19 @@ def _explain(options: argparse.Namespace) -> int:
         with example.open() as (fn, args, kwargs):
             explanation = explain(fn, *args, **kwargs, target=options.target, run=not options.no_run, quiet=True)
     else:
-        fn = load_callable(options.function)
-        args = tuple(parse_input(spec, seed=index) for index, spec in enumerate(options.input))
-        _check_inputs_given(fn, args, options.function)
+        fn, args = _function_and_inputs(options)
         explanation = explain(fn, *args, target=options.target, run=not options.no_run, quiet=True)
     return _report(explanation, options)
+
+
+def _function_and_inputs(options: argparse.Namespace) -> tuple[Callable, tuple]:
+    """MODULE:FUNC loaded and its --input specs parsed (fixed seeds), or a UsageError saying what is missing."""
+    from .inputs import parse_input
+
+    fn = load_callable(options.function)
+    args = tuple(parse_input(spec, seed=index) for index, spec in enumerate(options.input))
+    _check_inputs_given(fn, args, options.function)
+    return fn, args
 
 
 def _check_inputs_given(fn: Callable, args: tuple, name: str) -> None:
@@ -193,11 +200,8 @@ def _check(options: argparse.Namespace) -> int:
 
     from .check import check
     from .errors import DevicePinsError
-    from .inputs import parse_input
 
-    fn = load_callable(options.function)
-    args = tuple(parse_input(spec, seed=index) for index, spec in enumerate(options.input))
-    _check_inputs_given(fn, args, options.function)
+    fn, args = _function_and_inputs(options)
     try:
         check(fn, *args, target=options.target, allow=options.allow)
     except DevicePinsError as error:
