@@ -16,6 +16,7 @@ from .errors import (
     NoGraphWarning,
     NotCallableError,
     TraceError,
+    UnknownExampleError,
     UnsupportedWorldSizeError,
     XlaInputError,
     XlaUnavailableError,
@@ -30,6 +31,7 @@ from .run import RunRecord, run_on_xla
 __version__ = "0.1.0"
 
 __all__ = [
+    "UnknownExampleError",
     "DevicePinsError",
     "TraceComparison",
     "check",

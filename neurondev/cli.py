@@ -104,7 +104,7 @@ def _explain(options: argparse.Namespace) -> int:
         try:
             example = examples.get(options.example)
         except KeyError as error:
-            raise UsageError(error.args[0]) from None
+            raise UsageError(str(error)) from None
         with example.open() as (fn, args, kwargs):
             explanation = explain(fn, *args, **kwargs, target=options.target, run=not options.no_run, quiet=True)
     else:

@@ -16,6 +16,7 @@ __all__ = [
     "XlaInputError",
     "UnsupportedWorldSizeError",
     "DevicePinsError",
+    "UnknownExampleError",
 ]
 
 
@@ -81,3 +82,10 @@ class DevicePinsError(NeurondevError, AssertionError):
     def __init__(self, message: str, findings: list | None = None) -> None:
         super().__init__(message)
         self.findings = findings or []
+
+
+class UnknownExampleError(NeurondevError, KeyError):
+    """``neurondev.examples.get`` was given a name the gallery does not have."""
+
+    def __str__(self) -> str:  # KeyError would quote the whole message
+        return str(self.args[0])

@@ -392,11 +392,15 @@ def outcome_of(explanation: Any) -> Outcome:
 
 
 def get(name: str) -> Example:
-    """The example called ``name``; KeyError listing the known names otherwise."""
+    """The example called ``name``; UnknownExampleError (a KeyError too) listing the known names otherwise."""
+    from .errors import UnknownExampleError
+
     try:
         return CATALOGUE[name]
-    except KeyError:
-        raise KeyError(f"no example {name!r}; known: {', '.join(CATALOGUE)}") from None
+    except (KeyError, TypeError):
+        raise UnknownExampleError(
+            f"no example {name!r}; known: {', '.join(CATALOGUE)} (neurondev.examples.list() describes them)"
+        ) from None
 
 
 def list():  # noqa: A001 - the gallery's public name, examples.list()

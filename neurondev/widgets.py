@@ -22,6 +22,14 @@ class Explorer(widgets.VBox):
     before or after with a focus radius, the target device and a "Run on XLA" button."""
 
     def __init__(self, explanation: Any) -> None:
+        from .explain import Explanation
+        from .errors import InvalidSubjectError
+
+        if not isinstance(explanation, Explanation):
+            raise InvalidSubjectError(
+                f"Explorer explores an Explanation, got {type(explanation).__name__}; "
+                "write neurondev.explain(fn, x).explore()"
+            )
         self.explanation = explanation
         self.pins = widgets.Select(description="pins", layout=widgets.Layout(width="100%", height="120px"))
         self.detail = widgets.HTML()

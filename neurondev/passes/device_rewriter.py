@@ -11,6 +11,7 @@ import torch
 import torch.fx
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
+from ..errors import InvalidOptionError
 from ..pins import Slot, device_slots, graph_module_of, on_target, parse_target, slot_device
 from .fake_meta import refresh_meta
 
@@ -56,6 +57,11 @@ class DeviceRewriterPass(PassBase):
 
     def __init__(self, target: str | torch.device = "xla", rewrite_positional: bool = True) -> None:
         super().__init__()
+        if not isinstance(rewrite_positional, bool):
+            raise InvalidOptionError(
+                f"rewrite_positional is True (also Tensor.to(dev), torch.device(...), .cpu()) or False "
+                f"(the documented kwargs-only algorithm), got {rewrite_positional!r}"
+            )
         self.target = parse_target(target)
         self.rewrite_positional = rewrite_positional
         self.rewrites: list[Rewrite] = []
