@@ -42,6 +42,12 @@ def failure_text(records: list) -> str | None:
     return f"fails on {failed.device} at {error.node} ({_where(error.file, error.line)}): {message}"
 
 
+def _uploads(records: list, what: str) -> str:
+    """'2 upload(s) of <what> per call (table, steps)', or '' when the runs uploaded nothing per call."""
+    nodes = [upload.node for record in records for upload in record.uploads]
+    return f"{len(nodes)} upload(s) of {what} per call ({', '.join(nodes[:_NAMED])})" if nodes else ""
+
+
 def before_text(explanation: Any) -> str:
     if explanation.skipped:
         return f"not run ({explanation.skipped})"
@@ -50,9 +56,9 @@ def before_text(explanation: Any) -> str:
         return failure
     breaks = [b for r in explanation.before for b in r.graph_breaks]
     device = explanation.before[0].device
-    uploads = [u.node for r in explanation.before for u in r.uploads]
+    uploads = _uploads(explanation.before, "host tensors")
     if not breaks and uploads:
-        return f"0 graph breaks on {device}, but {len(uploads)} upload(s) of host tensors per call ({', '.join(uploads[:_NAMED])})"
+        return f"0 graph breaks on {device}, but {uploads}"
     if not breaks:
         return f"0 graph breaks on {device}"
     reasons = "; ".join(_break_text(b) for b in breaks[:_NAMED]) + ("; ..." if len(breaks) > _NAMED else "")
@@ -67,9 +73,9 @@ def after_text(explanation: Any) -> str:
         return f"After DeviceRewriterPass: still {failure}"
     totals = explanation.totals("after")
     text = f"After DeviceRewriterPass: {totals['graph_breaks']} breaks, {totals['transfers_to_host']} transfers to the host"
-    uploads = [u.node for r in explanation.after for u in r.uploads]
+    uploads = _uploads(explanation.after, "host-built values")
     if uploads:
-        text += f", {len(uploads)} upload(s) of host-built values per call ({', '.join(uploads[:_NAMED])})"
+        text += f", {uploads}"
     match = explanation.outputs_match
     verdict = {True: "outputs match", False: "outputs DIFFER", None: "outputs not compared"}[match]
     return f"{text}, {verdict}"
