@@ -364,7 +364,7 @@ model, x, y = Regressor(), torch.randn(5, 8), torch.randn(5, 4)
 training = neurondev.explain(model, x, y, level="aten", quiet=True)
 for section in training.sections:
     print(f"{section.label}: pins {[p.target for p in section.pins]}, "
-          f"after the pass: {len(section.run_after.graph_breaks)} breaks, values {section.values.describe()}")"""),
+          f"after the pass: {len(section.run_after.graph_breaks)} breaks, values match: {section.values.matches}")"""),
     ("code", """import copy
 reference = copy.deepcopy(model)
 reference(x, y).backward()
