@@ -2,7 +2,7 @@
 natively on XLA, for every gallery pattern whose two traces agree, and the tiny GPT-2.
 
 Both graphs run on the same XLA device in one process, calls interleaved round by round, medians
-compared (neurondev.native.side_by_side_seconds), so the ratio holds on a shared, noisy machine.
+compared (neurondev.xla.native.side_by_side_seconds), so the ratio holds on a shared, noisy machine.
 Target: within 1.1 on every one.
 """
 
@@ -12,7 +12,7 @@ import argparse
 
 import neurondev
 from neurondev import examples
-from neurondev.native import compare_with_native, side_by_side_seconds
+from neurondev.xla.native import compare_with_native, side_by_side_seconds
 
 
 def ratio_of(name: str, rounds: int) -> float | None:

@@ -21,7 +21,8 @@ from typing import Any, Callable
 import torch
 
 import neurondev
-from neurondev import bridge, examples, xla
+from neurondev import examples, xla
+from neurondev import testing as bridge
 
 
 def traced_on_xla(fn: Callable, args: tuple, kwargs: dict, device: torch.device) -> tuple[torch.fx.GraphModule, list]:

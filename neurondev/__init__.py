@@ -1,9 +1,9 @@
 """neurondev: see and fix the device pins torch.compile freezes into graphs traced on CPU for XLA."""
 
-from .backend import backend
-from .capture import Capture, capture
-from .diagnose import diagnose
-from .errors import (
+from neurondev.integrations.backend import backend
+from neurondev.trace.capture import Capture, capture
+from neurondev.fx.diagnose import diagnose
+from neurondev.errors import (
     CaptureInputError,
     DevicePinsError,
     InputCountError,
@@ -21,12 +21,12 @@ from .errors import (
     XlaInputError,
     XlaUnavailableError,
 )
-from .check import check
-from .explain import Explanation, explain
-from .native import TraceComparison, compare_traces
-from .passes.device_rewriter import DeviceRewriterPass, Rewrite, rewrite_copy
-from .pins import DevicePin, find_pins
-from .run import RunRecord, run_on_xla
+from neurondev.report.check import check
+from neurondev.report.explanation import Explanation, explain
+from neurondev.xla.native import TraceComparison, compare_traces
+from neurondev.passes.device_rewriter import DeviceRewriterPass, Rewrite, rewrite_copy
+from neurondev.fx.pins import DevicePin, find_pins
+from neurondev.xla.run import RunRecord, run_on_xla
 
 __version__ = "0.1.0"
 

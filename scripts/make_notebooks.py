@@ -145,7 +145,7 @@ One pass over the nodes (O(n)): every device argument that is not on the target 
 the target, in the format it was written in. This notebook takes it apart on small graphs."""),
     ("code", SETUP + """
 from neurondev import DeviceRewriterPass
-from neurondev.pins import device_slots"""),
+from neurondev.fx.pins import device_slots"""),
     ("md", """## One node, before and after"""),
     ("code", """captured = neurondev.capture(examples.seed_function, torch.randn(64))
 gm = captured.graphs[0]
@@ -238,12 +238,12 @@ print(ex.summary())
 ex"""),
     ("md", """## Two ranks
 
-`neurondev.ranks.run_on_ranks(world_size=2)` starts a fresh process with two XLA devices
+`neurondev.gallery.ranks.run_on_ranks(world_size=2)` starts a fresh process with two XLA devices
 (`torch_xla`'s `xla_multiprocessing.spawn`; on PJRT CPU a thread per device), traces the example
 per rank on CPU and runs it frozen and rewritten on each rank, in lock-step. Each rank's input is
 different, so a wrong reduction cannot look right. PJRT's CPU device runs 1 or 2 ranks (more
 abort in XLA's rendezvous, with or without neurondev); on Trainium the Neuron cores decide."""),
-    ("code", """from neurondev.ranks import run_on_ranks
+    ("code", """from neurondev.gallery.ranks import run_on_ranks
 
 results = run_on_ranks(world_size=2)
 pd.DataFrame([
@@ -264,7 +264,7 @@ A GPT-2 with 2 layers, hidden size 64 and random weights (no download). transfor
 positions and masks with `torch.arange(..., device=...)` and moves masks with `.to(device)`:
 pins in kwargs and positional ones."""),
     ("code", SETUP + """
-from neurondev import bridge"""),
+from neurondev import testing as bridge"""),
     ("code", """model, args, kwargs = examples.tiny_gpt2()
 ex = neurondev.explain(model, *args, **kwargs, quiet=True)
 print(ex.summary())

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 import neurondev
-from neurondev import bridge, examples, xla
+from neurondev import examples, xla
+from neurondev import testing as bridge
 
 
 def test_backend_rewrites_before_handing_over_to_the_inner_backend(seed_capture):
@@ -131,7 +132,7 @@ def test_host_inputs_run_unchanged_through_the_inner_backend_and_say_so_once(cap
 
 @pytest.mark.xla
 def test_inputs_on_xla_and_on_the_host_are_a_named_error():
-    from neurondev.backend import input_placement
+    from neurondev.integrations.backend import input_placement
 
     gm = torch.fx.symbolic_trace(lambda a, b, s: a + b + s)
     with pytest.raises(neurondev.MixedDeviceInputsError, match=r"on XLA \(a\) and elsewhere \(b \(cpu\)\)"):

@@ -11,7 +11,7 @@ import torch
 
 import neurondev
 from neurondev import examples
-from neurondev.ranks import run_on_ranks
+from neurondev.gallery.ranks import run_on_ranks
 
 
 def seed_graph():
@@ -81,7 +81,7 @@ CATALOGUE = [
 
 def _mixed_inputs():
     from neurondev import xla
-    from neurondev.backend import input_placement
+    from neurondev.integrations.backend import input_placement
 
     gm = torch.fx.symbolic_trace(lambda a, b: a + b)
     return input_placement(gm, [torch.randn(2).to(xla.device()), torch.randn(2)])

@@ -9,7 +9,7 @@ import torch
 
 import neurondev
 from neurondev import examples
-from neurondev.capture import trace_only
+from neurondev.trace.capture import trace_only
 
 
 def test_seed_capture_records_one_graph_with_its_cpu_inputs(seed_capture):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from neurondev.inputs import InputSpecError, parse_input
+from neurondev.cli.inputs import InputSpecError, parse_input
 
 COMMAND = Path(sys.executable).with_name("neurondev")
 

@@ -9,7 +9,7 @@ import torch
 
 import neurondev
 from neurondev import examples
-from neurondev.diagnose import COLUMNS
+from neurondev.fx.diagnose import COLUMNS
 
 from tests.helpers import build_graph, line_of
 
@@ -149,7 +149,7 @@ def test_kind_tells_frozen_from_literal_from_variable():
 
 
 def test_locations_are_short_and_notebook_cells_are_named_as_ipython_names_them():
-    from neurondev.source import short_location
+    from neurondev.trace.source import short_location
 
     assert short_location("/home/me/project/model.py", 12) == "model.py:12"
     assert short_location("/tmp/ipykernel_4242/2476673081.py", 4) == "notebook cell:4"  # outside a kernel

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import neurondev
-from neurondev.ranks import check_world_size, expected_reduce_scatter, rank_input, run_on_ranks
+from neurondev.gallery.ranks import check_world_size, expected_reduce_scatter, rank_input, run_on_ranks
 
 
 def test_expected_reduction_is_the_sum_over_ranks_scattered():

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import neurondev
-import neurondev.source
+import neurondev.trace.source
 from neurondev import examples, xla
 from tests.helpers import line_of
 
@@ -197,13 +197,13 @@ def test_uploads_of_host_built_values_are_attributed_to_their_nodes_and_are_no_b
 def test_a_failure_at_an_input_says_input_i_not_a_line_inside_neurondev(seed_capture):
     gm = seed_capture.graphs[0]
     for node in gm.graph.nodes:
-        assert node.op != "placeholder" or neurondev.source.source_of(node) is None
+        assert node.op != "placeholder" or neurondev.trace.source.source_of(node) is None
     table = neurondev.diagnose(seed_capture)
     assert not any("neurondev/capture.py" in str(file) for file in table.file)
 
 
 def test_a_run_error_at_an_input_names_the_input_not_a_line():
-    from neurondev.run import RunError
+    from neurondev.xla.run import RunError
 
     error = RunError("l_x_", "l_x_", RuntimeError("cannot place it"), None, None, None, input_index=1)
     assert str(error) == "RuntimeError at input 1 (l_x_): cannot place it"

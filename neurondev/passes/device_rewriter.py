@@ -11,9 +11,9 @@ import torch
 import torch.fx
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
-from ..errors import InvalidOptionError
-from ..pins import Slot, device_slots, graph_module_of, on_target, parse_target, slot_device
-from .fake_meta import refresh_meta
+from neurondev.errors import InvalidOptionError
+from neurondev.fx.pins import Slot, device_slots, graph_module_of, on_target, parse_target, slot_device
+from neurondev.passes.fake_meta import refresh_meta
 
 __all__ = ["DeviceRewriterPass", "Rewrite", "rewrite_copy"]
 

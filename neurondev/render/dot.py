@@ -12,7 +12,7 @@ from typing import Any, Iterable
 
 import torch.fx
 
-from ..pins import DevicePin, readable_target
+from neurondev.fx.pins import DevicePin, readable_target
 
 __all__ = ["FOCUS_THRESHOLD", "DotOptions", "graph_dot", "side_by_side"]
 

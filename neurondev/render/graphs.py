@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import InvalidOptionError
-from .dot import DotOptions, graph_dot, side_by_side
+from neurondev.errors import InvalidOptionError
+from neurondev.render.dot import DotOptions, graph_dot, side_by_side
 
 __all__ = ["dot_of", "prerender", "svg_of", "svg_or_reason"]
 
@@ -46,7 +46,7 @@ def _title(what: str, record: Any) -> str:
 
 def svg_of(explanation: Any, which: str, graph: int, *, full: bool = False, radius: int = 2) -> str:
     """SVG of one graph, cached per (which, graph, full, radius) on the explanation."""
-    from .svg import render_svg
+    from neurondev.render.svg import render_svg
 
     key = (which, graph, full, radius)
     if key not in explanation._svgs:
@@ -56,7 +56,7 @@ def svg_of(explanation: Any, which: str, graph: int, *, full: bool = False, radi
 
 def svg_or_reason(explanation: Any, which: str, graph: int, **options: Any) -> tuple[str | None, str | None]:
     """(svg, None), or (None, why it could not be drawn: no dot program, dot failed)."""
-    from .svg import DotUnavailableError
+    from neurondev.render.svg import DotUnavailableError
 
     try:
         return svg_of(explanation, which, graph, **options), None

@@ -6,10 +6,10 @@ import difflib
 import html
 from typing import Any
 
-from ..advice import fix_for
-from ..source import short_location
-from .graphs import svg_or_reason
-from .text import after_text, before_text, pins_text
+from neurondev.report.advice import fix_for
+from neurondev.trace.source import short_location
+from neurondev.render.graphs import svg_or_reason
+from neurondev.render.text import after_text, before_text, pins_text
 
 __all__ = ["CSS", "card", "code_diff", "metrics_table", "report"]
 

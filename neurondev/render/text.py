@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..source import short_location
+from neurondev.trace.source import short_location
 
 __all__ = ["after_text", "before_text", "failure_text", "headline", "pins_text", "summary"]
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import neurondev
 from neurondev import DeviceRewriterPass
-from neurondev.pins import device_slots
+from neurondev.fx.pins import device_slots
 
 DEVICES = [
     "cpu", "cuda", "cuda:1", "meta", "xla", "xla:1",

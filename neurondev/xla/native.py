@@ -19,10 +19,10 @@ from typing import Any, Callable
 import torch
 import torch.fx
 
-from .capture import Capture, capture, capture_on_device
-from .passes.device_rewriter import rewrite_copy
-from .pins import as_device, readable_target
-from .source import short_location, source_of
+from neurondev.trace.capture import Capture, capture, capture_on_device
+from neurondev.passes.device_rewriter import rewrite_copy
+from neurondev.fx.pins import as_device, readable_target
+from neurondev.trace.source import short_location, source_of
 
 __all__ = ["LineDifference", "TraceComparison", "compare_traces", "compare_with_native", "side_by_side_seconds", "structure"]
 
@@ -87,7 +87,7 @@ class TraceComparison:
         return f"{self.name}: " + ", ".join(parts) + (f". {lines}" if lines else "")
 
     def to_dict(self) -> dict[str, Any]:
-        from .render.data import plain
+        from neurondev.render.json import plain
 
         return plain({
             "name": self.name, "agree": self.agree, "summary": self.summary(),
@@ -110,7 +110,7 @@ def compare_traces(fn: Callable, *args: Any, **kwargs: Any) -> TraceComparison:
 
 def compare_with_native(cpu: Capture, fn: Callable, args: tuple, kwargs: dict) -> TraceComparison:
     """Compare a CPU capture made earlier with a native trace of the same call on XLA."""
-    from . import xla
+    from neurondev import xla
 
     native, failure = capture_on_device(fn, args, kwargs, xla.device())
     count = min(len(cpu.graphs), len(native.graphs))
@@ -172,7 +172,7 @@ def structure(gm: torch.fx.GraphModule) -> list[tuple]:
 
 def _locate_failure(native: Capture) -> Any:
     """Run the native graphs one by one on XLA to find the node (and line) where the native run fails."""
-    from .run import run_on_xla
+    from neurondev.xla.run import run_on_xla
 
     for gm, inputs in zip(native.graphs, native.example_inputs):
         record = run_on_xla(gm, *inputs, repeat=0)
@@ -184,7 +184,7 @@ def _locate_failure(native: Capture) -> Any:
 def side_by_side_seconds(runs: dict[str, tuple[torch.fx.GraphModule, list]], *, rounds: int = 15) -> dict[str, float]:
     """Per-call seconds of each (graph, inputs) on XLA, calls interleaved round by round, medians
     (fair on a noisy machine). Each graph gets its own inputs: a native trace may take more."""
-    from . import xla
+    from neurondev import xla
 
     device = xla.device()
     placed = {name: (_copy(gm).to(device), xla.to_device(inputs, device)) for name, (gm, inputs) in runs.items()}

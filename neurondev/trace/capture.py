@@ -16,7 +16,7 @@ import torch
 import torch.fx
 import torch.utils._pytree as pytree
 
-from .errors import (
+from neurondev.errors import (
     CaptureInputError,
     InvalidOptionError,
     MissingInputsError,
@@ -134,7 +134,7 @@ def _trace(
         with _quiet_dynamo():
             output = _compiled_entry(traced_fn, recorder)(*copied_args, **copied_kwargs)
             if recorder.aten is not None:
-                from .aten import run_backward
+                from neurondev.trace.aten import run_backward
 
                 run_backward(output)
             return output, moved, notes
@@ -210,7 +210,7 @@ class _Recorder:
     with ``stop=True`` it stops dynamo after the first graph instead."""
 
     def __init__(self, *, stop: bool = False, aten: bool = False) -> None:
-        from .aten import AtenRecorder
+        from neurondev.trace.aten import AtenRecorder
 
         self.stop = stop
         self.graphs: list[torch.fx.GraphModule] = []

@@ -10,14 +10,14 @@ from typing import Any, Callable
 
 import torch
 
-from .render import graphs as render_cache
-from .capture import Capture, capture, required_inputs
-from .compare import Comparison, check_tolerances, compare_outputs
-from .errors import InvalidOptionError, NotCallableError, XlaUnavailableError
-from .passes.device_rewriter import Rewrite, rewrite_copy
-from .pins import DevicePin, find_pins, parse_target
-from .progress import Stages
-from .run import RunRecord, run_on_xla
+from neurondev.render import graphs as render_cache
+from neurondev.trace.capture import Capture, capture, required_inputs
+from neurondev.xla.values import Comparison, check_tolerances, compare_outputs
+from neurondev.errors import InvalidOptionError, NotCallableError, XlaUnavailableError
+from neurondev.passes.device_rewriter import Rewrite, rewrite_copy
+from neurondev.fx.pins import DevicePin, find_pins, parse_target
+from neurondev.notebook.progress import Stages
+from neurondev.xla.run import RunRecord, run_on_xla
 
 __all__ = ["Explanation", "GraphSection", "explain"]
 
@@ -120,7 +120,7 @@ class Explanation:
         }
 
     def summary(self) -> str:
-        from .render.text import summary
+        from neurondev.render.text import summary
 
         return summary(self)
 
@@ -130,20 +130,20 @@ class Explanation:
         return f"<Explanation of {self.name}: {pins} device pin(s) in {graphs} graph(s), {ran}>"
 
     def _repr_html_(self) -> str:
-        from .render.html import card
+        from neurondev.render.html import card
 
         return card(self)
 
     def save_html(self, path: str | Path) -> Path:
         """Write the self-contained report (inline SVG and CSS, no script, nothing from the network)."""
-        from .render.html import report
+        from neurondev.render.html import report
 
         path = Path(path)
         path.write_text(report(self), encoding="utf-8")
         return path
 
     def to_dict(self) -> dict[str, Any]:
-        from .render.data import explanation_dict
+        from neurondev.render.json import explanation_dict
 
         return explanation_dict(self)
 
@@ -177,7 +177,7 @@ class Explanation:
         return self
 
     def explore(self):
-        from .widgets import Explorer
+        from neurondev.notebook.widgets import Explorer
 
         return Explorer(self)
 
@@ -278,7 +278,7 @@ def _explain_captured(captured: Capture, stages: Stages, options: ExplainOptions
 
 def _pins_and_sections(captured: Capture, target: Any, level: str, stages: Stages) -> tuple[Any, list[GraphSection]]:
     """The pin table over the graphs of ``level``, and one rewritten section per graph."""
-    from .diagnose import diagnose
+    from neurondev.fx.diagnose import diagnose
 
     graphs = _graphs_of(captured, level)
     stages.start("find pins")
@@ -303,7 +303,7 @@ def _graphs_of(captured: Capture, level: str) -> list[tuple[torch.fx.GraphModule
 
 def _add_native(explanation: Explanation, fn: Callable, args: tuple, kwargs: dict) -> None:
     """The native trace beside the CPU one; where they agree, time per call rewritten vs native."""
-    from .native import compare_with_native, side_by_side_seconds
+    from neurondev.xla.native import compare_with_native, side_by_side_seconds
 
     try:
         comparison = compare_with_native(explanation.capture, fn, args, kwargs)
@@ -333,7 +333,7 @@ def _run_all(explanation: Explanation, run: bool, stages: "Stages") -> None:
     if not explanation.sections:
         explanation.skipped = "no graph was recorded, so there is nothing to run"
         return
-    from . import xla
+    from neurondev import xla
 
     try:
         explanation.runtime = xla.describe()

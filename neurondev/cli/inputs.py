@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from .errors import NeurondevError
+from neurondev.errors import NeurondevError
 
 __all__ = ["InputSpecError", "SPEC_HELP", "parse_input"]
 

@@ -15,8 +15,8 @@ _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<functio
 _KWARG_DEVICE = re.compile(r"\bdevice\s*=\s*(?P<expr>[^,)]+)")
 _TO_DEVICE = re.compile(r"\.to\(\s*(?P<expr>[^,)]+)")
 _DEVICE_CALL = re.compile(r"torch\.device\(\s*(?:type\s*=\s*)?(?P<expr>[^,)]*)")  # its first argument
-_PACKAGE_DIR = str(Path(__file__).resolve().parent)
-_USER_CODE_IN_PACKAGE = ("examples.py", "patterns.py")  # the gallery's functions are user code
+_PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
+_USER_CODE_IN_PACKAGE = ("gallery/catalogue.py", "gallery/patterns.py")  # the gallery's functions are user code
 _LITERAL = re.compile(r"""^(['"][a-z]+(:\d+)?['"]|\d+)$""")
 _MAX_STATEMENT_LINES = 20
 _MAX_LOOKBACK_LINES = 200

@@ -8,8 +8,8 @@ from typing import Any, NamedTuple
 import torch
 import torch.fx
 
-from .errors import InvalidSubjectError, InvalidTargetError
-from .source import judge_kind, location_fields, source_of
+from neurondev.errors import InvalidSubjectError, InvalidTargetError
+from neurondev.trace.source import judge_kind, location_fields, source_of
 
 __all__ = [
     "DevicePin",

@@ -12,7 +12,7 @@ from typing import Any, Mapping
 import torch
 import torch.utils._pytree as pytree
 
-from .errors import XlaInputError, XlaUnavailableError
+from neurondev.errors import XlaInputError, XlaUnavailableError
 
 __all__ = [
     "Counts",

@@ -10,8 +10,8 @@ import torch
 import torch.fx
 import torch.utils._pytree as pytree
 
-from . import xla
-from .backend import backend
+from neurondev import xla
+from neurondev.integrations.backend import backend
 
 __all__ = ["BridgeReport", "bridge_report", "observed_openxla"]
 

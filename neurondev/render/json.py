@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..advice import fix_for
-from .text import summary
+from neurondev.report.advice import fix_for
+from neurondev.render.text import summary
 
 __all__ = ["explanation_dict", "plain"]
 

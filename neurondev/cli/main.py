@@ -30,7 +30,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as error:
         return _fail(str(error), options)
     except Exception as error:  # any other failure: one line unless --debug
-        from .errors import NeurondevError
+        from neurondev.errors import NeurondevError
 
         kind = "" if isinstance(error, NeurondevError) else f"{type(error).__name__}: "
         return _fail(f"{kind}{error}", options)
@@ -73,7 +73,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run_options(sub: argparse.ArgumentParser) -> None:
-    from .inputs import SPEC_HELP
+    from neurondev.cli.inputs import SPEC_HELP
 
     sub.add_argument("--input", action="append", default=[], metavar="SPEC", help=f"an example input, in order: {SPEC_HELP}")
     sub.add_argument("--target", default="xla", help="the device pins are rewritten to (default: %(default)s)")
@@ -83,7 +83,7 @@ def _run_options(sub: argparse.ArgumentParser) -> None:
 
 
 def _demo(options: argparse.Namespace) -> int:
-    from . import examples, explain
+    from neurondev import examples, explain
 
     with examples.get("seed").open() as (fn, args, kwargs):
         explanation = explain(fn, *args, **kwargs, quiet=True)
@@ -94,7 +94,7 @@ def _demo(options: argparse.Namespace) -> int:
 
 
 def _explain(options: argparse.Namespace) -> int:
-    from . import examples, explain
+    from neurondev import examples, explain
 
     if bool(options.function) == bool(options.example):
         raise UsageError("give either MODULE:FUNC (with --input for each argument) or --example NAME")
@@ -115,7 +115,7 @@ def _explain(options: argparse.Namespace) -> int:
 
 def _function_and_inputs(options: argparse.Namespace) -> tuple[Callable, tuple]:
     """MODULE:FUNC loaded and its --input specs parsed (fixed seeds), or a UsageError saying what is missing."""
-    from .inputs import parse_input
+    from neurondev.cli.inputs import parse_input
 
     fn = load_callable(options.function)
     args = tuple(parse_input(spec, seed=index) for index, spec in enumerate(options.input))
@@ -124,7 +124,7 @@ def _function_and_inputs(options: argparse.Namespace) -> tuple[Callable, tuple]:
 
 
 def _check_inputs_given(fn: Callable, args: tuple, name: str) -> None:
-    from .capture import required_inputs
+    from neurondev.trace.capture import required_inputs
 
     required = [] if args else required_inputs(fn)
     if required != []:
@@ -198,8 +198,8 @@ def _check(options: argparse.Namespace) -> int:
     import dataclasses
     import json
 
-    from .check import check
-    from .errors import DevicePinsError
+    from neurondev.report.check import check
+    from neurondev.errors import DevicePinsError
 
     fn, args = _function_and_inputs(options)
     try:
@@ -213,7 +213,7 @@ def _check(options: argparse.Namespace) -> int:
 
 
 def _examples(options: argparse.Namespace) -> int:
-    from . import examples
+    from neurondev import examples
 
     import pandas
 
@@ -223,7 +223,7 @@ def _examples(options: argparse.Namespace) -> int:
 
 
 def _doctor(options: argparse.Namespace) -> int:
-    from .doctor import checks
+    from neurondev.cli.doctor import checks
 
     results = checks()
     width = max(len(check.name) for check in results)

@@ -8,9 +8,9 @@ from typing import Any, Union
 import torch
 import torch.fx
 
-from ._optional import require
-from .capture import Capture
-from .pins import DevicePin, find_pins, graph_module_of, parse_target
+from neurondev._optional import require
+from neurondev.trace.capture import Capture
+from neurondev.fx.pins import DevicePin, find_pins, graph_module_of, parse_target
 
 __all__ = ["COLUMNS", "diagnose", "graphs_of"]
 

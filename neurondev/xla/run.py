@@ -12,12 +12,12 @@ import torch
 import torch.fx
 import torch.utils._pytree as pytree
 
-from . import xla
-from .compare import Comparison, check_tolerances, compare_outputs
-from .errors import InputCountError, InvalidOptionError, InvalidSubjectError
-from .passes.device_rewriter import rewrite_copy
-from .pins import describe_object, readable_target
-from .source import location_fields, short_location, source_of
+from neurondev import xla
+from neurondev.xla.values import Comparison, check_tolerances, compare_outputs
+from neurondev.errors import InputCountError, InvalidOptionError, InvalidSubjectError
+from neurondev.passes.device_rewriter import rewrite_copy
+from neurondev.fx.pins import describe_object, readable_target
+from neurondev.trace.source import location_fields, short_location, source_of
 
 __all__ = ["Crossing", "GraphBreak", "RunError", "RunRecord", "Upload", "run_on_xla"]
 
@@ -217,7 +217,7 @@ def run_on_xla(
 
 def _check_graph(gm: Any, inputs: tuple) -> None:
     """A named error, before anything runs, for a subject that is not a graph or the wrong input count."""
-    from .capture import Capture
+    from neurondev.trace.capture import Capture
 
     if isinstance(gm, Capture):
         raise InvalidSubjectError(

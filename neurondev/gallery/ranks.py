@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from .errors import UnsupportedWorldSizeError
+from neurondev.errors import UnsupportedWorldSizeError
 
 __all__ = [
     "PJRT_CPU_WORLD_SIZES",
@@ -87,7 +87,7 @@ def run_on_ranks(*, world_size: int = 2, timeout: float = 600) -> list[RankResul
     with tempfile.TemporaryDirectory(prefix="neurondev-ranks-") as folder:
         environ = dict(os.environ, CPU_NUM_DEVICES=str(world_size))
         environ.setdefault("PJRT_DEVICE", "CPU")
-        command = [sys.executable, "-m", "neurondev.ranks", "--world-size", str(world_size), "--out", folder]
+        command = [sys.executable, "-m", "neurondev.gallery.ranks", "--world-size", str(world_size), "--out", folder]
         log.info("running the collective example on %d XLA devices in a fresh process (xmp.spawn)", world_size)
         finished = subprocess.run(command, env=environ, capture_output=True, text=True, timeout=timeout)
         results = sorted(Path(folder).glob("rank-*.json"))
@@ -119,7 +119,7 @@ def check_world_size(world_size: Any, *, runtime: str | None = None) -> None:
 
 def _runtime_name() -> str:
     """'neuron', 'pjrt-cpu' or 'pjrt' (another PJRT device), without starting a runtime."""
-    from . import xla
+    from neurondev import xla
 
     choice = xla.planned_runtime()
     return "pjrt-cpu" if choice.pjrt_cpu else choice.runtime
@@ -138,10 +138,11 @@ def _worker(index: int, folder: str, world_size: int) -> None:
     """One rank (a thread per device on PJRT CPU): trace alone, run both graphs in lock-step."""
     import torch_xla.runtime as xr
 
-    from . import examples, xla
-    from .capture import trace_only
-    from .passes.device_rewriter import rewrite_copy
-    from .run import run_on_xla
+    from neurondev import xla
+    from neurondev.gallery import catalogue as examples
+    from neurondev.trace.capture import trace_only
+    from neurondev.passes.device_rewriter import rewrite_copy
+    from neurondev.xla.run import run_on_xla
 
     rank, ranks = xr.global_ordinal(), xr.world_size()
     if ranks != world_size:

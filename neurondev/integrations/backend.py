@@ -8,8 +8,8 @@ from typing import Any, Callable
 import torch
 import torch.fx
 
-from .errors import MixedDeviceInputsError
-from .passes.device_rewriter import DeviceRewriterPass
+from neurondev.errors import MixedDeviceInputsError
+from neurondev.passes.device_rewriter import DeviceRewriterPass
 
 __all__ = ["backend", "input_placement"]
 
@@ -81,7 +81,7 @@ def _target_of(example_inputs: list[Any]) -> torch.device:
     for value in example_inputs:
         if isinstance(value, torch.Tensor) and value.device.type == "xla":
             return value.device
-    from . import xla
+    from neurondev import xla
 
     return xla.device()
 

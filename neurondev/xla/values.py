@@ -8,7 +8,7 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
-from .errors import InvalidOptionError
+from neurondev.errors import InvalidOptionError
 
 __all__ = ["Comparison", "check_tolerances", "compare_outputs"]
 

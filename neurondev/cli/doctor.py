@@ -64,8 +64,8 @@ def _torch_xla() -> Check:
 
 
 def _runtime() -> Check:
-    from . import xla
-    from .errors import XlaUnavailableError
+    from neurondev import xla
+    from neurondev.errors import XlaUnavailableError
 
     try:
         info = xla.describe()
@@ -81,7 +81,7 @@ def _neuron() -> Check:
 
 
 def _dot() -> Check:
-    from .render.svg import DotUnavailableError, find_dot, install_hint, render_svg
+    from neurondev.render.svg import DotUnavailableError, find_dot, install_hint, render_svg
 
     program = find_dot()
     if program is None:

@@ -8,9 +8,9 @@ from typing import Any, Callable, Iterable
 
 import torch
 
-from .advice import fix_for
-from .errors import DevicePinsError, InvalidOptionError, XlaUnavailableError
-from .source import short_location
+from neurondev.report.advice import fix_for
+from neurondev.errors import DevicePinsError, InvalidOptionError, XlaUnavailableError
+from neurondev.trace.source import short_location
 
 __all__ = ["Finding", "check", "findings_of"]
 
@@ -70,8 +70,8 @@ def check(
     also traces on XLA to find device-specialised code (skipped, with a note, without torch_xla).
     Nothing runs on the device otherwise: check is about what the graph says.
     """
-    from .capture import check_inputs
-    from .explain import explain
+    from neurondev.trace.capture import check_inputs
+    from neurondev.report.explanation import explain
 
     rules = _rules(allow)
     if callable(fn):

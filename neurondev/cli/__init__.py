@@ -1,0 +1,5 @@
+"""The neurondev command (also python -m neurondev)."""
+
+from neurondev.cli.main import main
+
+__all__ = ["main"]

@@ -1,0 +1,1 @@
+"""neurondev inside other tools: the torch.compile backend and the pytest plugin."""

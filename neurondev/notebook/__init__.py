@@ -1,0 +1,1 @@
+"""Jupyter: the ipywidgets explorer and per-stage progress."""

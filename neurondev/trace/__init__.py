@@ -1,0 +1,1 @@
+"""Tracing on CPU: the recording backend (capture), aot_autograd's graphs (aten), user source lines (source)."""
