@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 
 import neurondev
-from neurondev import examples
+from neurondev import examples, testing
 from neurondev.render.dot import graph_dot, side_by_side
 from neurondev.render.svg import find_dot, render_svg
 
@@ -55,7 +55,7 @@ def focus_view(sizes: list[int]) -> list[float]:
     print(f"focus view drawn with {find_dot()}")
     times = []
     for size in sizes:
-        gm = examples.long_graph(size)
+        gm = testing.long_graph(size)
         pins = neurondev.find_pins(gm)
         text_s = seconds(lambda: side_by_side(graph_dot(gm, pins=pins)))
         svg_s = seconds(lambda: render_svg(side_by_side(graph_dot(gm, pins=pins))))
@@ -72,7 +72,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     options = parser.parse_args()
     compare("seed", examples.get("seed").build, options.rounds)
-    compare("gpt2", examples.tiny_gpt2, max(options.rounds // 2, 2))
+    compare("gpt2", testing.tiny_gpt2, max(options.rounds // 2, 2))
     focus_view([500, 5_000, 50_000])
 
 

@@ -1,12 +1,16 @@
 """neurondev: see and fix the device pins torch.compile freezes into graphs traced on CPU for XLA."""
 
-from neurondev.integrations.backend import backend
-from neurondev.trace.capture import Capture, capture
-from neurondev.fx.diagnose import diagnose
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 from neurondev.errors import (
     CaptureInputError,
     DevicePinsError,
+    DotUnavailableError,
     InputCountError,
+    InputSpecError,
     InvalidOptionError,
     InvalidSubjectError,
     InvalidTargetError,
@@ -21,46 +25,67 @@ from neurondev.errors import (
     XlaInputError,
     XlaUnavailableError,
 )
-from neurondev.report.check import check
-from neurondev.report.explanation import Explanation, explain
-from neurondev.xla.native import TraceComparison, compare_traces
+from neurondev.fx.pins import DevicePin, diagnose, find_pins
+from neurondev.integrations.backend import backend
 from neurondev.passes.device_rewriter import DeviceRewriterPass, Rewrite, rewrite_copy
-from neurondev.fx.pins import DevicePin, find_pins
+from neurondev.report.check import check
+from neurondev.report.model import Explanation, Section, SectionKey
+from neurondev.report.pipeline import explain
+from neurondev.trace.capture import Capture, capture
+from neurondev.trace.source import SourceLine
+from neurondev.xla.native import TraceComparison, compare_traces
 from neurondev.xla.run import RunRecord, run_on_xla
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "UnknownExampleError",
-    "DevicePinsError",
-    "TraceComparison",
-    "check",
-    "compare_traces",
-    "CaptureInputError",
-    "InputCountError",
-    "InvalidOptionError",
-    "InvalidSubjectError",
-    "MixedDeviceInputsError",
-    "NoGraphWarning",
-    "UnsupportedWorldSizeError",
-    "Capture",
-    "Explanation",
+    # verbs
     "explain",
-    "DevicePin",
-    "DeviceRewriterPass",
-    "InvalidTargetError",
-    "MissingInputsError",
-    "NeurondevError",
-    "NotCallableError",
-    "Rewrite",
-    "RunRecord",
-    "TraceError",
-    "XlaInputError",
-    "XlaUnavailableError",
-    "backend",
     "capture",
     "diagnose",
     "find_pins",
     "rewrite_copy",
     "run_on_xla",
+    "compare_traces",
+    "check",
+    "backend",
+    "DeviceRewriterPass",
+    # records
+    "Explanation",
+    "Section",
+    "SectionKey",
+    "Capture",
+    "DevicePin",
+    "Rewrite",
+    "RunRecord",
+    "TraceComparison",
+    "SourceLine",
+    # errors and warnings
+    "NeurondevError",
+    "CaptureInputError",
+    "DevicePinsError",
+    "DotUnavailableError",
+    "InputCountError",
+    "InputSpecError",
+    "InvalidOptionError",
+    "InvalidSubjectError",
+    "InvalidTargetError",
+    "MissingInputsError",
+    "MixedDeviceInputsError",
+    "NotCallableError",
+    "TraceError",
+    "UnknownExampleError",
+    "UnsupportedWorldSizeError",
+    "XlaInputError",
+    "XlaUnavailableError",
+    "NoGraphWarning",
 ]
+
+_SUBMODULES = ("examples", "widgets", "xla", "testing")
+
+
+def __getattr__(name: str) -> Any:
+    """``neurondev.examples``, ``neurondev.widgets``, ``neurondev.xla``: imported on first use."""
+    if name in _SUBMODULES:
+        return importlib.import_module(f"neurondev.{name}")
+    raise AttributeError(f"module 'neurondev' has no attribute {name!r}")

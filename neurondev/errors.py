@@ -1,4 +1,8 @@
-"""Named exceptions and warnings: every error neurondev raises on bad input says what to do next."""
+"""Every exception and warning neurondev raises on purpose; each says what to do next."""
+
+from __future__ import annotations
+
+from typing import Any
 
 __all__ = [
     "NeurondevError",
@@ -6,7 +10,6 @@ __all__ = [
     "MissingInputsError",
     "TraceError",
     "CaptureInputError",
-    "NoGraphWarning",
     "InvalidTargetError",
     "InvalidSubjectError",
     "InputCountError",
@@ -17,6 +20,9 @@ __all__ = [
     "UnsupportedWorldSizeError",
     "DevicePinsError",
     "UnknownExampleError",
+    "DotUnavailableError",
+    "InputSpecError",
+    "NoGraphWarning",
 ]
 
 
@@ -38,10 +44,6 @@ class TraceError(NeurondevError, RuntimeError):
 
 class CaptureInputError(NeurondevError, TypeError):
     """An input of a capture cannot be traced on CPU (a meta tensor has no values to run with)."""
-
-
-class NoGraphWarning(UserWarning):
-    """A capture recorded no graph: the reason is in the message and in ``Capture.notes``."""
 
 
 class InvalidTargetError(NeurondevError, ValueError):
@@ -79,7 +81,7 @@ class UnsupportedWorldSizeError(NeurondevError, ValueError):
 class DevicePinsError(NeurondevError, AssertionError):
     """neurondev.check found device pins (or device-specialised lines) that are not allowed."""
 
-    def __init__(self, message: str, findings: list | None = None) -> None:
+    def __init__(self, message: str, findings: list[Any] | None = None) -> None:
         super().__init__(message)
         self.findings = findings or []
 
@@ -89,3 +91,15 @@ class UnknownExampleError(NeurondevError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the whole message
         return str(self.args[0])
+
+
+class DotUnavailableError(NeurondevError, RuntimeError):
+    """No Graphviz ``dot`` program could draw the graph: drawing is skipped, everything else works."""
+
+
+class InputSpecError(NeurondevError, ValueError):
+    """An ``--input`` spec that the command line's input language does not accept."""
+
+
+class NoGraphWarning(UserWarning):
+    """A capture recorded no graph: the reason is in the message and in ``Capture.notes``."""

@@ -1,19 +1,78 @@
-"""What torch_xla's dynamo bridge (the openxla backend) makes of a graph: XLA partitions, fallbacks, outputs."""
+"""Fixtures for neurondev's tests, benchmarks and notebooks; not public API.
+
+Synthetic graphs (``long_graph``), small random-weight models (``tiny_gpt2``), the oracle that
+turns an Explanation into a gallery ``Outcome`` (``outcome_of``), and a harness that runs a graph
+through torch_xla's own openxla bridge to compare its constructor mover with neurondev's
+(``bridge_report``).
+"""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 import torch.fx
-import torch.utils._pytree as pytree
 
-from neurondev import xla
+from neurondev._compat import extract_compiled_graph, make_boxed_func, tree_leaves
+from neurondev.gallery.catalogue import Outcome
 from neurondev.integrations.backend import backend
+from neurondev.xla import counters, runtime
 
-__all__ = ["BridgeReport", "bridge_report", "observed_openxla"]
+if TYPE_CHECKING:
+    from neurondev.report.model import Explanation
+
+__all__ = ["BridgeReport", "bridge_report", "long_graph", "observed_openxla", "outcome_of", "tiny_gpt2"]
+
+
+def long_graph(nodes: int, *, pins: int = 3) -> torch.fx.GraphModule:
+    """A synthetic chain of ``nodes`` relus with ``pins`` evenly spaced ``torch.zeros(4, device='cpu')``
+    added in: for drawing and timing large graphs (built with torch.fx, never traced)."""
+    graph = torch.fx.Graph()
+    value = graph.placeholder("x")
+    pinned = {nodes * (k + 1) // (pins + 1) for k in range(pins)}
+    for i in range(nodes):
+        if i in pinned:
+            value = graph.call_function(torch.add, (value, graph.call_function(torch.zeros, (4,), {"device": "cpu"})))
+        else:
+            value = graph.call_function(torch.relu, (value,))
+    graph.output(value)
+    return torch.fx.GraphModule(torch.nn.Module(), graph)
+
+
+def tiny_gpt2(
+    *, layers: int = 2, hidden: int = 64, heads: int = 2, sequence: int = 16, vocab: int = 1000
+) -> tuple[torch.nn.Module, tuple[torch.Tensor], dict[str, Any]]:
+    """A GPT-2 with random weights (no download) and its inputs: ``(model, (input_ids,), {"use_cache": False})``.
+
+    Weights and inputs come from a private generator seed; the global RNG is left as it was.
+    """
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    config = GPT2Config(
+        n_layer=layers, n_embd=hidden, n_head=heads, vocab_size=vocab, n_positions=max(64, sequence),
+        bos_token_id=0, eos_token_id=0,
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = GPT2LMHeadModel(config).eval()
+        input_ids = torch.randint(0, vocab, (1, sequence))
+    return model, (input_ids,), {"use_cache": False}
+
+
+def outcome_of(explanation: Explanation) -> Outcome:
+    """The Outcome an Explanation measured, to compare with an example's stored one."""
+    before, after = explanation.before, explanation.after
+    failed = next((r.error.node for r in before if r.error is not None), None)
+    return Outcome(
+        pins=tuple((pin.function, pin.location, pin.kind) for pin in explanation.pins),
+        breaks_before=tuple(b.node for r in before for b in r.graph_breaks),
+        fails_at=failed,
+        uploads_before=tuple(u.node for r in before for u in r.uploads),
+        uploads_after=tuple(u.node for r in after for u in r.uploads),
+        outputs_equal=bool(explanation.outputs_match),
+    )
 
 
 @dataclasses.dataclass
@@ -35,8 +94,7 @@ class BridgeReport:
 def observed_openxla(seen: list[torch.fx.GraphModule]) -> Callable:
     """torch's openxla backend (aot_autograd, then torch_xla's bridge on the first call), recording
     each graph the bridge returns in ``seen``; it compiles exactly as ``backend="openxla"`` does."""
-    from functorch.compile import make_boxed_func
-    from torch._dynamo.backends.common import aot_autograd
+    from neurondev._compat import aot_autograd
 
     def forward_compiler(model: torch.fx.GraphModule, fake_inputs: list) -> Callable:
         compiled = None
@@ -44,9 +102,7 @@ def observed_openxla(seen: list[torch.fx.GraphModule]) -> Callable:
         def forward(*args: Any) -> Any:
             nonlocal compiled
             if compiled is None:
-                import torch_xla.core.dynamo_bridge as bridge
-
-                compiled = bridge.extract_compiled_graph(model, args)
+                compiled = extract_compiled_graph(model, args)
                 seen.append(compiled)
             return compiled(*args)
 
@@ -61,17 +117,17 @@ def bridge_report(gm: torch.fx.GraphModule, *inputs: Any, rewrite: bool) -> Brid
 
     The bridge clears torch_xla's counters while it probes nodes; the user's counts are given back.
     """
-    device = xla.device()
+    device = runtime.device()
     seen: list[torch.fx.GraphModule] = []
     inner = observed_openxla(seen)
-    device_inputs = xla.to_device(inputs, device)
+    device_inputs = runtime.to_device(inputs, device)
     report = BridgeReport("neurondev" if rewrite else "openxla")
     graph = copy.deepcopy(gm)
     try:
-        with xla.keep_counters():
+        with counters.keep_counters():
             compiled = backend(graph, device_inputs, inner=inner, target=device) if rewrite else inner(graph, device_inputs)
             report.outputs = compiled(*device_inputs)
-            xla.sync()
+            counters.sync()
     except Exception as error:
         report.error = f"{type(error).__name__}: {str(error).splitlines()[0]}"
         return report
@@ -87,4 +143,4 @@ def _describe(report: BridgeReport, compiled: Any) -> None:
         report.fallback_nodes = [node.name for node in calls if node not in fused and "getitem" not in node.name]
     else:
         report.partitions = 1  # the bridge compiled the whole graph as one XLA computation
-    report.output_devices = [str(t.device) for t in pytree.tree_leaves(report.outputs) if isinstance(t, torch.Tensor)]
+    report.output_devices = [str(t.device) for t in tree_leaves(report.outputs) if isinstance(t, torch.Tensor)]

@@ -50,7 +50,7 @@ The same in plain text, for a terminal or a log:"""),
     ("code", """print(ex.summary())"""),
     ("md", """Everything on the card is data too: `ex.frozen` is a pandas DataFrame (one row per pin),
 `ex.before` / `ex.after` hold one `RunRecord` per graph."""),
-    ("code", """ex.frozen[["node", "target", "device", "kind", "line", "code"]]"""),
+    ("code", """ex.pin_table()[["node", "function", "device", "kind", "line", "code"]]"""),
     ("code", """before, after = ex.before[0], ex.after[0]
 print("breaks before:", [b.node for b in before.graph_breaks], "| transfers to host:", before.transfers_to_host)
 print("breaks after: ", [b.node for b in after.graph_breaks], "| transfers to host:", after.transfers_to_host)
@@ -127,7 +127,7 @@ device rewrite can move Python data, and the run names the node."""),
     print(f"{name:>16}: {ex.summary()}")"""),
     ("md", """## Reading a pin table
 
-`neurondev.diagnose` (and `ex.frozen`) has one row per pin. `kind` says where the device came
+`neurondev.diagnose` (and `ex.pin_table()`) has one row per pin. `kind` says where the device came
 from: `frozen` (a tensor's `.device`, evaluated while tracing), `literal` (written in your code),
 `variable` (a parameter or variable whose origin is not on that line), `assertion` (torch.export's
 device checks). `location` says where it sits: `kwarg` (`device=`), `arg[i]` (positional, as in
@@ -135,7 +135,7 @@ device checks). `location` says where it sits: `kwarg` (`device=`), `arg[i]` (po
 algorithm would rewrite it (positional pins need the default pass)."""),
     ("code", """with examples.get("to-device-dtype").open() as (fn, args, kwargs):
     table = neurondev.diagnose(neurondev.capture(fn, *args, **kwargs))
-table[["node", "target", "device", "location", "kind", "kwargs_pass", "default_pass", "line", "code"]]"""),
+table[["node", "function", "device", "location", "kind", "kwargs_pass", "default_pass", "line", "code"]]"""),
 ]
 
 INSIDE = [
@@ -265,10 +265,10 @@ positions and masks with `torch.arange(..., device=...)` and moves masks with `.
 pins in kwargs and positional ones."""),
     ("code", SETUP + """
 from neurondev import testing as bridge"""),
-    ("code", """model, args, kwargs = examples.tiny_gpt2()
+    ("code", """model, args, kwargs = examples.get("gpt2").build()
 ex = neurondev.explain(model, *args, **kwargs, quiet=True)
 print(ex.summary())
-ex.frozen[["node", "target", "location", "kind", "line", "code"]]"""),
+ex.pin_table()[["node", "function", "location", "kind", "line", "code"]]"""),
     ("md", """The frozen graph fails outright at the position embedding. Now three versions of the same
 graph on the XLA device: frozen, the seed document's kwargs-only pass, and the default pass."""),
     ("code", """gm, inputs = ex.capture.graphs[0], ex.capture.example_inputs[0]
@@ -339,8 +339,8 @@ Where the two traces agree, the graph traced natively on XLA is the limit of the
     return out
 
 ex = neurondev.explain(buffer_and_positions, torch.randn(64), native=True, quiet=True)
-print(ex.native.summary())
-print("rewritten/native within 1.25:", ex.sections[0].native_ratio < 1.25)
+print(ex.traces.summary())
+print("rewritten/native within 1.25:", ex.sections[0].native.ratio < 1.25)
 ex"""),
     ("md", """## ATen level: the graphs a training step compiles
 
@@ -363,12 +363,12 @@ torch.manual_seed(0)
 model, x, y = Regressor(), torch.randn(5, 8), torch.randn(5, 4)
 training = neurondev.explain(model, x, y, level="aten", quiet=True)
 for section in training.sections:
-    print(f"{section.label}: pins {[p.target for p in section.pins]}, "
-          f"after the pass: {len(section.run_after.graph_breaks)} breaks, values match: {section.values.matches}")"""),
+    print(f"{section.label}: pins {[p.function for p in section.pins]}, "
+          f"after the pass: {len(section.after.graph_breaks)} breaks, values match: {section.values.matches}")"""),
     ("code", """import copy
 reference = copy.deepcopy(model)
 reference(x, y).backward()
-weight_grad = training.sections[1].run_after.outputs[0].cpu()
+weight_grad = training.sections[1].after.outputs[0].cpu()
 print("weight gradient on XLA equals eager CPU:", torch.allclose(weight_grad, reference.lin.weight.grad))"""),
     ("md", """## A guard for CI
 
@@ -387,7 +387,7 @@ and from a shell: `neurondev check mymodel.py:forward --input 'randn(1, 16)'` (e
 except neurondev.DevicePinsError as error:
     print(error)"""),
     ("code", """fixed = lambda x: x.new_empty(x.shape[0]).copy_(torch.relu(x) * 2)
-print("clean:", neurondev.check(fixed, torch.randn(64)).frozen.empty)"""),
+print("clean:", neurondev.check(fixed, torch.randn(64)).pins == ())"""),
 ]
 
 NOTEBOOK_CELLS = {

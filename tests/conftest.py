@@ -31,7 +31,9 @@ def collective_capture(process_group):
 @pytest.fixture(scope="session")
 def gpt2():
     pytest.importorskip("transformers")
-    return examples.tiny_gpt2()
+    from neurondev.testing import tiny_gpt2
+
+    return tiny_gpt2()
 
 
 @pytest.fixture(scope="session")

@@ -59,7 +59,7 @@ CATALOGUE = [
     ("capture-no-inputs", lambda: neurondev.capture(one_input), neurondev.MissingInputsError, ValueError, "needs example inputs for x"),
     ("capture-meta-input", lambda: neurondev.capture(one_input, torch.randn(8, device="meta")), neurondev.CaptureInputError, TypeError, "pass a tensor with values of the same shape, e.g. torch.randn(8,)"),
     ("capture-user-error", lambda: neurondev.capture(lambda x: x @ torch.randn(5, 5), torch.randn(3, 3)), neurondev.TraceError, RuntimeError, "tracing <lambda at test_bad_input.py"),
-    ("capture-level", lambda: neurondev.capture(one_input, torch.randn(4), level="inductor"), neurondev.InvalidOptionError, ValueError, "'dynamo' or 'aten'"),
+    ("capture-level", lambda: neurondev.capture(one_input, torch.randn(4), level="inductor"), neurondev.InvalidOptionError, ValueError, "'dynamo' (the graphs dynamo makes) or 'aten'"),
     ("explain-not-callable", lambda: neurondev.explain("f"), neurondev.NotCallableError, TypeError, "pass the function itself"),
     ("explain-int-target", lambda: neurondev.explain(one_input, torch.randn(4), target=0), neurondev.InvalidTargetError, ValueError, "CUDA index"),
     ("explain-run-not-bool", lambda: neurondev.explain(one_input, torch.randn(4), run=1), neurondev.InvalidOptionError, ValueError, "run is True or False"),
@@ -114,7 +114,7 @@ def test_a_capture_that_records_no_graph_says_why(make, phrase):
     fn, args = make()
     with pytest.warns(neurondev.NoGraphWarning, match=phrase):
         captured = neurondev.capture(fn, *args)
-    assert captured.graphs == [] and any(phrase in note for note in captured.notes)
+    assert captured.graphs == () and any(phrase in note for note in captured.notes)
 
 
 def test_an_already_compiled_function_is_unwrapped_and_said_so():

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from neurondev.errors import NeurondevError
+from neurondev.errors import InputSpecError
 
 __all__ = ["InputSpecError", "SPEC_HELP", "parse_input"]
 
@@ -20,10 +20,6 @@ SPEC_HELP = (
     "randint(low, high, shape); shape as numbers or a tuple; optional dtype=float32|float16|bfloat16|int64|int32|bool"
 )
 _DTYPES = {name: getattr(torch, name) for name in ("float32", "float16", "bfloat16", "float64", "int64", "int32", "int8", "bool")}
-
-
-class InputSpecError(NeurondevError, ValueError):
-    """An --input spec that the input language does not accept."""
 
 
 def parse_input(spec: str, *, seed: int = 0) -> torch.Tensor:

@@ -195,7 +195,6 @@ def _load_module(text: str) -> Any:
 
 
 def _check(options: argparse.Namespace) -> int:
-    import dataclasses
     import json
 
     from neurondev.report.check import check
@@ -205,7 +204,7 @@ def _check(options: argparse.Namespace) -> int:
     try:
         check(fn, *args, target=options.target, allow=options.allow)
     except DevicePinsError as error:
-        findings = [dataclasses.asdict(f) | {"where": f.where} for f in error.findings]
+        findings = [f.to_dict() for f in error.findings]
         print(json.dumps({"clean": False, "findings": findings}, indent=2) if options.json else str(error))
         return EXIT_FINDINGS
     print(json.dumps({"clean": True, "findings": []}) if options.json else f"{options.function}: no device pins")

@@ -1,245 +1,82 @@
-"""Find device pins in torch.fx graphs: device arguments that are not on the target device."""
+"""Device pins: device arguments of an FX graph that are not on the target device, and their table."""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple
+from typing import Any, Iterable
 
 import torch
 import torch.fx
 
-from neurondev.errors import InvalidSubjectError, InvalidTargetError
-from neurondev.trace.source import judge_kind, location_fields, source_of
+from neurondev.fx.devices import (
+    Slot,
+    device_format,
+    device_slots,
+    function_name,
+    graph_module_of,
+    is_assertion,
+    on_target,
+    parse_target,
+    slot_device,
+)
+from neurondev.trace.capture import Capture
+from neurondev.trace.source import SourceLine, judge_kind, source_of
 
-__all__ = [
-    "DevicePin",
-    "Slot",
-    "as_device",
-    "device_format",
-    "device_slots",
-    "find_pins",
-    "graph_module_of",
-    "is_assertion",
-    "on_target",
-    "parse_target",
-    "readable_target",
-    "slot_device",
-]
-
-_MOVE_METHODS = ("cpu", "cuda")
-_TENSOR_TO = torch.Tensor.to
-_OP_OVERLOAD = torch._ops.OpOverload
-_ATEN_TO = torch.ops.aten.to
-_DEVICE = torch.device
-_ASSERT_METADATA = getattr(torch.ops.aten, "_assert_tensor_metadata", None)
-
-
-class Slot(NamedTuple):
-    """One device argument of a node: where it sits ('kwarg', 'arg[i]' or 'method') and its value."""
-
-    location: str
-    value: Any
+__all__ = ["COLUMNS", "DevicePin", "diagnose", "find_pins", "graphs_of", "pin_table"]
 
 
 @dataclasses.dataclass(frozen=True)
 class DevicePin:
-    """One device pin: a node argument that places a tensor on a device other than the target."""
+    """One device pin: a node argument that places a tensor on a device other than the target.
+
+    ``function`` is what the node calls (``torch.empty``, ``Tensor.to``); ``device`` the device as
+    written in the graph; ``location`` where it sits (``kwarg``, ``arg[1]``, ``kwarg[type]``,
+    ``method``); ``kind`` how the user's line made it (frozen, literal, variable, unknown,
+    assertion); ``source`` the user's line. ``graph``/``part`` name the graph it is in.
+    """
 
     graph: int
     node: str
     op: str
-    target: str
+    function: str
     device: Any
     format: str
     location: str
     kwargs_pass: bool
     default_pass: bool
     kind: str
-    file: str | None
-    line: int | None
-    code: str | None
     users: tuple[str, ...]
+    source: SourceLine | None = None
+    part: str = "whole"
+
+    @property
+    def file(self) -> str | None:
+        return self.source.file if self.source else None
+
+    @property
+    def line(self) -> int | None:
+        return self.source.line if self.source else None
+
+    @property
+    def code(self) -> str | None:
+        return self.source.code if self.source else None
+
+    @property
+    def where(self) -> str:
+        return self.source.where if self.source else "no source line"
+
+    def row(self) -> dict[str, Any]:
+        """This pin as a row of the pin table (``COLUMNS``)."""
+        return {name: getattr(self, name) for name in COLUMNS}
 
 
-def parse_target(target: str | torch.device) -> torch.device:
-    """The target device as a torch.device; InvalidTargetError unless it is a device name torch knows.
-
-    An int is refused: torch reads it as a CUDA index, which is never what a target for XLA means.
-    """
-    if isinstance(target, bool) or not isinstance(target, (str, torch.device)):
-        reason = " (torch would read an int as a CUDA index)" if isinstance(target, int) else ""
-        raise InvalidTargetError(
-            f"target must name a device, got {type(target).__name__} {target!r}{reason}; "
-            "pass e.g. 'xla', 'xla:0' or torch.device('xla')"
-        )
-    try:
-        return torch.device(target)
-    except (RuntimeError, TypeError) as error:
-        raise InvalidTargetError(
-            f"target {target!r} is not a device torch knows; use e.g. 'xla', 'xla:0' or torch.device('xla')"
-        ) from error
-
-
-def on_target(device: torch.device, target: torch.device) -> bool:
-    """Whether ``device`` is already the target: the whole device when the target names an index
-    (``xla:1`` is not ``xla:0``, nor is a bare ``xla``), the type otherwise."""
-    if target.index is not None:
-        return device.type == target.type and device.index == target.index
-    return device.type == target.type
-
-
-def graph_module_of(subject: Any, *, purpose: str, also: str = "") -> torch.fx.GraphModule:
-    """The GraphModule of a GraphModule or a ``torch.export.ExportedProgram``; a named error otherwise,
-    saying what to pass (``also``: what else the caller accepts)."""
-    if isinstance(subject, torch.fx.GraphModule):
-        return subject
-    if isinstance(subject, torch.export.ExportedProgram):
-        return subject.graph_module
-    raise InvalidSubjectError(f"{purpose} {describe_object(subject)}; " + _GRAPH_HINT + also)
-
-
-_GRAPH_HINT = (
-    "pass a torch.fx.GraphModule (e.g. neurondev.capture(fn, x).graphs[0], or torch.fx.symbolic_trace(fn)) "
-    "or a torch.export.ExportedProgram"
+COLUMNS = (
+    "graph", "part", "node", "op", "function", "device", "format", "location",
+    "kwargs_pass", "default_pass", "kind", "file", "line", "code", "users",
 )
 
 
-def describe_object(value: Any) -> str:
-    """How an error message names a wrong argument: 'the function f', 'a str ('hello')', 'None'."""
-    if value is None:
-        return "None"
-    if isinstance(value, torch.fx.Graph):
-        return "a torch.fx.Graph (gm.graph); its GraphModule is what runs"
-    if isinstance(value, type):
-        return f"the class {value.__name__} (not an instance)"
-    if isinstance(value, torch.nn.Module):
-        return f"an nn.Module ({type(value).__name__}), which is not a traced graph"
-    if callable(value):
-        return f"the function {getattr(value, '__qualname__', None) or type(value).__name__}, which is not a traced graph"
-    text = repr(value)
-    return f"a {type(value).__name__} ({text[:40] + '...' if len(text) > 40 else text})"
-
-
-def as_device(value: Any) -> torch.device | None:
-    """The device a device argument names, or None when it names none (None, a Node, a dtype, ...)."""
-    if isinstance(value, torch.device):
-        return value
-    if isinstance(value, str):
-        try:
-            return torch.device(value)
-        except RuntimeError:
-            return None
-    if isinstance(value, int) and not isinstance(value, bool):
-        return torch.device("cuda", value)
-    return None
-
-
-def device_format(value: Any) -> str:
-    """How a device is written: 'str', 'torch.device', 'int' or 'other'."""
-    if isinstance(value, str):
-        return "str"
-    if isinstance(value, torch.device):
-        return "torch.device"
-    if isinstance(value, int) and not isinstance(value, bool):
-        return "int"
-    return "other"
-
-
-def device_slots(node: torch.fx.Node, positional: bool = True) -> tuple[Slot, ...]:
-    """Every device argument of ``node`` that names a device (None and graph values are skipped).
-
-    With ``positional=False`` only the ``device`` kwarg is looked at: the documented algorithm.
-    This runs once per node in every pass, so a node without devices returns after a few checks.
-    """
-    op = node.op
-    if op != "call_function" and op != "call_method":
-        return ()
-    target, args, kwargs = node.target, node.args, node.kwargs
-    device = kwargs.get("device") if kwargs else None
-    if not positional:
-        return _kwarg_slot(device)
-    if op == "call_method":
-        if target in _MOVE_METHODS:
-            return (Slot("method", _moved_to(node)),)
-        loose = target == "to"
-    elif target is _DEVICE:
-        return _device_call_slot(args, kwargs)
-    else:
-        loose = target is _TENSOR_TO or (target.__class__ is _OP_OVERLOAD and target.overloadpacket is _ATEN_TO)
-    if device is None and not loose:
-        for value in args:
-            if value.__class__ is _DEVICE:
-                break
-        else:
-            return ()
-    return _kwarg_slot(device) + _positional_slots(args, loose)
-
-
-def _device_call_slot(args: tuple, kwargs: dict) -> tuple[Slot, ...]:
-    """The device a ``torch.device(...)`` call builds: ``torch.device('cpu')`` or ``torch.device(type='cpu')``."""
-    if args:
-        return (Slot("arg[0]", args[0]),) if as_device(args[0]) is not None else ()
-    kind = kwargs.get("type") if kwargs else None
-    return (Slot("kwarg[type]", kind),) if kind is not None and as_device(kind) is not None else ()
-
-
-def _kwarg_slot(device: Any) -> tuple[Slot, ...]:
-    return (Slot("kwarg", device),) if device is not None and as_device(device) is not None else ()
-
-
-def _positional_slots(args: tuple, loose: bool) -> tuple[Slot, ...]:
-    """Positional devices: any torch.device; in a ``Tensor.to`` call also a str or an int after self."""
-    return tuple(
-        Slot(f"arg[{i}]", value)
-        for i, value in enumerate(args)
-        if isinstance(value, torch.device) or (loose and i > 0 and as_device(value) is not None)
-    )
-
-
-def _moved_to(node: torch.fx.Node) -> torch.device:
-    """The device a ``.cpu()`` / ``.cuda(i)`` call moves to."""
-    if node.target == "cpu":
-        return torch.device("cpu")
-    index = node.args[1] if len(node.args) > 1 else node.kwargs.get("device")
-    device = as_device(index) if index is not None else None
-    return device if device is not None else torch.device("cuda")
-
-
-def slot_device(node: torch.fx.Node, slot: Slot) -> torch.device:
-    """The device a slot names; for a ``torch.device('cuda', 1)`` call, the index is included."""
-    device = as_device(slot.value)
-    if node.target is torch.device:
-        index = node.args[1] if len(node.args) > 1 else node.kwargs.get("index")
-        if isinstance(index, int) and not isinstance(index, bool):
-            return torch.device(device.type, index)
-    return device
-
-
-def is_assertion(node: torch.fx.Node) -> bool:
-    """``aten._assert_tensor_metadata``: a check of a tensor's device (torch.export), not a placement."""
-    return _ASSERT_METADATA is not None and node.op == "call_function" and (
-        node.target is _ASSERT_METADATA or getattr(node.target, "overloadpacket", None) is _ASSERT_METADATA
-    )
-
-
-def readable_target(node: torch.fx.Node) -> str:
-    """A name a user recognises: 'torch.empty', 'Tensor.to', 'aten.empty.memory_format'."""
-    if node.op == "call_method":
-        return f"Tensor.{node.target}"
-    if node.op != "call_function":
-        return str(node.target)
-    if isinstance(node.target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
-        return str(node.target)
-    try:
-        name = torch.fx.node._get_qualified_name(node.target)
-    except (RuntimeError, AttributeError):
-        return getattr(node.target, "__name__", str(node.target))
-    if name.startswith("torch.Tensor."):
-        return name.removeprefix("torch.")
-    return name.removeprefix("_") if name.startswith("_operator.") else name
-
-
-def find_pins(gm: Any, *, target: str | torch.device = "xla", graph: int = 0) -> list[DevicePin]:
+def find_pins(gm: Any, *, target: str | torch.device = "xla", graph: int = 0, part: str = "whole") -> list[DevicePin]:
     """Every device pin of ``gm`` (a GraphModule or an ExportedProgram) not already on ``target``, in graph order.
 
     When the target names an index (``xla:0``), a device with another index (or none) is a pin too.
@@ -251,25 +88,93 @@ def find_pins(gm: Any, *, target: str | torch.device = "xla", graph: int = 0) ->
         for slot in device_slots(node):
             device = slot_device(node, slot)
             if not on_target(device, wanted):
-                pins.append(_pin(node, slot, device, graph))
+                pins.append(_pin(node, slot, device, graph, part))
     return pins
 
 
-def _pin(node: torch.fx.Node, slot: Slot, device: torch.device, graph: int) -> DevicePin:
+def _pin(node: torch.fx.Node, slot: Slot, device: torch.device, graph: int, part: str) -> DevicePin:
     source = source_of(node)
     rewritable = device.type != "meta"
+    method = slot.kind == "method"
     return DevicePin(
         graph=graph,
         node=node.name,
         op=node.op,
-        target=readable_target(node),
-        device=slot.value if slot.location != "method" else device,
-        format=device_format(slot.value) if slot.location != "method" else "other",
+        function=function_name(node),
+        device=device if method else slot.value,
+        format="other" if method else device_format(slot.value),
         location=slot.location,
-        kwargs_pass=rewritable and (slot.location == "kwarg" or (slot.location == "method" and "device" in node.kwargs)),
+        kwargs_pass=rewritable and (slot.kind == "kwarg" or (method and "device" in node.kwargs)),
         default_pass=rewritable,
-        kind="assertion" if is_assertion(node) else judge_kind(source, slot.location, device_call=node.target is _DEVICE),
+        kind="assertion" if is_assertion(node) else judge_kind(source, slot.location, device_call=node.target is torch.device),
         users=tuple(user.name for user in node.users),
-        **location_fields(source),
+        source=source,
+        part=part,
     )
 
+
+def pin_table(pins: Iterable[DevicePin]) -> Any:
+    """A pandas.DataFrame with one row per pin (``COLUMNS``), built on demand."""
+    import pandas
+
+    return pandas.DataFrame([pin.row() for pin in pins], columns=list(COLUMNS))
+
+
+def graphs_of(subject: Any) -> list[torch.fx.GraphModule]:
+    """The graphs of a GraphModule, an ExportedProgram, a Capture or a list of GraphModules."""
+    if isinstance(subject, Capture):
+        return list(subject.graphs)
+    if isinstance(subject, (list, tuple)):
+        return [
+            graph_module_of(item, purpose=f"element [{index}] of the list given to diagnose is", also=_ALSO)
+            for index, item in enumerate(subject)
+        ]
+    return [graph_module_of(subject, purpose="diagnose reads traced graphs, got", also=_ALSO)]
+
+
+_ALSO = " (or a neurondev Capture: neurondev.capture(fn, x), or a list of graphs)"
+
+
+def _notes(subject: Any) -> list[str]:
+    items = subject if isinstance(subject, (list, tuple)) else [subject]
+    return [
+        f"graph {index} is the graph module of a torch.export.ExportedProgram: its parameters and buffers "
+        "are inputs (placeholders), and aten._assert_tensor_metadata checks are listed with kind 'assertion'"
+        for index, item in enumerate(items)
+        if isinstance(item, torch.export.ExportedProgram)
+    ]
+
+
+def diagnose(subject: Any, target: str | torch.device = "xla") -> Any:
+    """A pandas.DataFrame with one row per device pin not already on ``target``, across all graphs.
+
+    A pin is a ``device=`` kwarg (``torch.empty/zeros/arange/tensor(device=...)``, ``Tensor.to(device=...)``,
+    ``new_*``) or a positional device (``Tensor.to(dev)``, ``Tensor.to(dev, dtype)``,
+    ``torch.device(...)`` nodes, ``.cpu()`` / ``.cuda()``). ``device=None`` is not a pin. When the
+    target names an index (``xla:0``), a device with another index (``xla:1``) is a pin too.
+
+    ``subject`` is a GraphModule, a torch.export.ExportedProgram, a Capture or a list of graphs;
+    ``table.attrs["notes"]`` says what to keep in mind about it (an exported program's inputs).
+
+    Columns:
+      graph, part   index of the graph in the capture; 'whole' (or forward/backward at ATen level)
+      node          FX node name
+      op            FX op: call_function or call_method
+      function      what the node calls, readable: torch.empty, Tensor.to, aten.empty.memory_format
+      device        the pinned device as written in the graph
+      format        how it is written: str, torch.device, int, other
+      location      where it sits: kwarg, arg[i], kwarg[type] (torch.device(type=...)), or method (.cpu()/.cuda())
+      kwargs_pass   whether the documented kwargs-only DeviceRewriterPass rewrites it
+      default_pass  whether the default DeviceRewriterPass rewrites it (False only for meta)
+      kind          frozen (from a tensor's .device), literal, variable or unknown, judged from the source;
+                    assertion for torch.export's aten._assert_tensor_metadata (a check, not a placement)
+      file, line    the user's source location (from the node's stack trace)
+      code          the source statement
+      users         names of the nodes that use the node's value
+    """
+    graphs = graphs_of(subject)
+    device = parse_target(target)
+    pins = [pin for index, graph in enumerate(graphs) for pin in find_pins(graph, target=device, graph=index)]
+    table = pin_table(pins)
+    table.attrs["notes"] = _notes(subject)
+    return table

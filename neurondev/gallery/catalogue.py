@@ -14,22 +14,11 @@ from typing import Any, Callable, Iterator
 
 import torch
 
+from neurondev.errors import UnknownExampleError
 from neurondev.gallery import patterns
 from neurondev.gallery.patterns import collective_function, seed_function
 
-__all__ = [
-    "CATALOGUE",
-    "Example",
-    "Outcome",
-    "collective_function",
-    "get",
-    "gloo_group",
-    "list",
-    "long_graph",
-    "outcome_of",
-    "seed_function",
-    "tiny_gpt2",
-]
+__all__ = ["CATALOGUE", "Example", "Outcome", "collective_function", "get", "gloo_group", "list", "seed_function"]
 
 
 @contextlib.contextmanager
@@ -55,43 +44,6 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def long_graph(nodes: int, *, pins: int = 3) -> torch.fx.GraphModule:
-    """A synthetic chain of ``nodes`` relus with ``pins`` evenly spaced ``torch.zeros(4, device='cpu')``
-    added in: for drawing and timing large graphs (built with torch.fx, never traced)."""
-    import torch.fx
-
-    graph = torch.fx.Graph()
-    value = graph.placeholder("x")
-    pinned = {nodes * (k + 1) // (pins + 1) for k in range(pins)}
-    for i in range(nodes):
-        if i in pinned:
-            value = graph.call_function(torch.add, (value, graph.call_function(torch.zeros, (4,), {"device": "cpu"})))
-        else:
-            value = graph.call_function(torch.relu, (value,))
-    graph.output(value)
-    return torch.fx.GraphModule(torch.nn.Module(), graph)
-
-
-def tiny_gpt2(*, layers: int = 2, hidden: int = 64, heads: int = 2, sequence: int = 16, vocab: int = 1000):
-    """A GPT-2 with random weights (no download) and its inputs: ``(model, (input_ids,), {"use_cache": False})``.
-
-    Weights and inputs come from a private generator seed; the global RNG is left as it was.
-    """
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    config = GPT2Config(
-        n_layer=layers, n_embd=hidden, n_head=heads, vocab_size=vocab, n_positions=max(64, sequence),
-        bos_token_id=0, eos_token_id=0,
-    )
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        model = GPT2LMHeadModel(config).eval()
-        input_ids = torch.randint(0, vocab, (1, sequence))
-    return model, (input_ids,), {"use_cache": False}
-
-
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,6 +119,12 @@ def _collective() -> tuple[Callable, tuple, dict]:
     import torch.distributed as dist
 
     return collective_function(1, dist.group.WORLD.group_name), (torch.arange(64, dtype=torch.float32),), {}
+
+
+def _gpt2() -> tuple[Callable, tuple, dict]:
+    from neurondev.testing import tiny_gpt2
+
+    return tiny_gpt2()
 
 
 def _module() -> tuple[Callable, tuple, dict]:
@@ -356,7 +314,7 @@ def _gallery() -> builtins.list[Example]:
             "positions and masks with torch.arange(device=...) and moves masks with .to(device). Frozen, "
             "the run fails at the position embedding ('Expected XLA tensor'); the kwargs-only pass leaves "
             "three positional .to() pins, each a break per call; the default pass leaves none.",
-            lambda: tiny_gpt2(),
+            _gpt2,
             Outcome(
                 pins=(
                     ("torch.arange", "kwarg", _FROZEN), ("Tensor.to", "arg[1]", _FROZEN),
@@ -376,25 +334,8 @@ def _gallery() -> builtins.list[Example]:
 CATALOGUE: dict[str, Example] = {example.name: example for example in _gallery()}
 
 
-def outcome_of(explanation: Any) -> Outcome:
-    """The Outcome an Explanation measured, to compare with an example's stored one."""
-    rows = explanation.frozen.to_dict("records")
-    before, after = explanation.before, explanation.after
-    failed = next((r.error.node for r in before if r.error is not None), None)
-    return Outcome(
-        pins=tuple((row["target"], row["location"], row["kind"]) for row in rows),
-        breaks_before=tuple(b.node for r in before for b in r.graph_breaks),
-        fails_at=failed,
-        uploads_before=tuple(u.node for r in before for u in r.uploads),
-        uploads_after=tuple(u.node for r in after for u in r.uploads),
-        outputs_equal=bool(explanation.outputs_match),
-    )
-
-
 def get(name: str) -> Example:
     """The example called ``name``; UnknownExampleError (a KeyError too) listing the known names otherwise."""
-    from neurondev.errors import UnknownExampleError
-
     try:
         return CATALOGUE[name]
     except (KeyError, TypeError):
@@ -405,9 +346,8 @@ def get(name: str) -> Example:
 
 def list():  # noqa: A001 - the gallery's public name, examples.list()
     """The gallery as a pandas.DataFrame: name, title, whether it freezes, pins, before, after, what to write."""
-    from neurondev._optional import require
+    import pandas
 
-    pandas = require("pandas", purpose="the gallery table")
     rows = [
         {
             "name": e.name,

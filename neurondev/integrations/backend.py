@@ -89,6 +89,6 @@ def _target_of(example_inputs: list[Any]) -> torch.device:
 def _inner_backend(inner: str | Callable) -> Callable:
     if callable(inner):
         return inner
-    from torch._dynamo.backends.registry import lookup_backend
+    from neurondev._compat import lookup_backend
 
     return lookup_backend(inner)

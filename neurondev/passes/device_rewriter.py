@@ -12,7 +12,7 @@ import torch.fx
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
 from neurondev.errors import InvalidOptionError
-from neurondev.fx.pins import Slot, device_slots, graph_module_of, on_target, parse_target, slot_device
+from neurondev.fx.devices import Slot, device_slots, graph_module_of, on_target, parse_target, slot_device
 from neurondev.passes.fake_meta import refresh_meta
 
 __all__ = ["DeviceRewriterPass", "Rewrite", "rewrite_copy"]
@@ -23,13 +23,14 @@ log = logging.getLogger("neurondev")
 @dataclasses.dataclass(frozen=True)
 class Rewrite:
     """One rewrite the pass made: node name, where the device sat, the old and the new value
-    (``graph``: the graph's index when several are rewritten, as in an Explanation)."""
+    (``graph``/``part``: which graph, when several are rewritten, as in an Explanation)."""
 
     node: str
     location: str
     old: Any
     new: Any
     graph: int = 0
+    part: str = "whole"
 
 
 class DeviceRewriterPass(PassBase):
@@ -95,14 +96,14 @@ class DeviceRewriterPass(PassBase):
         args, kwargs = list(node.args), dict(node.kwargs)
         for slot in slots:
             new = self._new_value(slot)
-            if slot.location == "kwarg":
+            if slot.kind == "kwarg":
                 kwargs["device"] = new
-            elif slot.location == "method":
+            elif slot.kind == "method":
                 node.target = "to"
                 args = [args[0], new]
                 kwargs.pop("device", None)
             else:
-                args[int(slot.location[4:-1])] = new
+                args[slot.index] = new
             self.rewrites.append(Rewrite(node.name, slot.location, slot.value, new))
         node.args, node.kwargs = tuple(args), kwargs
 
@@ -111,7 +112,7 @@ class DeviceRewriterPass(PassBase):
         come from the target, in the form the call was written in."""
         new = self._new_value(slot)
         kwargs = {k: v for k, v in node.kwargs.items() if k not in ("type", "index")}
-        if slot.location == "arg[0]":
+        if slot.kind == "arg":
             node.args, node.kwargs = (new,), kwargs
         else:  # torch.device(type='xla:0') is refused: the keyword form takes the index apart
             new = self.target.type
@@ -120,7 +121,7 @@ class DeviceRewriterPass(PassBase):
         self.rewrites.append(Rewrite(node.name, slot.location, slot.value, new))
 
     def _new_value(self, slot: Slot) -> Any:
-        if isinstance(slot.value, torch.device) and slot.location != "method":
+        if isinstance(slot.value, torch.device) and slot.kind != "method":
             return self.target
         return str(self.target)
 

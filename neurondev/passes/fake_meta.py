@@ -6,7 +6,8 @@ from typing import Any, Iterable
 
 import torch
 import torch.fx
-import torch.utils._pytree as pytree
+
+from neurondev._compat import detect_fake_mode, tree_leaves, tree_map
 
 __all__ = ["META_KEYS", "meta_value", "refresh_meta"]
 
@@ -55,9 +56,7 @@ def refresh_meta(gm: torch.fx.GraphModule, rewritten: Iterable[torch.fx.Node], t
 
 def _fake_mode(rewritten: list[torch.fx.Node]):
     """The fake mode of the rewritten nodes' values (a graph without fake values costs a few lookups)."""
-    from torch._guards import detect_fake_mode
-
-    leaves = [leaf for node in rewritten for leaf in pytree.tree_leaves(meta_value(node))]
+    leaves = [leaf for node in rewritten for leaf in tree_leaves(meta_value(node))]
     try:
         return detect_fake_mode(leaves)
     except Exception:  # several fake modes in one graph: nothing we can trust to refresh with
@@ -85,8 +84,8 @@ def _on_device(value: Any, target: torch.device, fake_mode) -> Any:
         with fake_mode:
             return torch.empty_strided(leaf.shape, leaf.stride(), dtype=leaf.dtype, device=target)
 
-    return pytree.tree_map(move, value)
+    return tree_map(move, value)
 
 
 def _devices(value: Any) -> list[str]:
-    return [str(leaf.device) for leaf in pytree.tree_leaves(value) if isinstance(leaf, torch.Tensor)]
+    return [str(leaf.device) for leaf in tree_leaves(value) if isinstance(leaf, torch.Tensor)]

@@ -12,7 +12,10 @@ from typing import Any, Iterable
 
 import torch.fx
 
-from neurondev.fx.pins import DevicePin, readable_target
+from neurondev.fx.devices import function_name
+from neurondev.fx.pins import DevicePin
+from neurondev.passes.device_rewriter import Rewrite
+from neurondev.xla.run import RunRecord
 
 __all__ = ["FOCUS_THRESHOLD", "DotOptions", "graph_dot", "side_by_side"]
 
@@ -61,7 +64,7 @@ def _has_node(value: Any) -> bool:
 @dataclasses.dataclass
 class _Marks:
     pins: dict[str, DevicePin]
-    rewrites: dict[str, Any]
+    rewrites: dict[str, Rewrite]
     devices: dict[str, Any]
     breaks: set[str]
     failed: str | None
@@ -69,8 +72,8 @@ class _Marks:
     crossings: dict[tuple[str, str], Any]
 
 
-def _marks(pins: Iterable[DevicePin], rewrites: Iterable[Any], record: Any) -> _Marks:
-    error = getattr(record, "error", None)
+def _marks(pins: Iterable[DevicePin], rewrites: Iterable[Rewrite], record: RunRecord | None) -> _Marks:
+    error = record.error if record is not None else None
     return _Marks(
         pins={pin.node: pin for pin in pins},
         rewrites={r.node: r for r in rewrites},
@@ -90,7 +93,7 @@ def _centre(marks: _Marks) -> set[str]:
 
 def _node_line(node: torch.fx.Node, prefix: str, marks: _Marks) -> str:
     name = node.name
-    label = name if node.op in ("placeholder", "output") else f"{name}\\n{_escape(readable_target(node))}"
+    label = name if node.op in ("placeholder", "output") else f"{name}\\n{_escape(function_name(node))}"
     constants = _constant_args(node) if node.op not in ("placeholder", "output", "get_attr") else ""
     if constants:
         label += f"\\n{_escape(constants)}"
@@ -124,16 +127,17 @@ def graph_dot(
     gm: torch.fx.GraphModule,
     *,
     pins: Iterable[DevicePin] = (),
-    rewrites: Iterable[Any] = (),
-    record: Any = None,
+    rewrites: Iterable[Rewrite] = (),
+    record: RunRecord | None = None,
     title: str = "",
     prefix: str = "",
-    options: DotOptions = DotOptions(),
+    options: DotOptions | None = None,
 ) -> str:
     """A DOT ``subgraph cluster`` for ``gm``: pins filled orange, rewritten nodes blue, nodes by the
     device they landed on (green XLA, grey-blue CPU), graph breaks and the failed node outlined red,
     edges where a value crossed devices drawn red with the direction. Above ``options.threshold``
     nodes (unless ``options.full``) the focus view is drawn instead of the whole graph."""
+    options = options or DotOptions()
     marks = _marks(pins, rewrites, record)
     nodes = list(gm.graph.nodes)
     lines = [f'subgraph "cluster_{prefix}" {{', f'  label="{_escape(title)}"; fontsize=16;']
@@ -203,7 +207,7 @@ def _placeholder_lines(nodes: list, group: dict[str, str], prefix: str) -> list[
             members[group[node.name]].append(node)
     lines = []
     for ident, collapsed in members.items():
-        ops = collections.Counter(readable_target(n) for n in collapsed if n.op not in ("placeholder", "output"))
+        ops = collections.Counter(function_name(n) for n in collapsed if n.op not in ("placeholder", "output"))
         common = ", ".join(f"{op} ×{count}" for op, count in ops.most_common(3))
         label = f"… {len(collapsed)} node(s) not shown" + (f"\\n{_escape(common)}" if common else "")
         lines.append(

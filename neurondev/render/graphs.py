@@ -1,42 +1,37 @@
-"""The graphs of an Explanation as DOT and SVG: built from its sections, drawn once, cached on it."""
+"""The graphs of an Explanation as DOT and SVG: one section's graph before or after the pass, with its run."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from neurondev.errors import InvalidOptionError
+from neurondev.errors import DotUnavailableError, InvalidOptionError
 from neurondev.render.dot import DotOptions, graph_dot, side_by_side
+from neurondev.xla.run import RunRecord
 
-__all__ = ["dot_of", "prerender", "svg_of", "svg_or_reason"]
+if TYPE_CHECKING:
+    from neurondev.report.model import Explanation, SectionKey
+
+__all__ = ["dot_of", "svg_or_reason"]
 
 _WHICH = ("before", "after")
 
 
-def _section(explanation: Any, which: str, graph: int):
+def dot_of(explanation: Explanation, which: str, section: int | SectionKey, *, full: bool = False, radius: int = 2) -> str:
+    """DOT text of one section's graph before (pins marked) or after (rewrites marked) the pass, with its run."""
     if which not in _WHICH:
         raise InvalidOptionError(f"which is 'before' or 'after', got {which!r}")
-    count = len(explanation.sections)
-    if isinstance(graph, bool) or not isinstance(graph, int) or not 0 <= graph < count:
-        raise InvalidOptionError(f"graph is an index from 0 to {count - 1} ({count} graph(s) were captured), got {graph!r}")
-    return explanation.sections[graph]
-
-
-def dot_of(explanation: Any, which: str, graph: int, *, full: bool = False, radius: int = 2) -> str:
-    """DOT text of one graph before (pins marked) or after (rewrites marked) the pass, with its run."""
-    section = _section(explanation, which, graph)
+    chosen = explanation.section(section)
     options = DotOptions(full=full, radius=radius)
     if which == "before":
-        record = section.run_before
-        title = _title("traced on CPU", record)
-        body = graph_dot(section.before, pins=section.pins, record=record, title=title, prefix="before_", options=options)
+        title = _title("traced on CPU", chosen.before)
+        body = graph_dot(chosen.traced, pins=chosen.pins, record=chosen.before, title=title, prefix="before_", options=options)
     else:
-        record = section.run_after
-        title = _title("after DeviceRewriterPass", record)
-        body = graph_dot(section.after, rewrites=section.rewrites, record=record, title=title, prefix="after_", options=options)
+        title = _title("after DeviceRewriterPass", chosen.after)
+        body = graph_dot(chosen.rewritten, rewrites=chosen.rewrites, record=chosen.after, title=title, prefix="after_", options=options)
     return side_by_side(body)
 
 
-def _title(what: str, record: Any) -> str:
+def _title(what: str, record: RunRecord | None) -> str:
     if record is None:
         return what
     if record.error is not None:
@@ -44,30 +39,11 @@ def _title(what: str, record: Any) -> str:
     return f"{what}: {len(record.graph_breaks)} break(s) on {record.device}, output on {', '.join(record.output_devices) or '-'}"
 
 
-def svg_of(explanation: Any, which: str, graph: int, *, full: bool = False, radius: int = 2) -> str:
-    """SVG of one graph, cached per (which, graph, full, radius) on the explanation."""
+def svg_or_reason(explanation: Explanation, which: str, section: int | SectionKey, **options: Any) -> tuple[str | None, str | None]:
+    """(svg, None), or (None, why it could not be drawn: no dot program, dot failed or took too long)."""
     from neurondev.render.svg import render_svg
 
-    key = (which, graph, full, radius)
-    if key not in explanation._svgs:
-        explanation._svgs[key] = render_svg(dot_of(explanation, which, graph, full=full, radius=radius))
-    return explanation._svgs[key]
-
-
-def svg_or_reason(explanation: Any, which: str, graph: int, **options: Any) -> tuple[str | None, str | None]:
-    """(svg, None), or (None, why it could not be drawn: no dot program, dot failed)."""
-    from neurondev.render.svg import DotUnavailableError
-
     try:
-        return svg_of(explanation, which, graph, **options), None
+        return render_svg(dot_of(explanation, which, section, **options)), None
     except DotUnavailableError as error:
         return None, str(error)
-
-
-def prerender(explanation: Any) -> None:
-    """Draw every graph before and after now, so that displaying the card is instant."""
-    for section in explanation.sections:
-        for which in _WHICH:
-            _, reason = svg_or_reason(explanation, which, section.index)
-            if reason is not None:
-                return

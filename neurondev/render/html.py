@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import difflib
 import html
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
-from neurondev.report.advice import fix_for
-from neurondev.trace.source import short_location
 from neurondev.render.graphs import svg_or_reason
 from neurondev.render.text import after_text, before_text, pins_text
+from neurondev.report.advice import fix_for
+from neurondev.trace.source import SourceLine
+from neurondev.xla.run import RunRecord
+
+if TYPE_CHECKING:
+    from neurondev.report.model import Explanation, Section
 
 __all__ = ["CSS", "card", "code_diff", "metrics_table", "report"]
 
@@ -53,14 +57,15 @@ def _e(value: Any) -> str:
     return html.escape("" if value is None else str(value))
 
 
-def _where(file: Any, line: Any) -> str:
-    return short_location(file, line, missing="—")
+def _where(source: SourceLine | None) -> str:
+    return source.where if source is not None else "—"
 
 
-def _headline(explanation: Any) -> str:
+def _headline(explanation: Explanation) -> str:
     match = explanation.outputs_match
-    after_class = "nd-good" if match and not explanation.totals("after")["graph_breaks"] else "nd-bad" if match is False else ""
-    before_class = "nd-bad" if explanation.totals("before")["graph_breaks"] or explanation.totals("before")["failures"] else ""
+    before, after = explanation.totals("before"), explanation.totals("after")
+    after_class = "nd-good" if match and not after.graph_breaks else "nd-bad" if match is False else ""
+    before_class = "nd-bad" if before.graph_breaks or before.failures else ""
     return (
         f'<p class="nd-headline">{_e(pins_text(explanation))} &rarr; '
         f'<span class="{before_class}">{_e(before_text(explanation))}</span></p>'
@@ -68,7 +73,7 @@ def _headline(explanation: Any) -> str:
     )
 
 
-def _runtime(explanation: Any) -> str:
+def _runtime(explanation: Explanation) -> str:
     info = explanation.runtime
     if not info:
         return f'<p class="nd-muted">Target {_e(explanation.target)}; not run: {_e(explanation.skipped)}</p>'
@@ -79,41 +84,41 @@ def _runtime(explanation: Any) -> str:
     )
 
 
-def _pin_table(section: Any) -> str:
+def _pin_table(section: Section) -> str:
     if not section.pins:
         return '<p class="nd-good">No device pin in this graph: nothing to rewrite.</p>'
     rows = "".join(
-        f"<tr><td><code>{_e(pin.node)}</code></td><td><code>{_e(pin.target)}</code></td><td><code>{_e(pin.device)}</code></td>"
-        f"<td>{_e(pin.location)}</td><td>{_e(pin.kind)}</td><td>{_e(_where(pin.file, pin.line))}</td>"
+        f"<tr><td><code>{_e(pin.node)}</code></td><td><code>{_e(pin.function)}</code></td><td><code>{_e(pin.device)}</code></td>"
+        f"<td>{_e(pin.location)}</td><td>{_e(pin.kind)}</td><td>{_e(_where(pin.source))}</td>"
         f"<td><code>{_e(pin.code)}</code></td><td>{_e(fix_for(pin))}</td></tr>"
         for pin in section.pins
     )
-    head = "<tr><th>node</th><th>target</th><th>device</th><th>location</th><th>kind</th><th>line</th><th>your code</th><th>write instead</th></tr>"
+    head = "<tr><th>node</th><th>function</th><th>device</th><th>location</th><th>kind</th><th>line</th><th>your code</th><th>write instead</th></tr>"
     return f'<table class="nd-pins">{head}{rows}</table>'
 
 
-def _graphs(explanation: Any, section: Any) -> str:
+def _graphs(explanation: Explanation, section: Section) -> str:
     figures = []
     for which, caption in (("before", "before: pins orange, breaks red"), ("after", "after: rewritten blue")):
-        svg, reason = svg_or_reason(explanation, which, section.index)
+        svg, reason = svg_or_reason(explanation, which, section.key)
         body = svg if svg is not None else f'<p class="nd-note">Graph not drawn: {_e(reason)}</p>'
         figures.append(f'<figure class="nd-graph nd-{which}">{body}<figcaption>{_e(caption)}</figcaption></figure>')
     return f'<div class="nd-graphs">{"".join(figures)}</div>'
 
 
-def _metric_rows(before: Any, after: Any) -> list[tuple[str, str, str]]:
-    def cell(record: Any, value: Any, label: str) -> str:
+def _metric_rows(before: RunRecord | None, after: RunRecord | None) -> list[tuple[str, str, str]]:
+    def cell(record: RunRecord | None, value: Callable[[RunRecord], str], label: str) -> str:
         if record is None or (record.error is not None and label != "failure"):
             return "—"  # a failed run has no figures to show
         return value(record)
 
-    def time(record: Any) -> str:
+    def time(record: RunRecord) -> str:
         return f"{record.seconds * 1e3:.3f} ms" if record.seconds else "—"
 
-    def values(record: Any) -> str:
+    def values(record: RunRecord) -> str:
         return record.comparison.describe() if record.comparison else (record.not_compared or "—")
 
-    measures = [
+    measures: list[tuple[str, Callable[[RunRecord], str]]] = [
         ("graph breaks", lambda r: str(len(r.graph_breaks))),
         ("mid-graph executions", lambda r: str(r.executions)),
         ("transfers to host", lambda r: str(r.transfers_to_host)),
@@ -128,11 +133,11 @@ def _metric_rows(before: Any, after: Any) -> list[tuple[str, str, str]]:
     return [(label, cell(before, measure, label), cell(after, measure, label)) for label, measure in measures]
 
 
-def metrics_table(section: Any) -> str:
+def metrics_table(section: Section) -> str:
     """One section's runs before vs after as a table, and its values verdict."""
-    if section.run_before is None and section.run_after is None:
+    if section.before is None and section.after is None:
         return ""
-    rows = "".join(f"<tr><th>{_e(a)}</th><td>{_e(b)}</td><td>{_e(c)}</td></tr>" for a, b, c in _metric_rows(section.run_before, section.run_after))
+    rows = "".join(f"<tr><th>{_e(a)}</th><td>{_e(b)}</td><td>{_e(c)}</td></tr>" for a, b, c in _metric_rows(section.before, section.after))
     verdict = ""
     if section.values is not None:
         css = "nd-good" if section.values.matches else "nd-bad"
@@ -151,67 +156,68 @@ def code_diff(before: str, after: str) -> str:
     return "<pre class=\"nd-diff\">" + ("\n".join(lines) or "(no change)") + "</pre>"
 
 
-def _totals(explanation: Any) -> str:
+def _totals(explanation: Explanation) -> str:
     """Sums over the graphs, when there are several and they ran."""
     if len(explanation.sections) < 2 or explanation.skipped:
         return ""
-    before, after = explanation.totals("before"), explanation.totals("after")
+    before, after = explanation.totals("before").to_dict(), explanation.totals("after").to_dict()
     rows = "".join(f"<tr><th>{_e(key.replace('_', ' '))}</th><td>{before[key]}</td><td>{after[key]}</td></tr>" for key in before)
     return f"<h4>Totals over {len(explanation.sections)} graphs</h4><table class=\"nd-totals\"><tr><th></th><th>before</th><th>after</th></tr>{rows}</table>"
 
 
-def _dynamo_breaks(explanation: Any) -> str:
+def _dynamo_breaks(explanation: Explanation) -> str:
     breaks = explanation.capture.dynamo_breaks
     if not breaks:
         return ""
-    rows = "".join(f"<tr><td>{_e(_where(b.file, b.line))}</td><td><code>{_e(b.code)}</code></td><td>{_e(b.reason)}</td></tr>" for b in breaks)
+    rows = "".join(
+        f"<tr><td>{_e(_where(b.source))}</td><td><code>{_e(b.source.code if b.source else '')}</code></td><td>{_e(b.reason)}</td></tr>"
+        for b in breaks
+    )
     return f"<h4>Dynamo's own graph breaks ({len(breaks)})</h4><table><tr><th>line</th><th>code</th><th>reason</th></tr>{rows}</table>"
 
 
-def _native(explanation: Any) -> str:
+def _native(explanation: Explanation) -> str:
     """The native trace: device-specialised lines, graphs in one trace only, rewritten/native time."""
-    if explanation.native_skipped:
-        return f'<h4>Traced natively on XLA</h4><p class="nd-note">Not traced: {_e(explanation.native_skipped)}</p>'
-    native = explanation.native
+    if explanation.traces_skipped:
+        return f'<h4>Traced natively on XLA</h4><p class="nd-note">Not traced: {_e(explanation.traces_skipped)}</p>'
+    native = explanation.traces
     if native is None:
         return ""
     css = "nd-good" if native.agree else "nd-bad"
     parts = [f'<h4>Traced natively on XLA</h4><p class="{css}">{_e(native.summary())}</p>']
     if native.differences:
         rows = "".join(
-            f"<tr><td>{_e(_where(d.file, d.line))}</td><td><code>{_e(d.code)}</code></td>"
+            f"<tr><td>{_e(_where(d.source))}</td><td><code>{_e(d.code)}</code></td>"
             f"<td><code>{_e(', '.join(d.cpu_ops))}</code></td><td><code>{_e(', '.join(d.xla_ops))}</code></td></tr>"
             for d in native.differences
         )
         parts.append(f'<table class="nd-native"><tr><th>line</th><th>code</th><th>CPU trace</th><th>XLA trace</th></tr>{rows}</table>')
     if native.native_failure is not None:
         parts.append(f'<p class="nd-bad">The native graph fails on XLA: {_e(native.native_failure)}</p>')
-    ratios = [(s.label or f"graph {s.index}", s.native_ratio, s.native_seconds) for s in explanation.sections if s.native_ratio]
-    for label, ratio, seconds in ratios:
-        parts.append(
-            f"<p>{_e(label)}: rewritten {seconds['rewritten'] * 1e3:.3f} ms/call, native {seconds['native'] * 1e3:.3f} ms/call: "
-            f"<b>rewritten/native {ratio:.2f}</b> (measured side by side)</p>"
-        )
+    for section in explanation.sections:
+        timing = section.native
+        if timing is not None:
+            parts.append(
+                f"<p>{_e(section.label)}: rewritten {timing.rewritten * 1e3:.3f} ms/call, native {timing.native * 1e3:.3f} ms/call: "
+                f"<b>rewritten/native {timing.ratio:.2f}</b> (measured side by side)</p>"
+            )
     return "".join(parts)
 
 
-def _notes(explanation: Any) -> str:
-    notes = list(explanation.capture.notes) + list(explanation.frozen.attrs.get("notes", []))
-    return "".join(f'<p class="nd-note">Note: {_e(n)}</p>' for n in notes)
+def _notes(explanation: Explanation) -> str:
+    return "".join(f'<p class="nd-note">Note: {_e(n)}</p>' for n in explanation.notes)
 
 
-def _section(explanation: Any, section: Any) -> str:
-    nodes = len(section.before.graph.nodes)
-    label = (section.label or f"graph {section.index}").capitalize()
+def _section(explanation: Explanation, section: Section) -> str:
     return (
-        f"<h4>{_e(label)} ({nodes} nodes, {len(section.pins)} pin(s))</h4>"
+        f"<h4>{_e(section.label.capitalize())} ({section.nodes} nodes, {len(section.pins)} pin(s))</h4>"
         + _pin_table(section) + _graphs(explanation, section) + metrics_table(section)
         + "<details><summary>Generated code, before vs after</summary>"
-        + code_diff(section.before.code, section.after.code) + "</details>"
+        + code_diff(section.traced.code, section.rewritten.code) + "</details>"
     )
 
 
-def card(explanation: Any) -> str:
+def card(explanation: Explanation) -> str:
     """The notebook card: headline, runtime, per graph the pins, both graphs, metrics and code diff."""
     sections = "".join(_section(explanation, s) for s in explanation.sections)
     if not explanation.sections:
@@ -225,7 +231,7 @@ def card(explanation: Any) -> str:
     )
 
 
-def report(explanation: Any) -> str:
+def report(explanation: Explanation) -> str:
     """One self-contained HTML page: the card, its CSS inline, no script, font or image from the network."""
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

@@ -1,66 +1,77 @@
-"""An Explanation as plain data (JSON-ready): pins, rewrites, per-graph run figures, breaks, errors."""
+"""An Explanation as plain data (strict-JSON-ready): pins, rewrites, per-section run figures, breaks, errors."""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+import math
+from typing import TYPE_CHECKING, Any
 
 from neurondev.report.advice import fix_for
 from neurondev.render.text import summary
+
+if TYPE_CHECKING:
+    from neurondev.fx.pins import DevicePin
+    from neurondev.report.model import Explanation, Section
 
 __all__ = ["explanation_dict", "plain"]
 
 
 def plain(value: Any) -> Any:
-    """A JSON-ready copy: devices and dtypes as text, tuples as lists."""
-    if isinstance(value, dict):
+    """A strict-JSON-ready copy: devices and dtypes as text, tuples as lists, NaN and infinities as text."""
+    if isinstance(value, dict) or hasattr(value, "items"):
         return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)  # 'nan', 'inf', '-inf': JSON has no literal for them
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     return str(value)
 
 
-def _pin(pin: Any) -> dict[str, Any]:
-    data = dataclasses.asdict(pin)
+def _pin(pin: DevicePin) -> dict[str, Any]:
+    data = pin.row()
+    data["where"] = pin.where
     data["fix"] = fix_for(pin)
     return plain(data)
 
 
-def _section(section: Any) -> dict[str, Any]:
-    return {
-        "index": section.index,
+def _section(section: Section) -> dict[str, Any]:
+    native = section.native
+    return plain({
+        "graph": section.key.graph,
+        "part": section.key.part,
         "label": section.label,
-        "native_seconds": section.native_seconds,
-        "native_ratio": section.native_ratio,
-        "nodes": len(section.before.graph.nodes),
+        "native_seconds": dataclasses.asdict(native) if native else None,
+        "native_ratio": native.ratio if native else None,
+        "nodes": section.nodes,
         "pins": [_pin(pin) for pin in section.pins],
-        "rewrites": [plain(dataclasses.asdict(r)) for r in section.rewrites],
-        "code_before": section.before.code,
-        "code_after": section.after.code,
-        "before": plain(section.run_before.to_dict()) if section.run_before else None,
-        "after": plain(section.run_after.to_dict()) if section.run_after else None,
-        "values": plain(dataclasses.asdict(section.values)) if section.values else None,
+        "rewrites": [dataclasses.asdict(r) for r in section.rewrites],
+        "code_before": section.traced.code,
+        "code_after": section.rewritten.code,
+        "before": section.before.to_dict() if section.before else None,
+        "after": section.after.to_dict() if section.after else None,
+        "values": section.values.to_dict() if section.values else None,
         "values_against": section.values_against,
-    }
+    })
 
 
-def explanation_dict(explanation: Any) -> dict[str, Any]:
+def explanation_dict(explanation: Explanation) -> dict[str, Any]:
     captured = explanation.capture
-    return {
+    return plain({
         "name": explanation.name,
-        "target": explanation.target,
+        "target": str(explanation.target),
+        "level": explanation.level,
         "summary": summary(explanation),
         "outputs_match": explanation.outputs_match,
         "skipped": explanation.skipped,
-        "runtime": plain(explanation.runtime),
-        "pins": len(explanation.frozen),
-        "totals": {"before": explanation.totals("before"), "after": explanation.totals("after")},
+        "runtime": dict(explanation.runtime),
+        "pins": len(explanation.pins),
+        "totals": {"before": explanation.totals("before").to_dict(), "after": explanation.totals("after").to_dict()},
         "graphs": [_section(section) for section in explanation.sections],
-        "dynamo_breaks": [plain(dataclasses.asdict(b)) for b in captured.dynamo_breaks],
-        "moved_inputs": [plain(dataclasses.asdict(m)) for m in captured.moved_inputs],
-        "notes": list(captured.notes) + list(explanation.frozen.attrs.get("notes", [])),
-        "native": explanation.native.to_dict() if explanation.native is not None else None,
-        "native_skipped": explanation.native_skipped,
-    }
+        "dynamo_breaks": [{"reason": b.reason, **(b.source.to_dict() if b.source else {})} for b in captured.dynamo_breaks],
+        "moved_inputs": [dataclasses.asdict(m) for m in captured.moved_inputs],
+        "notes": list(explanation.notes),
+        "native": explanation.traces.to_dict() if explanation.traces is not None else None,
+        "native_skipped": explanation.traces_skipped,
+    })

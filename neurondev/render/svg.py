@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from neurondev.errors import DotUnavailableError
 
 __all__ = ["DOT_ENV", "DotProgram", "DotUnavailableError", "find_dot", "install_hint", "render_svg"]
 
@@ -21,10 +24,6 @@ class DotProgram:
 
     path: str
     source: str
-
-
-class DotUnavailableError(RuntimeError):
-    """No ``dot`` program: drawing is skipped, everything else still works."""
 
 
 def install_hint() -> str:
@@ -49,10 +48,19 @@ def find_dot() -> DotProgram | None:
 
 
 def render_svg(dot_text: str, *, timeout: float = 60.0, program: DotProgram | None = None) -> str:
-    """SVG text for ``dot_text``; DotUnavailableError when there is no dot, or it fails or times out."""
+    """SVG text for ``dot_text``; DotUnavailableError when there is no dot, or it fails or times out.
+
+    A pure function of its arguments, so the last drawings are remembered (by DOT text and program):
+    showing a card twice draws once.
+    """
     program = program or find_dot()
     if program is None:
         raise DotUnavailableError(f"no Graphviz 'dot' program found: {install_hint()}")
+    return _drawn(dot_text, timeout, program)
+
+
+@functools.lru_cache(maxsize=64)
+def _drawn(dot_text: str, timeout: float, program: DotProgram) -> str:
     try:
         done = subprocess.run(
             [program.path, "-Tsvg"], input=dot_text.encode(), capture_output=True, timeout=timeout, check=False

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from neurondev.fx.pins import DevicePin
+
 __all__ = ["BACKEND_FIX", "fix_for"]
 
 BACKEND_FIX = (
@@ -20,23 +22,22 @@ _NEW_METHODS = {
 _LIKE = {"torch.rand": "torch.rand_like(x)", "torch.randn": "torch.randn_like(x)", "torch.empty_strided": "x.new_empty_strided(size, stride)"}
 
 
-def fix_for(pin: dict | object) -> str:
-    """One sentence: what to write in the user's code instead of this pin (a row of ``diagnose``)."""
-    get = pin.get if isinstance(pin, dict) else lambda key: getattr(pin, key)
-    target, kind, location = str(get("target")), str(get("kind")), str(get("location"))
+def fix_for(pin: DevicePin) -> str:
+    """One sentence: what to write in the user's code instead of this pin."""
+    function, kind, location = pin.function, pin.kind, pin.location
     if kind == "assertion":
         return "a device check torch.export wrote for a .to()/constructor above; it is rewritten with them"
     if location == "method":
         return "the value is moved to the host on purpose: drop the .cpu()/.cuda(), or move that host work out of the compiled function"
-    if target in _NEW_METHODS:
+    if function in _NEW_METHODS:
         return (
-            f"write {_NEW_METHODS[target]} (x being the tensor whose device you mean): a Tensor method follows x's "
-            f"device at run time, while {target}(..., device=x.device) is frozen to the device seen while tracing"
+            f"write {_NEW_METHODS[function]} (x being the tensor whose device you mean): a Tensor method follows x's "
+            f"device at run time, while {function}(..., device=x.device) is frozen to the device seen while tracing"
         )
-    if target in _LIKE and kind != "literal":
-        return f"write {_LIKE[target]} when the shape is x's; otherwise {BACKEND_FIX}"
+    if function in _LIKE and kind != "literal":
+        return f"write {_LIKE[function]} when the shape is x's; otherwise {BACKEND_FIX}"
     if kind == "literal":
         return "the device is written out in your code: remove it (or use the tensor's own device) so nothing pins it to the host"
-    if location.startswith("arg") and target.endswith(".to"):
+    if location.startswith("arg") and function.endswith(".to"):
         return "for a dtype change write x.to(dtype) without a device; for a move between tensors, " + BACKEND_FIX
     return BACKEND_FIX

@@ -8,11 +8,16 @@ from typing import Any, Callable, Iterable
 
 import torch
 
+from neurondev.errors import DevicePinsError, InvalidOptionError
 from neurondev.report.advice import fix_for
-from neurondev.errors import DevicePinsError, InvalidOptionError, XlaUnavailableError
-from neurondev.trace.source import short_location
+from neurondev.report.model import Explanation
+from neurondev.report.pipeline import explain
+from neurondev.trace.capture import check_inputs
+from neurondev.trace.source import SourceLine
 
 __all__ = ["Finding", "check", "findings_of"]
+
+_SPECIALISED_FIX = "no device rewrite changes Python that branches on the device: trace on XLA, or make both branches the same"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -21,66 +26,73 @@ class Finding:
 
     kind: str  # "pin" or "device-specialised"
     node: str
-    target: str
-    file: str | None
-    line: int | None
-    code: str | None
+    function: str
+    source: SourceLine | None
     detail: str
     fix: str
 
     @property
     def where(self) -> str:
-        return short_location(self.file, self.line)
+        return self.source.where if self.source else "no source line"
+
+    @property
+    def file(self) -> str | None:
+        return self.source.file if self.source else None
+
+    @property
+    def line(self) -> int | None:
+        return self.source.line if self.source else None
+
+    @property
+    def code(self) -> str | None:
+        return self.source.code if self.source else None
 
     def allowed_by(self, rules: Iterable[str]) -> bool:
-        """Allowed by a node name, a file:line (file name or path), or a glob over those, target or code."""
-        names = {self.node, self.target, self.where, f"{self.file}:{self.line}", self.code or ""}
+        """Allowed by a node name, a file:line (file name or path), or a glob over those, the function or code."""
+        names = {self.node, self.function, self.where, self.code or ""}
+        if self.source is not None:
+            names.add(f"{self.source.file}:{self.source.line}")
         return any(rule in names or any(fnmatch.fnmatch(name, rule) for name in names) for rule in rules)
 
     def describe(self) -> str:
         return f"  {self.where}: {self.code}\n      {self.detail}\n      write instead: {self.fix}"
 
+    def to_dict(self) -> dict[str, Any]:
+        source = self.source.to_dict() if self.source else {"file": None, "line": None, "code": None, "where": self.where}
+        return {"kind": self.kind, "node": self.node, "function": self.function, **source, "detail": self.detail, "fix": self.fix}
 
-def findings_of(explanation: Any) -> list[Finding]:
+
+def findings_of(explanation: Explanation) -> list[Finding]:
     """Every pin of an Explanation, and every device-specialised line of its native trace."""
     found = [
-        Finding("pin", row["node"], row["target"], row["file"], row["line"], row["code"],
-                f"{row['node']}: {row['target']}, device={row['device']} ({row['kind']}, {row['location']})", fix_for(row))
-        for row in explanation.frozen.to_dict("records")
+        Finding("pin", pin.node, pin.function, pin.source,
+                f"{pin.node}: {pin.function}, device={pin.device} ({pin.kind}, {pin.location})", fix_for(pin))
+        for pin in explanation.pins
     ]
-    native = explanation.native
-    if native is not None:
+    if explanation.traces is not None:
         found += [
-            Finding("device-specialised", f"line {d.line}", "", d.file, d.line, d.code,
-                    f"traced as {list(d.cpu_ops)} on CPU but {list(d.xla_ops)} on XLA",
-                    "no device rewrite changes Python that branches on the device: trace on XLA, or make both branches the same")
-            for d in native.differences
+            Finding("device-specialised", f"line {d.line}", "", d.source,
+                    f"traced as {list(d.cpu_ops)} on CPU but {list(d.xla_ops)} on XLA", _SPECIALISED_FIX)
+            for d in explanation.traces.differences
         ]
     return found
 
 
 def check(
-    fn: Callable, *args: Any, target: str | torch.device = "xla", allow: Iterable[str] = (), native: bool = True, **kwargs: Any
-) -> Any:
+    fn: Callable[..., Any], *args: Any, target: str | torch.device = "xla", allow: Iterable[str] = (), native: bool = True, **kwargs: Any
+) -> Explanation:
     """Raise DevicePinsError (an AssertionError too) listing every pin and device-specialised line of
     ``fn(*args, **kwargs)`` not in ``allow``; return the Explanation when there is none.
 
     ``allow``: node names (``"arange_3"``), ``file:line`` (``"model.py:41"``) or glob patterns over
-    those, the target and the code (``"masking_utils.py:*"``, ``"torch.arange"``). ``native=True``
+    those, the function and the code (``"masking_utils.py:*"``, ``"torch.arange"``). ``native=True``
     also traces on XLA to find device-specialised code (skipped, with a note, without torch_xla).
-    Nothing runs on the device otherwise: check is about what the graph says.
+    Nothing runs on the device otherwise and nothing is drawn: check is about what the graph says.
     """
-    from neurondev.trace.capture import check_inputs
-    from neurondev.report.explanation import explain
-
     rules = _rules(allow)
     if callable(fn):
         check_inputs(fn, args, kwargs)  # check has no callable form: it needs the inputs now
-    try:
-        explanation = explain(fn, *args, target=target, run=False, quiet=True, native=native, **kwargs)
-    except XlaUnavailableError:
-        explanation = explain(fn, *args, target=target, run=False, quiet=True, native=False, **kwargs)
-        explanation.native_skipped = "no XLA device: device-specialised code was not looked for"
+    explanation = explain(fn, *args, target=target, run=False, quiet=True, native=native, **kwargs)
     left = [finding for finding in findings_of(explanation) if not finding.allowed_by(rules)]
     if left:
         raise DevicePinsError(_message(explanation.name, left), left)

@@ -7,12 +7,13 @@ from typing import Any, Callable
 
 import torch
 import torch.fx
-import torch.utils._pytree as pytree
+
+from neurondev._compat import aot_autograd, tree_leaves
 
 __all__ = ["AtenGraph", "AtenRecorder", "run_backward"]
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class AtenGraph:
     """One graph aot_autograd made from dynamo graph ``dynamo_graph``: its ``forward`` or ``backward``.
 
@@ -22,9 +23,17 @@ class AtenGraph:
     """
 
     dynamo_graph: int
-    kind: str
+    part: str
     graph_module: torch.fx.GraphModule
-    inputs: list[Any] = dataclasses.field(default_factory=list, repr=False)
+    inputs: tuple[Any, ...] = dataclasses.field(default=(), repr=False)
+
+
+@dataclasses.dataclass
+class _Recorded:
+    dynamo_graph: int
+    part: str
+    graph_module: torch.fx.GraphModule
+    inputs: list[Any] = dataclasses.field(default_factory=list)
 
 
 class AtenRecorder:
@@ -32,26 +41,28 @@ class AtenRecorder:
     the graphs run as they are (eagerly, node by node) on CPU while the function is traced."""
 
     def __init__(self) -> None:
-        self.graphs: list[AtenGraph] = []
+        self._recorded: list[_Recorded] = []
 
-    def compile(self, index: int, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable:
-        from torch._dynamo.backends.common import aot_autograd
+    @property
+    def graphs(self) -> tuple[AtenGraph, ...]:
+        """What was recorded so far, each with the inputs of its first call."""
+        return tuple(AtenGraph(r.dynamo_graph, r.part, r.graph_module, tuple(r.inputs)) for r in self._recorded)
 
-        return aot_autograd(fw_compiler=self._compiler(index, "forward"), bw_compiler=self._compiler(index, "backward"))(
-            gm, example_inputs
-        )
+    def compile(self, index: int, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+        compilers = {"fw_compiler": self._compiler(index, "forward"), "bw_compiler": self._compiler(index, "backward")}
+        return aot_autograd(**compilers)(gm, example_inputs)
 
-    def _compiler(self, index: int, kind: str) -> Callable:
-        def compile_graph(gm: torch.fx.GraphModule, fake_inputs: list[Any]) -> Callable:
-            entry = AtenGraph(index, kind, gm)
-            self.graphs.append(entry)
+    def _compiler(self, index: int, part: str) -> Callable[..., Any]:
+        def compile_graph(gm: torch.fx.GraphModule, fake_inputs: list[Any]) -> Callable[..., Any]:
+            entry = _Recorded(index, part, gm)
+            self._recorded.append(entry)
 
             def run(args: list[Any]) -> Any:
                 if not entry.inputs:
                     entry.inputs = [a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args]
                 return gm(*args)
 
-            run._boxed_call = True  # aot_autograd's calling convention: one list of arguments
+            run._boxed_call = True  # type: ignore[attr-defined]  # aot_autograd's convention: one list of arguments
             return run
 
         return compile_graph
@@ -60,6 +71,6 @@ class AtenRecorder:
 def run_backward(output: Any) -> None:
     """Run the backward of every output that requires grad (ones as gradients), so that aot_autograd
     compiles, and the recorder sees, the backward graphs. Acts on the traced copies only."""
-    tensors = [t for t in pytree.tree_leaves(output) if isinstance(t, torch.Tensor) and t.requires_grad]
+    tensors = [t for t in tree_leaves(output) if isinstance(t, torch.Tensor) and t.requires_grad and t.grad_fn is not None]
     if tensors:
         torch.autograd.backward(tensors, [torch.ones_like(t) for t in tensors])

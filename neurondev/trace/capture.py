@@ -14,8 +14,8 @@ from typing import Any, Callable
 
 import torch
 import torch.fx
-import torch.utils._pytree as pytree
 
+from neurondev._compat import DYNAMIC_MARKS, dynamo_break_of, keystr, tree_flatten_with_path, tree_leaves, tree_unflatten
 from neurondev.errors import (
     CaptureInputError,
     InvalidOptionError,
@@ -24,29 +24,49 @@ from neurondev.errors import (
     NotCallableError,
     TraceError,
 )
+from neurondev.trace.aten import AtenGraph, AtenRecorder, run_backward
+from neurondev.trace.source import SourceLine, source_line
 
 __all__ = [
+    "LEVELS",
     "Capture",
     "DynamoBreak",
     "MovedInput",
     "capture",
     "capture_on_device",
     "check_inputs",
+    "check_level",
     "required_inputs",
     "trace_only",
 ]
 
 _CPU = torch.device("cpu")
+LEVELS = ("dynamo", "aten")
+
+
+def check_level(level: Any) -> str:
+    """The level, or InvalidOptionError naming both: 'dynamo' (dynamo's graphs) or 'aten' (aot_autograd's)."""
+    if level not in LEVELS:
+        raise InvalidOptionError(
+            f"level is 'dynamo' (the graphs dynamo makes) or 'aten' (aot_autograd's forward and backward), got {level!r}"
+        )
+    return level
 
 
 @dataclasses.dataclass(frozen=True)
 class DynamoBreak:
-    """A graph break dynamo itself made (as ``torch._dynamo.explain`` reports it), with its user source."""
+    """A graph break dynamo itself made (as ``torch._dynamo.explain`` reports it), with the user's line."""
 
     reason: str
-    file: str | None
-    line: int | None
-    code: str | None
+    source: SourceLine | None
+
+    @property
+    def line(self) -> int | None:
+        return self.source.line if self.source else None
+
+    @property
+    def where(self) -> str:
+        return self.source.where if self.source else "unknown line"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,31 +77,39 @@ class MovedInput:
     device: str
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Capture:
-    """What tracing ``fn`` on CPU produced.
+    """What tracing ``fn`` produced (on CPU unless ``device`` says otherwise); set once, never changed.
 
     ``graphs``: every FX GraphModule dynamo produced, in order. ``example_inputs``: for each graph,
-    the CPU tensors dynamo passed it (module parameters included, as placeholders).
-    ``dynamo_breaks``: dynamo's own graph breaks. ``moved_inputs``: what was copied to CPU first.
+    the tensors dynamo passed it (module parameters included, as placeholders).
+    ``dynamo_breaks``: dynamo's own graph breaks. ``moved_inputs``: what was copied to ``device`` first.
     ``output``: the result of the traced (eager) call, a reference for runs elsewhere.
     ``notes``: what the capture did that a user should know (an already compiled function was
     unwrapped, dimensions marked dynamic were kept, why no graph was recorded).
+    ``aten_graphs``: with ``level="aten"``, aot_autograd's forward and backward graphs.
     """
 
     name: str
-    graphs: list[torch.fx.GraphModule]
-    example_inputs: list[list[Any]]
-    dynamo_breaks: list[DynamoBreak]
-    moved_inputs: list[MovedInput]
-    output: Any
-    notes: list[str] = dataclasses.field(default_factory=list)
-    aten_graphs: list[Any] = dataclasses.field(default_factory=list)
+    graphs: tuple[torch.fx.GraphModule, ...]
+    example_inputs: tuple[tuple[Any, ...], ...]
+    dynamo_breaks: tuple[DynamoBreak, ...] = ()
+    moved_inputs: tuple[MovedInput, ...] = ()
+    output: Any = dataclasses.field(default=None, repr=False)
+    notes: tuple[str, ...] = ()
+    aten_graphs: tuple[AtenGraph, ...] = ()
+    level: str = "dynamo"
+    device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        for name in ("graphs", "dynamo_breaks", "moved_inputs", "notes", "aten_graphs"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        object.__setattr__(self, "example_inputs", tuple(tuple(inputs) for inputs in self.example_inputs))
 
     def __repr__(self) -> str:
         return (
             f"Capture({self.name!r}: {len(self.graphs)} graph(s), {len(self.dynamo_breaks)} dynamo break(s), "
-            f"{len(self.moved_inputs)} input(s) moved to CPU)"
+            f"{len(self.moved_inputs)} input(s) moved to {self.device.upper()})"
         )
 
 
@@ -96,15 +124,12 @@ def capture(fn: Callable, *args: Any, level: str = "dynamo", **kwargs: Any) -> C
     forward and, when inputs or parameters require grad, the backward graph (the traced copies'
     outputs are back-propagated with ones to make it), each with the real inputs it ran with.
     """
-    if level not in ("dynamo", "aten"):
-        raise InvalidOptionError(f"level is 'dynamo' or 'aten' (aot_autograd's forward and backward), got {level!r}")
-    recorder = _Recorder(aten=level == "aten")
+    recorder = _Recorder(aten=check_level(level) == "aten")
     output, moved, notes = _trace(fn, args, kwargs, recorder)
-    result = Capture(_name(fn), recorder.graphs, recorder.example_inputs, recorder.breaks, moved, output, notes)
-    if recorder.aten is not None:
-        result.aten_graphs = recorder.aten.graphs
-    _warn_if_empty(result, args, kwargs)
-    return result
+    if not recorder.graphs:
+        notes.append(_why_no_graph(args, kwargs))
+        warnings.warn(f"capture of {_name(fn)} recorded no graph: {notes[-1]}", NoGraphWarning, stacklevel=2)
+    return recorder.capture(_name(fn), output, moved, notes, level=level)
 
 
 def trace_only(fn: Callable, *args: Any, **kwargs: Any) -> Capture:
@@ -115,7 +140,7 @@ def trace_only(fn: Callable, *args: Any, **kwargs: Any) -> Capture:
     """
     recorder = _Recorder(stop=True)
     _, moved, notes = _trace(fn, args, kwargs, recorder)
-    return Capture(_name(fn), recorder.graphs, recorder.example_inputs, recorder.breaks, moved, None, notes)
+    return recorder.capture(_name(fn), None, moved, notes)
 
 
 def _trace(
@@ -134,8 +159,6 @@ def _trace(
         with _quiet_dynamo():
             output = _compiled_entry(traced_fn, recorder)(*copied_args, **copied_kwargs)
             if recorder.aten is not None:
-                from neurondev.trace.aten import run_backward
-
                 run_backward(output)
             return output, moved, notes
     except Exception as error:
@@ -156,8 +179,7 @@ def capture_on_device(fn: Callable, args: tuple, kwargs: dict, device: torch.dev
         if not recorder.graphs:
             raise
         output, failure = None, error.__cause__ or error
-    captured = Capture(_name(fn), recorder.graphs, recorder.example_inputs, recorder.breaks, moved, output, notes)
-    return captured, failure
+    return recorder.capture(_name(fn), output, moved, notes, device=str(device)), failure
 
 
 @contextlib.contextmanager
@@ -184,16 +206,8 @@ def _unwrap_compiled(fn: Callable, notes: list[str]) -> Callable:
     return original
 
 
-def _warn_if_empty(result: Capture, args: tuple, kwargs: dict) -> None:
-    if result.graphs:
-        return
-    reason = _why_no_graph(args, kwargs)
-    result.notes.append(reason)
-    warnings.warn(f"capture of {result.name} recorded no graph: {reason}", NoGraphWarning, stacklevel=3)
-
-
 def _why_no_graph(args: tuple, kwargs: dict) -> str:
-    tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+    tensors = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
     if any(t.layout != torch.strided for t in tensors):
         return (
             "an input is not a dense tensor (sparse or another layout), which dynamo does not trace; "
@@ -210,8 +224,6 @@ class _Recorder:
     with ``stop=True`` it stops dynamo after the first graph instead."""
 
     def __init__(self, *, stop: bool = False, aten: bool = False) -> None:
-        from neurondev.trace.aten import AtenRecorder
-
         self.stop = stop
         self.graphs: list[torch.fx.GraphModule] = []
         self.example_inputs: list[list[Any]] = []
@@ -221,25 +233,29 @@ class _Recorder:
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable:
         self.graphs.append(gm)
         self.example_inputs.append(list(example_inputs))
-        reason = getattr(gm, "compile_subgraph_reason", None)
-        if reason is not None and reason.graph_break:
-            self.breaks.append(_dynamo_break(reason))
+        found = dynamo_break_of(gm)
+        if found is not None:
+            self.breaks.append(_dynamo_break(*found))
         if self.stop:
             raise _Traced()
         if self.aten is not None:
             return self.aten.compile(len(self.graphs) - 1, gm, example_inputs)
         return gm.forward
 
+    def capture(self, name: str, output: Any, moved: list[MovedInput], notes: list[str], **extra: Any) -> Capture:
+        """The frozen record of what this recorder saw."""
+        aten = self.aten.graphs if self.aten is not None else ()
+        return Capture(name, self.graphs, self.example_inputs, self.breaks, moved, output, notes, aten, **extra)
+
 
 class _Traced(Exception):
     """Raised by a stopping recorder once it holds its graph."""
 
 
-def _dynamo_break(reason: Any) -> DynamoBreak:
-    frame = reason.user_stack[-1] if reason.user_stack else None
+def _dynamo_break(reason: str, frame: Any) -> DynamoBreak:
     if frame is None:
-        return DynamoBreak(str(reason.reason), None, None, None)
-    return DynamoBreak(str(reason.reason), frame.filename, frame.lineno, (frame.line or "").strip())
+        return DynamoBreak(reason, None)
+    return DynamoBreak(reason, source_line(frame.filename, frame.lineno, frame.name, frame.line))
 
 
 def _compiled_entry(fn: Callable, recorder: _Recorder) -> Callable:
@@ -301,18 +317,9 @@ def check_inputs(fn: Callable, args: tuple, kwargs: dict) -> None:
 
 def _clone(tree: Any, prefix: str, moved: list[MovedInput], notes: list[str], device: torch.device) -> Any:
     """Copy every tensor of a nested structure onto ``device``, recording the ones that were elsewhere."""
-    leaves, spec = pytree.tree_flatten_with_path(tree)
-    cloned = [_tensor_copy(value, prefix + pytree.keystr(path), moved, notes, device) for path, value in leaves]
-    return pytree.tree_unflatten(cloned, spec)
-
-
-_DYNAMIC_MARKS = (
-    "_dynamo_dynamic_indices",
-    "_dynamo_unbacked_indices",
-    "_dynamo_weak_dynamic_indices",
-    "_dynamo_static_indices",
-    "_dynamo_dynamic_range",
-)
+    leaves, spec = tree_flatten_with_path(tree)
+    cloned = [_tensor_copy(value, prefix + keystr(path), moved, notes, device) for path, value in leaves]
+    return tree_unflatten(cloned, spec)
 
 
 def _tensor_copy(value: Any, path: str, moved: list[MovedInput], notes: list[str], device: torch.device) -> Any:
@@ -332,7 +339,7 @@ def _tensor_copy(value: Any, path: str, moved: list[MovedInput], notes: list[str
 
 def _keep_dynamic_marks(value: torch.Tensor, copied: torch.Tensor, path: str, notes: list[str]) -> None:
     """Carry ``torch._dynamo.mark_dynamic`` (and its relatives) over to the traced copy."""
-    kept = [name for name in _DYNAMIC_MARKS if hasattr(value, name)]
+    kept = [name for name in DYNAMIC_MARKS if hasattr(value, name)]
     for name in kept:
         setattr(copied, name, copy.copy(getattr(value, name)))
     if "_dynamo_dynamic_indices" in kept:

@@ -1,4 +1,4 @@
-"""Where a graph node came from in the user's code, and whether its device was frozen or literal."""
+"""Where a graph node came from in the user's code (one SourceLine), and whether its device was frozen or literal."""
 
 from __future__ import annotations
 
@@ -6,10 +6,13 @@ import dataclasses
 import linecache
 import re
 from pathlib import Path
+from typing import Any
 
 import torch.fx
 
-__all__ = ["SourceLine", "judge_kind", "location_fields", "short_location", "source_of", "statement_at"]
+from neurondev._compat import ipython_cell_number
+
+__all__ = ["SourceLine", "judge_kind", "short_location", "source_line", "source_of", "statement_at"]
 
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>[^\n]+)\n(?P<code>[^\n]*)')
 _KWARG_DEVICE = re.compile(r"\bdevice\s*=\s*(?P<expr>[^,)]+)")
@@ -18,18 +21,39 @@ _DEVICE_CALL = re.compile(r"torch\.device\(\s*(?:type\s*=\s*)?(?P<expr>[^,)]*)")
 _PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
 _USER_CODE_IN_PACKAGE = ("gallery/catalogue.py", "gallery/patterns.py")  # the gallery's functions are user code
 _LITERAL = re.compile(r"""^(['"][a-z]+(:\d+)?['"]|\d+)$""")
+_NOTEBOOK_CELL = re.compile(r"ipykernel_\d+[/\\]\d+\.py$")
 _MAX_STATEMENT_LINES = 20
 _MAX_LOOKBACK_LINES = 200
 
 
 @dataclasses.dataclass(frozen=True)
 class SourceLine:
-    """The innermost user frame of a node's stack trace; ``code`` is the whole statement."""
+    """A line of the user's code: its file, line number, function and whole statement.
+
+    ``cell`` is the notebook cell's execution count when the file is a cell IPython compiled
+    (``where`` then reads ``In[3]:4``, as IPython's tracebacks name it), else None.
+    """
 
     file: str
     line: int
-    function: str
-    code: str
+    function: str = ""
+    code: str = ""
+    cell: int | None = None
+
+    @property
+    def where(self) -> str:
+        """``model.py:12`` for a file, ``In[3]:4`` for a notebook cell."""
+        return short_location(self.file, self.line, cell=self.cell)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "code": self.code, "where": self.where}
+
+
+def source_line(file: str, line: int, function: str = "", code: str | None = None) -> SourceLine:
+    """A SourceLine for ``file:line``, the statement read from the file when ``code`` is not given."""
+    statement = statement_at(file, line) or (code or "").strip()
+    cell = ipython_cell_number(file) if _NOTEBOOK_CELL.search(file) else None
+    return SourceLine(file, line, function.strip(), statement, cell)
 
 
 def source_of(node: torch.fx.Node) -> SourceLine | None:
@@ -45,45 +69,22 @@ def source_of(node: torch.fx.Node) -> SourceLine | None:
     if not frames:
         return None
     last = frames[-1]
-    file, line = last["file"], int(last["line"])
-    code = statement_at(file, line) or last["code"].strip()
-    return SourceLine(file=file, line=line, function=last["function"].strip(), code=code)
+    return source_line(last["file"], int(last["line"]), last["function"], last["code"])
 
 
 def _in_neurondev(file: str) -> bool:
     """Frames of neurondev's own machinery (the capture's entry function), not of the gallery."""
-    return file.startswith(_PACKAGE_DIR) and not file.endswith(_USER_CODE_IN_PACKAGE)
+    return file.startswith(_PACKAGE_DIR) and not file.replace("\\", "/").endswith(_USER_CODE_IN_PACKAGE)
 
 
-_NOTEBOOK_CELL = re.compile(r"ipykernel_\d+[/\\]\d+\.py$")
-
-
-def short_location(file: object, line: object, *, missing: str = "no source line") -> str:
-    """``model.py:12`` for a file, ``In[3]:4`` for a notebook cell (as IPython's tracebacks name it)."""
+def short_location(file: object, line: object, *, cell: int | None = None, missing: str = "no source line") -> str:
+    """``model.py:12`` for a file, ``In[3]:4`` for a notebook cell (``notebook cell:4`` when its number is unknown)."""
     if not file:
         return missing
     text = str(file)
     if _NOTEBOOK_CELL.search(text):
-        cell = _cell_number(text)
         return f"In[{cell}]:{line}" if cell is not None else f"notebook cell:{line}"
     return f"{Path(text).name}:{line}"
-
-
-def _cell_number(file: str) -> int | None:
-    """The execution count IPython gave the cell compiled to ``file`` (None outside IPython)."""
-    import sys
-
-    ipython = sys.modules.get("IPython")
-    shell = ipython.get_ipython() if ipython is not None else None
-    names = getattr(getattr(shell, "compile", None), "_filename_map", None) or {}
-    return names.get(file)
-
-
-def location_fields(source: SourceLine | None) -> dict[str, object]:
-    """``file``, ``line`` and ``code`` of a source line (each None when unknown), for record fields."""
-    if source is None:
-        return {"file": None, "line": None, "code": None}
-    return {"file": source.file, "line": source.line, "code": source.code}
 
 
 def statement_at(file: str, line: int) -> str | None:

@@ -1,4 +1,23 @@
-"""The XLA side: the runtime and its counters, runs of one graph, value comparison, native traces."""
+"""The XLA side: the runtime and its counters, runs of one graph, value comparison, native traces.
 
-from neurondev.xla.runtime import *  # noqa: F403
-from neurondev.xla.runtime import __all__
+``neurondev.xla.device()``, ``describe()``, ``to_device()``, ``counts()``, ``sync()`` are the
+runtime's and the counters' own functions, re-exported here.
+"""
+
+from neurondev.xla.counters import Counts, counts, keep_counters, settle, sync
+from neurondev.xla.runtime import RuntimeChoice, choose_runtime, describe, device, load_torch_xla, planned_runtime, to_device
+
+__all__ = [
+    "Counts",
+    "RuntimeChoice",
+    "choose_runtime",
+    "counts",
+    "describe",
+    "device",
+    "keep_counters",
+    "load_torch_xla",
+    "planned_runtime",
+    "settle",
+    "sync",
+    "to_device",
+]

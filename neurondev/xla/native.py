@@ -11,6 +11,7 @@ the native one.
 from __future__ import annotations
 
 import collections
+import copy
 import dataclasses
 import statistics
 import time
@@ -19,10 +20,12 @@ from typing import Any, Callable
 import torch
 import torch.fx
 
-from neurondev.trace.capture import Capture, capture, capture_on_device
+from neurondev.fx.devices import as_device, function_name
 from neurondev.passes.device_rewriter import rewrite_copy
-from neurondev.fx.pins import as_device, readable_target
-from neurondev.trace.source import short_location, source_of
+from neurondev.trace.capture import Capture, capture, capture_on_device
+from neurondev.trace.source import SourceLine, source_of
+from neurondev.xla import counters, runtime
+from neurondev.xla.run import RunError, run_on_xla
 
 __all__ = ["LineDifference", "TraceComparison", "compare_traces", "compare_with_native", "side_by_side_seconds", "structure"]
 
@@ -32,18 +35,31 @@ class LineDifference:
     """One user line whose ops differ between the CPU and the XLA trace (device arguments aside)."""
 
     graph: int
-    file: str | None
-    line: int | None
-    code: str | None
+    source: SourceLine | None
     cpu_ops: tuple[str, ...]
     xla_ops: tuple[str, ...]
 
+    @property
+    def line(self) -> int | None:
+        return self.source.line if self.source else None
+
+    @property
+    def code(self) -> str | None:
+        return self.source.code if self.source else None
+
+    @property
+    def where(self) -> str:
+        return self.source.where if self.source else "no source line"
+
     def describe(self) -> str:
-        where = short_location(self.file, self.line)
-        return f"{where} `{self.code}`: CPU trace {list(self.cpu_ops)}, XLA trace {list(self.xla_ops)}"
+        return f"{self.where} `{self.code}`: CPU trace {list(self.cpu_ops)}, XLA trace {list(self.xla_ops)}"
+
+    def to_dict(self) -> dict[str, Any]:
+        source = self.source.to_dict() if self.source else {"file": None, "line": None, "code": None, "where": None}
+        return {"graph": self.graph, **source, "cpu_ops": list(self.cpu_ops), "xla_ops": list(self.xla_ops)}
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class TraceComparison:
     """The CPU trace, the native XLA trace, and how they differ.
 
@@ -58,12 +74,12 @@ class TraceComparison:
     name: str
     cpu: Capture
     native: Capture
-    differences: list[LineDifference]
-    only_in_cpu: list[int]
-    only_in_xla: list[int]
-    rewritten_is_native: list[bool]
+    differences: tuple[LineDifference, ...]
+    only_in_cpu: tuple[int, ...]
+    only_in_xla: tuple[int, ...]
+    rewritten_is_native: tuple[bool, ...]
     native_error: str | None = None
-    native_failure: Any = None
+    native_failure: RunError | None = None
 
     @property
     def agree(self) -> bool:
@@ -87,16 +103,14 @@ class TraceComparison:
         return f"{self.name}: " + ", ".join(parts) + (f". {lines}" if lines else "")
 
     def to_dict(self) -> dict[str, Any]:
-        from neurondev.render.json import plain
-
-        return plain({
+        return {
             "name": self.name, "agree": self.agree, "summary": self.summary(),
-            "differences": [dataclasses.asdict(d) for d in self.differences],
+            "differences": [d.to_dict() for d in self.differences],
             "graphs": {"cpu": len(self.cpu.graphs), "xla": len(self.native.graphs)},
-            "only_in_cpu": self.only_in_cpu, "only_in_xla": self.only_in_xla,
-            "rewritten_is_native": self.rewritten_is_native, "native_error": self.native_error,
+            "only_in_cpu": list(self.only_in_cpu), "only_in_xla": list(self.only_in_xla),
+            "rewritten_is_native": list(self.rewritten_is_native), "native_error": self.native_error,
             "native_failure": self.native_failure.to_dict() if self.native_failure is not None else None,
-        })
+        }
 
 
 def compare_traces(fn: Callable, *args: Any, **kwargs: Any) -> TraceComparison:
@@ -110,31 +124,29 @@ def compare_traces(fn: Callable, *args: Any, **kwargs: Any) -> TraceComparison:
 
 def compare_with_native(cpu: Capture, fn: Callable, args: tuple, kwargs: dict) -> TraceComparison:
     """Compare a CPU capture made earlier with a native trace of the same call on XLA."""
-    from neurondev import xla
-
-    native, failure = capture_on_device(fn, args, kwargs, xla.device())
+    device = runtime.device()
+    native, failure = capture_on_device(fn, args, kwargs, device)
     count = min(len(cpu.graphs), len(native.graphs))
     differences = [d for index in range(count) for d in _line_differences(index, cpu.graphs[index], native.graphs[index])]
-    comparison = TraceComparison(
-        name=cpu.name, cpu=cpu, native=native, differences=differences,
-        only_in_cpu=list(range(count, len(cpu.graphs))), only_in_xla=list(range(count, len(native.graphs))),
-        rewritten_is_native=[structure(rewrite_copy(cpu.graphs[i], target=xla.device())[0]) == structure(native.graphs[i]) for i in range(count)],
+    same = [structure(rewrite_copy(cpu.graphs[i], target=device)[0]) == structure(native.graphs[i]) for i in range(count)]
+    return TraceComparison(
+        name=cpu.name, cpu=cpu, native=native, differences=tuple(differences),
+        only_in_cpu=tuple(range(count, len(cpu.graphs))), only_in_xla=tuple(range(count, len(native.graphs))),
+        rewritten_is_native=tuple(same),
+        native_error=None if failure is None else f"{type(failure).__name__}: {(str(failure).strip().splitlines() or [''])[0][:200]}",
+        native_failure=None if failure is None else _locate_failure(native),
     )
-    if failure is not None:
-        comparison.native_error = f"{type(failure).__name__}: {(str(failure).strip().splitlines() or [''])[0][:200]}"
-        comparison.native_failure = _locate_failure(native)
-    return comparison
 
 
-def _ops_by_line(gm: torch.fx.GraphModule) -> dict[tuple[str | None, int | None], tuple[list[str], str | None]]:
-    lines: dict[tuple, tuple[list[str], str | None]] = collections.OrderedDict()
+def _ops_by_line(gm: torch.fx.GraphModule) -> dict[tuple[str | None, int | None], tuple[list[str], SourceLine | None]]:
+    lines: dict[tuple[str | None, int | None], tuple[list[str], SourceLine | None]] = collections.OrderedDict()
     for node in gm.graph.nodes:
         if node.op not in ("call_function", "call_method", "call_module"):
             continue
         source = source_of(node)
         key = (source.file, source.line) if source else (None, None)
-        ops, code = lines.setdefault(key, ([], source.code if source else None))
-        ops.append(readable_target(node))
+        ops, _ = lines.setdefault(key, ([], source))
+        ops.append(function_name(node))
     return lines
 
 
@@ -142,10 +154,10 @@ def _line_differences(index: int, cpu: torch.fx.GraphModule, native: torch.fx.Gr
     left, right = _ops_by_line(cpu), _ops_by_line(native)
     differences = []
     for key in list(left) + [k for k in right if k not in left]:
-        cpu_ops, code = left.get(key, ([], None))
-        xla_ops, native_code = right.get(key, ([], None))
+        cpu_ops, source = left.get(key, ([], None))
+        xla_ops, native_source = right.get(key, ([], None))
         if cpu_ops != xla_ops:
-            differences.append(LineDifference(index, key[0], key[1], code or native_code, tuple(cpu_ops), tuple(xla_ops)))
+            differences.append(LineDifference(index, source or native_source, tuple(cpu_ops), tuple(xla_ops)))
     return differences
 
 
@@ -167,13 +179,11 @@ def structure(gm: torch.fx.GraphModule) -> list[tuple]:
         device = as_device(value) if isinstance(value, (str, torch.device)) else None
         return ("device", device.type) if device is not None else repr(value)
 
-    return [(node.op, readable_target(node), normal(node.args), normal(node.kwargs)) for node in computed]
+    return [(node.op, function_name(node), normal(node.args), normal(node.kwargs)) for node in computed]
 
 
-def _locate_failure(native: Capture) -> Any:
+def _locate_failure(native: Capture) -> RunError | None:
     """Run the native graphs one by one on XLA to find the node (and line) where the native run fails."""
-    from neurondev.xla.run import run_on_xla
-
     for gm, inputs in zip(native.graphs, native.example_inputs):
         record = run_on_xla(gm, *inputs, repeat=0)
         if record.error is not None:
@@ -181,26 +191,18 @@ def _locate_failure(native: Capture) -> Any:
     return None
 
 
-def side_by_side_seconds(runs: dict[str, tuple[torch.fx.GraphModule, list]], *, rounds: int = 15) -> dict[str, float]:
+def side_by_side_seconds(runs: dict[str, tuple[torch.fx.GraphModule, Any]], *, rounds: int = 15) -> dict[str, float]:
     """Per-call seconds of each (graph, inputs) on XLA, calls interleaved round by round, medians
     (fair on a noisy machine). Each graph gets its own inputs: a native trace may take more."""
-    from neurondev import xla
-
-    device = xla.device()
-    placed = {name: (_copy(gm).to(device), xla.to_device(inputs, device)) for name, (gm, inputs) in runs.items()}
+    device = runtime.device()
+    placed = {name: (copy.deepcopy(gm).to(device), runtime.to_device(inputs, device)) for name, (gm, inputs) in runs.items()}
     times: dict[str, list[float]] = {name: [] for name in placed}
     with torch.no_grad():
         for round_ in range(rounds + 2):
             for name, (gm, inputs) in placed.items():
                 start = time.perf_counter()
                 gm(*inputs)
-                xla.sync()
+                counters.sync()
                 if round_ >= 2:  # two warm-up rounds compile and upload
                     times[name].append(time.perf_counter() - start)
     return {name: statistics.median(values) for name, values in times.items()}
-
-
-def _copy(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
-    import copy
-
-    return copy.deepcopy(gm)

@@ -10,42 +10,78 @@ from typing import Any, Callable
 
 import torch
 import torch.fx
-import torch.utils._pytree as pytree
 
-from neurondev import xla
-from neurondev.xla.values import Comparison, check_tolerances, compare_outputs
+from neurondev._compat import tree_leaves
 from neurondev.errors import InputCountError, InvalidOptionError, InvalidSubjectError
+from neurondev.fx.devices import describe_object, function_name
 from neurondev.passes.device_rewriter import rewrite_copy
-from neurondev.fx.pins import describe_object, readable_target
-from neurondev.trace.source import location_fields, short_location, source_of
+from neurondev.trace.capture import Capture
+from neurondev.trace.source import SourceLine, source_of
+from neurondev.xla import counters, runtime
+from neurondev.xla.counters import Counts
+from neurondev.xla.values import Comparison, check_tolerances, compare_outputs
 
 __all__ = ["Crossing", "GraphBreak", "RunError", "RunRecord", "Upload", "run_on_xla"]
 
 
+class _Located:
+    """``file``, ``line``, ``code`` and ``where`` of a record's ``source`` (a SourceLine or None)."""
+
+    source: SourceLine | None
+
+    @property
+    def file(self) -> str | None:
+        return self.source.file if self.source else None
+
+    @property
+    def line(self) -> int | None:
+        return self.source.line if self.source else None
+
+    @property
+    def code(self) -> str | None:
+        return self.source.code if self.source else None
+
+    @property
+    def where(self) -> str:
+        return self.source.where if self.source else "no source line"
+
+    def labelled(self, name: str) -> str:
+        """``name (model.py:12)``, or the name alone without a source line."""
+        return f"{name} ({self.source.where})" if self.source else name
+
+
+def _plain_source(source: SourceLine | None) -> dict[str, Any]:
+    return source.to_dict() if source else {"file": None, "line": None, "code": None, "where": None}
+
+
 @dataclasses.dataclass(frozen=True)
-class GraphBreak:
+class GraphBreak(_Located):
     """A node during which the lazy XLA graph was cut: a forced execution and/or a device-to-host sync."""
 
     node: str
-    target: str
+    function: str
     executions: int
     transfers_to_host: int
-    file: str | None
-    line: int | None
-    code: str | None
+    source: SourceLine | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"node": self.node, "function": self.function, "executions": self.executions,
+                "transfers_to_host": self.transfers_to_host, **_plain_source(self.source)}
 
 
 @dataclasses.dataclass(frozen=True)
-class Upload:
+class Upload(_Located):
     """A node that copies host data to the device on every call (``torch.tensor([...], device=...)``,
-    ``torch.rand``, an empty KV cache): no break, but a transfer that no device rewrite removes."""
+    ``torch.rand``, an empty KV cache): no break, but a transfer per call."""
 
     node: str
-    target: str
+    function: str
     transfers_to_device: int
-    file: str | None
-    line: int | None
-    code: str | None
+    source: SourceLine | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"node": self.node, "function": self.function, "transfers_to_device": self.transfers_to_device,
+                **_plain_source(self.source)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,33 +95,30 @@ class Crossing:
 
 
 @dataclasses.dataclass(frozen=True)
-class RunError:
-    """Why a run failed: the node it failed at, its source line and the exception."""
+class RunError(_Located):
+    """Why a run failed: the node it failed at (or the input, by index), its source line and the exception."""
 
     node: str
-    target: str
+    function: str
     exception: BaseException
-    file: str | None
-    line: int | None
-    code: str | None
-
+    source: SourceLine | None = None
     input_index: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data: the exception as its type name and message."""
-        fields = {k: getattr(self, k) for k in ("node", "target", "file", "line", "code", "input_index")}
-        return {**fields, "exception": type(self.exception).__name__, "message": str(self.exception), "text": str(self)}
+        return {"node": self.node, "function": self.function, "input_index": self.input_index, **_plain_source(self.source),
+                "exception": type(self.exception).__name__, "message": str(self.exception), "text": str(self)}
 
     def __str__(self) -> str:
         if self.input_index is not None:
             return f"{type(self.exception).__name__} at input {self.input_index} ({self.node}): {self.exception}"
-        where = f" ({self.file}:{self.line}: {self.code})" if self.file else ""
-        return f"{type(self.exception).__name__} at node {self.node} [{self.target}]{where}: {self.exception}"
+        where = f" ({self.source.where}: {self.source.code})" if self.source else ""
+        return f"{type(self.exception).__name__} at node {self.node} [{self.function}]{where}: {self.exception}"
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class RunRecord:
-    """What happened when one graph ran on the XLA device.
+    """What happened when one graph ran on the XLA device; set once, never changed.
 
     A run is a warm-up call (compilations and first-time uploads happen there; see ``first_call``)
     and a measured call, whose figures these are: what happens on every call. Counts are deltas
@@ -102,17 +135,17 @@ class RunRecord:
     transfers_to_host: int = 0
     transfers_to_device: int = 0
     fallback_ops: dict[str, int] = dataclasses.field(default_factory=dict)
-    graph_breaks: list[GraphBreak] = dataclasses.field(default_factory=list)
-    uploads: list[Upload] = dataclasses.field(default_factory=list)
+    graph_breaks: tuple[GraphBreak, ...] = ()
+    uploads: tuple[Upload, ...] = ()
     node_devices: dict[str, Any] = dataclasses.field(default_factory=dict)
-    crossings: list[Crossing] = dataclasses.field(default_factory=list)
-    output_devices: list[str] = dataclasses.field(default_factory=list)
+    crossings: tuple[Crossing, ...] = ()
+    output_devices: tuple[str, ...] = ()
     error: RunError | None = None
     comparison: Comparison | None = None
     not_compared: str | None = None
     seconds: float | None = None
-    first_call: xla.Counts | None = None
-    outputs: Any = dataclasses.field(default=None, repr=False)
+    first_call: Counts | None = None
+    outputs: Any = dataclasses.field(default=None, repr=False, compare=False)
 
     @property
     def matches_reference(self) -> bool | None:
@@ -135,15 +168,14 @@ class RunRecord:
         """One paragraph a user can read: failure, or breaks with their nodes, transfers, uploads, values."""
         if self.error is not None:
             return f"failed on {self.device}: {self.error}"
-        breaks = "; ".join(f"{b.node} ({short_location(b.file, b.line)})" if b.file else b.node for b in self.graph_breaks)
+        breaks = "; ".join(b.labelled(b.node) for b in self.graph_breaks)
         text = (
             f"ran on {self.device}: {len(self.graph_breaks)} graph break(s){': ' + breaks if breaks else ''}, "
             f"{self.executions} forced execution(s), {self.transfers_to_host} transfer(s) to host and "
             f"{self.transfers_to_device} to device per call; outputs on {', '.join(self.output_devices) or 'nothing'}"
         )
         if self.uploads:
-            nodes = ", ".join(f"{u.node} ({short_location(u.file, u.line)})" if u.file else u.node for u in self.uploads)
-            text += f"; uploads of host-built values on every call (no break, no rewrite removes them): {nodes}"
+            text += f"; uploads of host data on every call (no break): {', '.join(u.labelled(u.node) for u in self.uploads)}"
         if self.comparison is not None:
             text += f"; values {self.comparison.describe()} against the CPU reference"
         elif self.not_compared:
@@ -155,22 +187,24 @@ class RunRecord:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (JSON-ready): every figure, break, upload, crossing and the failure as text."""
-        plain = {
-            field.name: getattr(self, field.name)
-            for field in dataclasses.fields(self)
-            if field.name not in ("outputs", "error", "comparison", "first_call", "graph_breaks", "uploads", "crossings")
+        plain = {name: getattr(self, name) for name in (
+            "device", "executions", "compilations", "transfers_to_host", "transfers_to_device", "fallback_ops",
+            "not_compared", "seconds",
+        )}
+        return {
+            **plain,
+            "graph_breaks": [b.to_dict() for b in self.graph_breaks],
+            "uploads": [u.to_dict() for u in self.uploads],
+            "crossings": [dataclasses.asdict(c) for c in self.crossings],
+            "node_devices": {k: list(v) if isinstance(v, tuple) else v for k, v in self.node_devices.items()},
+            "output_devices": list(self.output_devices),
+            "error": None if self.error is None else self.error.to_dict(),
+            "comparison": None if self.comparison is None else self.comparison.to_dict(),
+            "first_call": None if self.first_call is None else dataclasses.asdict(self.first_call),
+            "ok": self.ok,
+            "matches_reference": self.matches_reference,
+            "mismatch": self.mismatch,
         }
-        plain["graph_breaks"] = [dataclasses.asdict(b) for b in self.graph_breaks]
-        plain["uploads"] = [dataclasses.asdict(u) for u in self.uploads]
-        plain["crossings"] = [dataclasses.asdict(c) for c in self.crossings]
-        plain["node_devices"] = {k: list(v) if isinstance(v, tuple) else v for k, v in self.node_devices.items()}
-        plain["error"] = None if self.error is None else self.error.to_dict()
-        plain["comparison"] = None if self.comparison is None else dataclasses.asdict(self.comparison)
-        plain["first_call"] = None if self.first_call is None else dataclasses.asdict(self.first_call)
-        plain["ok"] = self.ok
-        plain["matches_reference"] = self.matches_reference
-        plain["mismatch"] = self.mismatch
-        return plain
 
 
 def run_on_xla(
@@ -198,27 +232,32 @@ def run_on_xla(
     _check_graph(gm, inputs)
     _check_repeat(repeat)
     check_tolerances(rtol, atol)
-    target = xla.device()
+    target = runtime.device()
     graph = copy.deepcopy(gm).to(target)
-    record = RunRecord(device=str(target))
+    wait = barrier or _no_barrier
     with torch.no_grad():
-        first = _call(graph, inputs, target, barrier or _no_barrier)
-        record.first_call = first.counts
+        first = _call(graph, inputs, target, wait)
         if first.error is not None:
-            record.error = first.error
-            return record
-        _fill(record, graph, _call(graph, inputs, target, barrier or _no_barrier))
-        expected = reference if reference is not None else _cpu_reference(gm, inputs, record)
-        if expected is not None:
-            record.comparison = compare_outputs(record.outputs, expected, rtol=rtol, atol=atol)
-        record.seconds = _steady_seconds(graph, inputs, target, repeat)
-    return record
+            return RunRecord(device=str(target), error=first.error, first_call=first.counts)
+        measured = _call(graph, inputs, target, wait)
+        comparison, not_compared = _compare(gm, inputs, measured.outputs, reference, rtol, atol)
+        seconds = _steady_seconds(graph, inputs, target, repeat)
+    return _record(str(target), graph, measured, first.counts, comparison, not_compared, seconds)
+
+
+def _compare(
+    gm: torch.fx.GraphModule, inputs: tuple, outputs: Any, reference: Any, rtol: float | None, atol: float | None
+) -> tuple[Comparison | None, str | None]:
+    """The outputs against ``reference`` (by default the graph on CPU), or why there is no comparison."""
+    if reference is None:
+        reference, not_compared = _cpu_reference(gm, inputs)
+        if not_compared is not None:
+            return None, not_compared
+    return compare_outputs(outputs, reference, rtol=rtol, atol=atol), None
 
 
 def _check_graph(gm: Any, inputs: tuple) -> None:
     """A named error, before anything runs, for a subject that is not a graph or the wrong input count."""
-    from neurondev.trace.capture import Capture
-
     if isinstance(gm, Capture):
         raise InvalidSubjectError(
             f"run_on_xla runs one graph, got the Capture of {gm.name} ({len(gm.graphs)} graph(s)); "
@@ -248,10 +287,10 @@ def _check_repeat(repeat: Any) -> None:
         raise InvalidOptionError(f"repeat is the number of timed calls, an int >= 0 (0 skips timing); got {repeat!r}")
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class _Call:
-    counts: xla.Counts
-    per_node: dict[str, xla.Counts]
+    counts: Counts
+    per_node: dict[str, Counts]
     devices: dict[str, Any]
     outputs: Any = None
     error: RunError | None = None
@@ -268,17 +307,17 @@ class _MeasuringInterpreter(torch.fx.Interpreter):
 
     def __init__(self, gm: torch.fx.GraphModule) -> None:
         super().__init__(gm)
-        self.per_node: dict[str, xla.Counts] = {}
+        self.per_node: dict[str, Counts] = {}
         self.devices: dict[str, Any] = {}
 
     def run_node(self, node: torch.fx.Node) -> Any:
-        before = xla.counts()
+        before = counters.counts()
         try:
             value = super().run_node(node)
         except Exception as error:
             raise _NodeFailed(node, error) from error
-        xla.settle()
-        self.per_node[node.name] = xla.counts() - before
+        counters.settle()
+        self.per_node[node.name] = counters.counts() - before
         self.devices[node.name] = _devices(value)
         return value
 
@@ -288,19 +327,19 @@ def _no_barrier() -> None:
 
 
 def _call(graph: torch.fx.GraphModule, inputs: tuple, target: torch.device, barrier: Callable[[], None]) -> _Call:
-    device_inputs = xla.to_device(inputs, target)
-    xla.settle()
+    device_inputs = runtime.to_device(inputs, target)
+    counters.settle()
     barrier()
-    before = xla.counts()
+    before = counters.counts()
     interpreter = _MeasuringInterpreter(graph)
     outputs, error = None, None
     try:
         outputs = interpreter.run(*device_inputs)
     except _NodeFailed as failed:
         error = _run_error(failed)
-    during = xla.counts() - before
+    during = counters.counts() - before
     barrier()
-    xla.sync()  # the graph's own end: not a break
+    counters.sync()  # the graph's own end: not a break
     barrier()
     return _Call(during, interpreter.per_node, interpreter.devices, outputs, error)
 
@@ -310,38 +349,49 @@ def _run_error(failed: _NodeFailed) -> RunError:
     index = None
     if node.op == "placeholder":
         index = [n for n in node.graph.nodes if n.op == "placeholder"].index(node)
-    return RunError(node.name, readable_target(node), failed.error, input_index=index, **location_fields(source_of(node)))
+    return RunError(node.name, function_name(node), failed.error, source_of(node), input_index=index)
 
 
-def _fill(record: RunRecord, graph: torch.fx.GraphModule, call: _Call) -> None:
+def _record(
+    device: str, graph: torch.fx.GraphModule, call: _Call, first: Counts,
+    comparison: Comparison | None, not_compared: str | None, seconds: float | None,
+) -> RunRecord:
     counts = call.counts
-    record.executions, record.compilations = counts.executions, counts.compilations
-    record.transfers_to_host, record.transfers_to_device = counts.transfers_to_host, counts.transfers_to_device
-    record.fallback_ops = dict(counts.fallbacks)
     measured = [(node, call.per_node[node.name]) for node in graph.graph.nodes if node.name in call.per_node]
-    record.graph_breaks = [_graph_break(node, delta) for node, delta in measured if delta.forced]
-    record.uploads = [_upload(node, delta) for node, delta in measured if not delta.forced and delta.transfers_to_device]
-    record.node_devices = {name: device for name, device in call.devices.items() if device is not None}
-    record.crossings = _crossings(graph, record.node_devices)
-    record.output_devices = [str(t.device) for t in pytree.tree_leaves(call.outputs) if isinstance(t, torch.Tensor)]
-    record.outputs = call.outputs
+    node_devices = {name: device for name, device in call.devices.items() if device is not None}
+    return RunRecord(
+        device=device,
+        executions=counts.executions,
+        compilations=counts.compilations,
+        transfers_to_host=counts.transfers_to_host,
+        transfers_to_device=counts.transfers_to_device,
+        fallback_ops=dict(counts.fallbacks),
+        graph_breaks=tuple(_graph_break(node, delta) for node, delta in measured if delta.forced),
+        uploads=tuple(_upload(node, delta) for node, delta in measured if not delta.forced and delta.transfers_to_device),
+        node_devices=node_devices,
+        crossings=tuple(_crossings(graph, node_devices)),
+        output_devices=tuple(str(t.device) for t in tree_leaves(call.outputs) if isinstance(t, torch.Tensor)),
+        comparison=comparison,
+        not_compared=not_compared,
+        seconds=seconds,
+        first_call=first,
+        outputs=call.outputs,
+    )
 
 
-def _graph_break(node: torch.fx.Node, delta: xla.Counts) -> GraphBreak:
-    fields = location_fields(source_of(node))
-    return GraphBreak(node.name, readable_target(node), delta.executions, delta.transfers_to_host, **fields)
+def _graph_break(node: torch.fx.Node, delta: Counts) -> GraphBreak:
+    return GraphBreak(node.name, function_name(node), delta.executions, delta.transfers_to_host, source_of(node))
 
 
-def _upload(node: torch.fx.Node, delta: xla.Counts) -> Upload:
-    fields = location_fields(source_of(node))
-    return Upload(node.name, readable_target(node), delta.transfers_to_device, **fields)
+def _upload(node: torch.fx.Node, delta: Counts) -> Upload:
+    return Upload(node.name, function_name(node), delta.transfers_to_device, source_of(node))
 
 
 def _devices(value: Any) -> Any:
     """The device of a node's value: a str for a tensor, a tuple for several, None for no tensor."""
     if isinstance(value, torch.Tensor):
         return str(value.device)
-    tensors = [str(t.device) for t in pytree.tree_leaves(value) if isinstance(t, torch.Tensor)]
+    tensors = [str(t.device) for t in tree_leaves(value) if isinstance(t, torch.Tensor)]
     return tuple(tensors) if tensors else None
 
 
@@ -358,26 +408,25 @@ def _crossings(graph: torch.fx.GraphModule, devices: dict[str, Any]) -> list[Cro
     return crossings
 
 
-def _cpu_reference(gm: torch.fx.GraphModule, inputs: tuple, record: RunRecord) -> Any:
-    """The graph's result on CPU (every device pin pointed at CPU); None, noted, when it cannot run there."""
+def _cpu_reference(gm: torch.fx.GraphModule, inputs: tuple) -> tuple[Any, str | None]:
+    """The graph's result on CPU (every device pin pointed at CPU), or why it cannot run there."""
     cpu_graph, _ = rewrite_copy(gm, target="cpu")
     try:
-        return cpu_graph(*xla.to_device(inputs, torch.device("cpu")))
+        return cpu_graph(*runtime.to_device(inputs, torch.device("cpu"))), None
     except Exception as error:
-        record.not_compared = f"not compared: the graph does not run on CPU ({type(error).__name__}: {error})"
-        return None
+        return None, f"not compared: the graph does not run on CPU ({type(error).__name__}: {error})"
 
 
 def _steady_seconds(graph: torch.fx.GraphModule, inputs: tuple, target: torch.device, repeat: int) -> float | None:
     """Median wall time of a plain call plus its sync, after the two measured calls warmed it up."""
     if repeat <= 0:
         return None
-    device_inputs = xla.to_device(inputs, target)
-    xla.settle()
+    device_inputs = runtime.to_device(inputs, target)
+    counters.settle()
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
         graph(*device_inputs)
-        xla.sync()
+        counters.sync()
         times.append(time.perf_counter() - start)
     return statistics.median(times)

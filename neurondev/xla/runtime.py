@@ -1,8 +1,7 @@
-"""The XLA runtime: which device runs (Neuron when torch_neuronx imports, else PJRT CPU) and its counters."""
+"""The XLA runtime: which device runs (Neuron when torch_neuronx imports, else PJRT CPU), and moving inputs there."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import importlib
 import os
@@ -10,21 +9,17 @@ import sys
 from typing import Any, Mapping
 
 import torch
-import torch.utils._pytree as pytree
 
+from neurondev._compat import keystr, tree_flatten_with_path, tree_unflatten
 from neurondev.errors import XlaInputError, XlaUnavailableError
 
 __all__ = [
-    "Counts",
     "RuntimeChoice",
     "choose_runtime",
-    "counts",
     "describe",
     "device",
-    "keep_counters",
+    "load_torch_xla",
     "planned_runtime",
-    "settle",
-    "sync",
     "to_device",
 ]
 
@@ -92,11 +87,18 @@ def _runtime() -> RuntimeChoice:
         if choice.set_pjrt_device:
             os.environ["PJRT_DEVICE"] = choice.set_pjrt_device
         _choice = choice
-    _torch_xla()
+    _import_torch_xla()
     return _choice
 
 
-def _torch_xla():
+def load_torch_xla() -> Any:
+    """torch_xla, imported after the runtime was chosen (PJRT_DEVICE set when ours to set);
+    XlaUnavailableError with the install line when it does not import."""
+    _runtime()
+    return _import_torch_xla()
+
+
+def _import_torch_xla() -> Any:
     try:
         return importlib.import_module("torch_xla")
     except Exception as error:
@@ -111,7 +113,7 @@ def device() -> torch.device:
     """The XLA device runs go to: Neuron's if torch_neuronx imports, otherwise PJRT's (CPU here)."""
     choice = _runtime()
     try:
-        return torch.device(_torch_xla().device())
+        return torch.device(_import_torch_xla().device())
     except Exception as error:
         owner = "set by neurondev" if choice.set_pjrt_device else "not set by neurondev, left as it was"
         raise XlaUnavailableError(
@@ -124,12 +126,13 @@ def device() -> torch.device:
 def describe() -> dict[str, str]:
     """Which runtime and device are in use, and why; also the torch and torch_xla versions."""
     xla_device = device()
-    torch_xla = _torch_xla()
+    torch_xla = _import_torch_xla()
+    choice = _runtime()
     return {
-        "runtime": _choice.runtime,
+        "runtime": choice.runtime,
         "device": str(xla_device),
         "PJRT_DEVICE": os.environ.get("PJRT_DEVICE", ""),
-        "reason": _choice.reason,
+        "reason": choice.reason,
         "torch": torch.__version__,
         "torch_xla": getattr(torch_xla, "__version__", "unknown"),
     }
@@ -138,8 +141,8 @@ def describe() -> dict[str, str]:
 def to_device(inputs: tuple | list, target: torch.device) -> list[Any]:
     """Copies of the inputs (nested lists/tuples/dicts too) on ``target``; the caller's tensors are
     never handed on, even when already there. XlaInputError names an input that cannot move."""
-    leaves, spec = pytree.tree_flatten_with_path(list(inputs))
-    return pytree.tree_unflatten([_moved(value, pytree.keystr(path), target) for path, value in leaves], spec)
+    leaves, spec = tree_flatten_with_path(list(inputs))
+    return tree_unflatten([_moved(value, keystr(path), target) for path, value in leaves], spec)
 
 
 def _moved(value: Any, path: str, target: torch.device) -> Any:
@@ -153,92 +156,3 @@ def _moved(value: Any, path: str, target: torch.device) -> Any:
             "Pass dense tensors with data (not meta) of a dtype the device supports"
         ) from error
     return copied
-
-
-def sync() -> None:
-    """Execute the pending lazy graph and wait until every execution has finished (and been counted)."""
-    torch_xla = _torch_xla()
-    torch_xla.sync()
-    settle()
-
-
-def settle() -> None:
-    """Wait for this thread's device's in-flight work, so that its counters are recorded before they
-    are read. Only this device: with a thread per device, waiting for a peer that is itself waiting
-    for us in a collective would never end."""
-    import torch_xla.core.xla_model as xm
-
-    xm.wait_device_ops(xm.xla_real_devices([str(_torch_xla().device())]))
-
-
-# Counters torch_xla's dynamo bridge saves and restores itself around its clear_counters().
-_RESTORED_BY_THE_BRIDGE = frozenset({"DynamoExtractCompiledGraph", "UncachedCompile"})
-
-
-@contextlib.contextmanager
-def keep_counters():
-    """Give the user's torch_xla counters back if the block clears them.
-
-    torch_xla's dynamo bridge (the openxla backend) calls ``metrics.clear_counters()`` for every
-    node it probes; inside this block that would wipe the user's counts. After it, every counter
-    that was cleared gets its earlier value added back.
-    """
-    import torch_xla
-    import torch_xla.debug.metrics as metrics
-
-    saved = {name: metrics.counter_value(name) or 0 for name in metrics.counter_names()}
-    try:
-        yield
-    finally:
-        now = {name: metrics.counter_value(name) or 0 for name in saved}
-        if any(now[name] < value for name, value in saved.items()):
-            for name, value in saved.items():
-                if name not in _RESTORED_BY_THE_BRIDGE and value:
-                    torch_xla._XLAC._xla_increment_counter(name, value)
-
-
-@dataclasses.dataclass(frozen=True)
-class Counts:
-    """torch_xla's cumulative counters at one moment; subtract two for what happened in between."""
-
-    executions: int = 0
-    compilations: int = 0
-    transfers_to_host: int = 0
-    transfers_to_device: int = 0
-    fallbacks: tuple[tuple[str, int], ...] = ()
-
-    def __sub__(self, other: "Counts") -> "Counts":
-        earlier = dict(other.fallbacks)
-        fallbacks = tuple((op, n - earlier.get(op, 0)) for op, n in self.fallbacks if n - earlier.get(op, 0))
-        return Counts(
-            self.executions - other.executions,
-            self.compilations - other.compilations,
-            self.transfers_to_host - other.transfers_to_host,
-            self.transfers_to_device - other.transfers_to_device,
-            fallbacks,
-        )
-
-    @property
-    def forced(self) -> bool:
-        """True when an execution or a device-to-host transfer happened: a break in the lazy graph."""
-        return self.executions > 0 or self.transfers_to_host > 0
-
-
-def counts() -> Counts:
-    """Read torch_xla.debug.metrics now (never cleared: the user's own figures stay as they are)."""
-    import torch_xla.debug.metrics as metrics
-
-    def samples(name: str) -> int:
-        data = metrics.metric_data(name)
-        return int(data[0]) if data else 0
-
-    fallbacks = tuple(
-        (name, int(metrics.counter_value(name))) for name in metrics.counter_names() if name.startswith("aten::")
-    )
-    return Counts(
-        samples("ExecuteTime"),
-        samples("CompileTime"),
-        samples("TransferFromDeviceTime"),
-        samples("TransferToDeviceTime"),
-        fallbacks,
-    )

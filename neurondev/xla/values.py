@@ -6,8 +6,8 @@ import dataclasses
 from typing import Any
 
 import torch
-import torch.utils._pytree as pytree
 
+from neurondev._compat import default_tolerances, tree_leaves, tree_map
 from neurondev.errors import InvalidOptionError
 
 __all__ = ["Comparison", "check_tolerances", "compare_outputs"]
@@ -30,6 +30,9 @@ class Comparison:
     rtol: float | None
     atol: float | None
     detail: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
 
     def describe(self) -> str:
         """'equal', or 'within tolerance (max abs 5e-05, ...)', or 'DIFFER (3 of 64 elements off, ...)'."""
@@ -67,7 +70,7 @@ def compare_outputs(actual: Any, expected: Any, *, rtol: float | None = None, at
 
 
 def _figures(actual: Any, expected: Any, rtol: float | None, atol: float | None) -> tuple[float, float, int, int]:
-    pairs = zip(pytree.tree_leaves(actual), pytree.tree_leaves(expected))
+    pairs = zip(tree_leaves(actual), tree_leaves(expected))
     abs_error = rel_error = 0.0
     off = total = 0
     for a, e in pairs:
@@ -91,11 +94,9 @@ def _tolerances(a: torch.Tensor, e: torch.Tensor, rtol: float | None, atol: floa
     """The tolerances in force: the given ones, else assert_close's defaults for the dtypes."""
     if rtol is not None and atol is not None:
         return rtol, atol
-    from torch.testing._comparison import default_tolerances
-
     default_rtol, default_atol = default_tolerances(a, e)
     return (default_rtol if rtol is None else rtol), (default_atol if atol is None else atol)
 
 
 def _on_cpu(tree: Any) -> Any:
-    return pytree.tree_map(lambda v: v.detach().cpu() if isinstance(v, torch.Tensor) else v, tree)
+    return tree_map(lambda v: v.detach().cpu() if isinstance(v, torch.Tensor) else v, tree)

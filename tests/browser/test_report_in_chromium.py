@@ -6,7 +6,7 @@ import pytest
 from PIL import Image
 
 import neurondev
-from neurondev import examples
+from neurondev import examples, testing
 
 pytestmark = [pytest.mark.xla, pytest.mark.browser]
 
@@ -48,14 +48,14 @@ def test_the_seed_report_shows_the_headline_both_graphs_and_the_pin_table(page, 
 
 @pytest.mark.slow
 def test_the_gpt2_report_draws_a_readable_focus_view_with_every_pin(page, tmp_path):
-    model, args, kwargs = examples.tiny_gpt2()
+    model, args, kwargs = testing.tiny_gpt2()
     explanation = neurondev.explain(model, *args, **kwargs, quiet=True)
     open_report(page, explanation, tmp_path)
     assert "fails on xla:0 at position_embeds" in page.locator(".nd-headline").first.inner_text()
     texts = page.locator("figure.nd-before svg g.node text").all_text_contents()
-    for pin in explanation.frozen.node:
+    for pin in (p.node for p in explanation.pins):
         assert pin in texts, pin
     assert any("not shown" in t for t in texts)  # the focus view, not all 154 nodes
     assert page.locator("figure.nd-before svg g.node").count() < 60
-    assert page.locator("table.nd-pins tr").count() == 1 + len(explanation.frozen)
+    assert page.locator("table.nd-pins tr").count() == 1 + len(explanation.pins)
     assert_not_blank(page, tmp_path)

@@ -81,7 +81,7 @@ def exported():
 
 def test_an_exported_program_is_diagnosed_with_its_assertion_as_its_own_kind(exported):
     table = neurondev.diagnose(exported)
-    assert list(zip(table.node, table.target, table.kind)) == [
+    assert list(zip(table.node, table.function, table.kind)) == [
         ("_assert_tensor_metadata_default", "aten._assert_tensor_metadata.default", "assertion"),
         ("to", "aten.to.dtype_layout", "literal"),
         ("zeros", "aten.zeros.default", "frozen"),
@@ -99,7 +99,7 @@ def test_an_exported_program_is_rewritten_consistently_and_runs_on_xla(exported)
     assert [r.node for r in rewrites] == ["_assert_tensor_metadata_default", "to", "zeros"]
     x = torch.randn(4)
     record = neurondev.run_on_xla(gm, x, repeat=0)
-    assert record.ok and record.output_devices == ["xla:0"] and record.matches_reference
+    assert record.ok and record.output_devices == ("xla:0",) and record.matches_reference
     torch.testing.assert_close(record.outputs[0].cpu(), Exported()(x))
     in_place = copy.deepcopy(exported)
     result = neurondev.DeviceRewriterPass()(in_place)

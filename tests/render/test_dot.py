@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import neurondev
-from neurondev import examples
+from neurondev import examples, testing
 from neurondev.render.dot import DotOptions, graph_dot, side_by_side
 from tests.helpers import build_graph
 
@@ -66,7 +66,7 @@ def test_every_label_is_escaped():
 
 
 def test_a_large_graph_is_drawn_as_a_connected_focus_view():
-    gm = examples.long_graph(400, pins=2)
+    gm = testing.long_graph(400, pins=2)
     pins = neurondev.find_pins(gm)
     text = graph_dot(gm, pins=pins, options=DotOptions(radius=2))
     drawn = [line for line in text.splitlines() if "[label=" in line and "not shown" not in line]

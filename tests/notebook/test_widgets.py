@@ -53,8 +53,10 @@ def test_toggling_before_after_and_the_radius_redraws(explorer):
 def test_run_with_another_target_reruns_and_refreshes_the_metrics(explorer):
     before = explorer.metrics.value
     explorer.target.value = "xla:0"
+    first = explorer.explanation
     explorer.run_button.click()
-    assert explorer.explanation.target == "xla:0"
+    assert str(explorer.explanation.target) == "xla:0" and explorer.explanation is not first
+    assert str(first.target) == "xla"  # rerun made a new Explanation; the first is as it was
     assert [r.new for r in explorer.explanation.rewrites] == [torch.device("xla", 0), "xla:0"]
     assert "time per call" in explorer.metrics.value and explorer.progress.value == 2
     assert explorer.status.value.startswith("ran:") and before != ""

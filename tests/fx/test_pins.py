@@ -9,7 +9,7 @@ import torch
 
 import neurondev
 from neurondev import examples
-from neurondev.fx.diagnose import COLUMNS
+from neurondev.fx.pins import COLUMNS
 
 from tests.helpers import build_graph, line_of
 
@@ -19,7 +19,7 @@ def test_seed_example_has_exactly_the_torch_empty_pin(seed_capture):
     assert list(table.columns) == list(COLUMNS)
     assert len(table) == 1
     pin = table.iloc[0]
-    assert (pin.graph, pin.node, pin.op, pin.target) == (0, "out", "call_function", "torch.empty")
+    assert (pin.graph, pin.node, pin.op, pin.function) == (0, "out", "call_function", "torch.empty")
     assert pin.device == torch.device("cpu")
     assert (pin.format, pin.location, pin.kind) == ("torch.device", "kwarg", "frozen")
     assert pin.kwargs_pass and pin.default_pass
@@ -37,7 +37,7 @@ def test_collective_example_matches_the_seed_documents_traced_graph(collective_c
     table = neurondev.diagnose(collective_capture)
     assert len(table) == 1
     pin = table.iloc[0]
-    assert (pin.target, pin.location, pin.kind) == ("torch.empty", "kwarg", "frozen")
+    assert (pin.function, pin.location, pin.kind) == ("torch.empty", "kwarg", "frozen")
     assert pin.device == torch.device("cpu")
     assert pin.line == line_of(examples.collective_function, "torch.empty")
     assert "copy_" in pin.users
@@ -60,8 +60,8 @@ def test_tiny_gpt2_has_five_kwarg_pins_and_three_positional_to_pins(gpt2_capture
     kwargs = table[table.location == "kwarg"]
     positional = table[table.location == "arg[1]"]
     assert len(table) == 8
-    assert list(kwargs.target) == ["torch.arange"] * 5
-    assert list(positional.target) == ["Tensor.to"] * 3
+    assert list(kwargs.function) == ["torch.arange"] * 5
+    assert list(positional.function) == ["Tensor.to"] * 3
     assert all(device == torch.device("cpu") for device in table.device)
     assert kwargs.kwargs_pass.all() and not positional.kwargs_pass.any()
     assert table.default_pass.all()
@@ -116,7 +116,7 @@ def test_every_positional_form_is_found():
         ("cuda", "method", "other"),
         ("to_device", "arg[1]", "torch.device"),
     ]
-    assert list(table.target)[:6] == ["Tensor.to"] * 4 + ["torch.device", "Tensor.cpu"]
+    assert list(table.function)[:6] == ["Tensor.to"] * 4 + ["torch.device", "Tensor.cpu"]
     assert table.device[4] == "cuda" and table.device[6] == torch.device("cuda", 2)
     assert not table.kwargs_pass.any() and table.default_pass.all()
 

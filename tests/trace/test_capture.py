@@ -15,7 +15,7 @@ from neurondev.trace.capture import trace_only
 def test_seed_capture_records_one_graph_with_its_cpu_inputs(seed_capture):
     _, (x,), _ = examples.get("seed").build()
     assert len(seed_capture.graphs) == 1
-    assert seed_capture.dynamo_breaks == []
+    assert seed_capture.dynamo_breaks == ()
     (example,) = seed_capture.example_inputs[0]
     assert example.device.type == "cpu"
     torch.testing.assert_close(example, x)
@@ -31,7 +31,7 @@ def test_nested_inputs_and_non_tensor_values_are_traced():
     result = neurondev.capture(fn, batch, scale=3)
     torch.testing.assert_close(result.output, torch.full((3,), 5.5))
     assert len(result.graphs) == 1
-    assert result.moved_inputs == []
+    assert result.moved_inputs == ()
 
 
 def test_dynamo_graph_breaks_are_reported_with_their_source_line():
@@ -44,8 +44,8 @@ def test_dynamo_graph_breaks_are_reported_with_their_source_line():
     assert len(result.graphs) == 2
     (brk,) = result.dynamo_breaks
     assert "graph_break" in brk.reason
-    assert brk.file == __file__
-    assert brk.code == "torch._dynamo.graph_break()"
+    assert brk.source.file == __file__
+    assert brk.source.code == "torch._dynamo.graph_break()"
     assert brk.line == fn.__code__.co_firstlineno + 2
 
 
@@ -148,7 +148,7 @@ def test_dimensions_the_user_marked_dynamic_stay_dynamic():
     assert any(isinstance(v, torch.SymInt) for v in captured.example_inputs[0])
     assert "marked dynamic" in captured.notes[0]
     plain = neurondev.capture(fn, torch.randn(8))
-    assert not any(isinstance(v, torch.SymInt) for v in plain.example_inputs[0]) and plain.notes == []
+    assert not any(isinstance(v, torch.SymInt) for v in plain.example_inputs[0]) and plain.notes == ()
 
 
 def test_a_failing_trace_prints_nothing_of_torchs_own_and_chains_the_users_error(capfd):

@@ -54,11 +54,11 @@ def test_check_finds_device_specialised_lines_too():
 def test_allowed_findings_pass_and_return_the_explanation(rule):
     rule = rule.format(line=line_of(pinned, "torch.zeros"))
     explanation = neurondev.check(pinned, torch.randn(4), allow=[rule])
-    assert isinstance(explanation, neurondev.Explanation) and len(explanation.frozen) == 1
+    assert isinstance(explanation, neurondev.Explanation) and len(explanation.pins) == 1
 
 
 def test_a_clean_function_passes():
-    assert neurondev.check(clean, torch.randn(4)).frozen.empty
+    assert neurondev.check(clean, torch.randn(4)).pins == ()
 
 
 def test_allow_must_be_strings():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import neurondev
-from neurondev import examples
+from neurondev import examples, testing
 
 FAST = [name for name, example in examples.CATALOGUE.items() if not example.slow]
 SLOW = [name for name, example in examples.CATALOGUE.items() if example.slow]
@@ -17,10 +17,10 @@ def check(name: str) -> None:
         pytest.importorskip(module)
     with example.open() as (fn, args, kwargs):
         explanation = neurondev.explain(fn, *args, **kwargs, quiet=True)
-    observed = examples.outcome_of(explanation)
+    observed = testing.outcome_of(explanation)
     assert observed == example.outcome
     for record in explanation.after:
-        assert record.error is None and record.graph_breaks == [] and record.transfers_to_host == 0
+        assert record.error is None and record.graph_breaks == () and record.transfers_to_host == 0
 
 
 @pytest.mark.xla

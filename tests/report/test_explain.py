@@ -1,16 +1,17 @@
-"""explain(): one object with the pins, both graphs, both runs and the verdict; every output form."""
+"""explain(): one frozen object with the pins, both graphs, both runs and the verdict; every output form."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import textwrap
 import re
+import textwrap
 
 import pytest
 import torch
 
 import neurondev
-from neurondev import examples
+from neurondev import examples, testing
 from tests.helpers import line_of
 
 pytestmark = pytest.mark.xla
@@ -23,14 +24,41 @@ def seed_ex():
 
 
 def test_the_seed_explanation_holds_pins_rewrites_runs_and_the_verdict(seed_ex):
-    assert list(seed_ex.frozen.node) == ["out"] and list(seed_ex.frozen.kind) == ["frozen"]
+    assert [(p.node, p.kind) for p in seed_ex.pins] == [("out", "frozen")]
     assert [(r.node, r.new) for r in seed_ex.rewrites] == [("out", torch.device("xla"))]
     (before,), (after,) = seed_ex.before, seed_ex.after
-    assert [b.node for b in before.graph_breaks] == ["copy_"] and before.output_devices == ["cpu"]
-    assert after.graph_breaks == [] and after.output_devices == ["xla:0"] and after.ok
-    assert seed_ex.outputs_match is True and seed_ex.sections[0].values.max_abs_error == 0
-    assert "frozen graph's run on the same device" in seed_ex.sections[0].values_against
-    assert seed_ex.graphs_before[0] is not seed_ex.graphs_after[0]
+    assert [b.node for b in before.graph_breaks] == ["copy_"] and before.output_devices == ("cpu",)
+    assert after.graph_breaks == () and after.output_devices == ("xla:0",) and after.ok
+    (section,) = seed_ex.sections
+    assert seed_ex.outputs_match is True and section.values.max_abs_error == 0
+    assert "frozen graph's run on the same device" in section.values_against
+    assert section.key == neurondev.SectionKey(0, "whole") and section.traced is not section.rewritten
+    assert section.before is before and section.after is after
+
+
+def test_the_pin_table_is_built_on_demand_and_frozen_is_its_deprecated_alias(seed_ex):
+    table = seed_ex.pin_table()
+    assert list(table.node) == ["out"] and list(table.function) == ["torch.empty"] and list(table.part) == ["whole"]
+    with pytest.warns(DeprecationWarning, match="pin_table"):
+        assert list(seed_ex.frozen.node) == ["out"]
+
+
+def test_an_explanation_cannot_be_written_to_after_it_is_built(seed_ex):
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        seed_ex.skipped = "changed"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        seed_ex.sections[0].values = None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        seed_ex.before[0].error = None
+    with pytest.raises(TypeError):
+        seed_ex.runtime["device"] = "elsewhere"
+
+
+def test_displaying_the_card_twice_changes_nothing_in_the_explanation(seed_ex):
+    fields = {f.name: getattr(seed_ex, f.name) for f in dataclasses.fields(seed_ex)}
+    first, second = seed_ex._repr_html_(), seed_ex._repr_html_()
+    assert first == second
+    assert {f.name: getattr(seed_ex, f.name) for f in dataclasses.fields(seed_ex)} == fields
 
 
 def test_the_summary_is_the_headline_a_terminal_shows(seed_ex):
@@ -62,10 +90,10 @@ def test_the_report_stands_alone(seed_ex, tmp_path):
 
 def test_to_dict_and_to_json_hold_everything_as_plain_data(seed_ex):
     data = json.loads(seed_ex.to_json())
-    assert data == json.loads(json.dumps(seed_ex.to_dict(), default=str))
+    assert data == seed_ex.to_dict()
     (graph,) = data["graphs"]
     assert graph["pins"][0]["node"] == "out" and "new_empty" in graph["pins"][0]["fix"]
-    assert graph["rewrites"] == [{"node": "out", "location": "kwarg", "old": "cpu", "new": "xla", "graph": 0}]
+    assert graph["rewrites"] == [{"node": "out", "location": "kwarg", "old": "cpu", "new": "xla", "graph": 0, "part": "whole"}]
     assert graph["before"]["graph_breaks"][0]["node"] == "copy_" and graph["after"]["graph_breaks"] == []
     assert graph["before"]["transfers_to_host"] == 1 and graph["values"]["matches"] is True
     assert data["totals"]["before"]["graph_breaks"] == 1 and data["totals"]["after"]["graph_breaks"] == 0
@@ -74,12 +102,15 @@ def test_to_dict_and_to_json_hold_everything_as_plain_data(seed_ex):
 
 def test_dot_and_svg_of_either_graph(seed_ex, tmp_path):
     assert '"before_out"' in seed_ex.to_dot("before") and "rewritten: cpu → xla" in seed_ex.to_dot("after")
+    assert seed_ex.to_dot("after", neurondev.SectionKey(0)) == seed_ex.to_dot("after", 0)
     path = seed_ex.save_svg(tmp_path / "after.svg", which="after")
     assert path.read_text().startswith("<svg") and "xla:0" in path.read_text()
     with pytest.raises(neurondev.InvalidOptionError, match="'before' or 'after'"):
         seed_ex.to_dot("middle")
     with pytest.raises(neurondev.InvalidOptionError, match="from 0 to 0"):
-        seed_ex.to_dot("before", graph=3)
+        seed_ex.to_dot("before", section=3)
+    with pytest.raises(neurondev.InvalidOptionError, match="'before' or 'after'"):
+        seed_ex.totals("middle")
 
 
 def test_explain_fn_then_inputs_is_the_same_as_explain_fn_inputs():
@@ -90,11 +121,11 @@ def test_explain_fn_then_inputs_is_the_same_as_explain_fn_inputs():
     assert isinstance(ex, neurondev.Explanation) and ex.summary() == neurondev.explain(fn, *args, quiet=True).summary()
 
 
-def test_progress_goes_to_stderr_unless_quiet(capsys):
+def test_progress_goes_to_stderr_per_stage_unless_quiet(capsys):
     fn, args, _ = examples.get("seed").build()
-    neurondev.explain(fn, *args, run=False)
+    neurondev.explain(fn, *args)
     err = capsys.readouterr().err
-    for stage in ("trace (1/6)", "find pins (2/6)", "rewrite (3/6)", "render (6/6)"):
+    for stage in ("trace (1/6)", "find pins (2/6)", "rewrite (3/6)", "start XLA (4/6)", "run before (5/6)", "run after (6/6)"):
         assert stage in err
     neurondev.explain(fn, *args, run=False, quiet=True)
     assert capsys.readouterr().err == ""
@@ -108,13 +139,22 @@ def test_run_false_still_finds_rewrites_and_draws_and_says_why_no_run():
     assert "not run" in ex.summary() and ex._repr_html_().count("<svg") == 2
 
 
+def test_rerun_returns_a_new_explanation_and_leaves_the_first_as_it_was():
+    fn, args, _ = examples.get("seed").build()
+    first = neurondev.explain(fn, *args, run=False, quiet=True)
+    again = first.rerun(target="xla:0")
+    assert again is not first and first.before == [] and first.skipped.startswith("run=False")
+    assert str(again.target) == "xla:0" and [r.new for r in again.rewrites] == [torch.device("xla", 0)]
+    assert again.after[0].ok and again.runtime["device"] == "xla:0" and again.capture is first.capture
+
+
 def no_pins(x):
     return torch.zeros_like(x) + x.new_ones(4)
 
 
 def test_a_function_without_pins_says_so_and_both_runs_are_identical():
     ex = neurondev.explain(no_pins, torch.randn(4), quiet=True)
-    assert ex.frozen.empty and ex.rewrites == []
+    assert ex.pins == () and ex.pin_table().empty and ex.rewrites == ()
     assert "No device pin" in ex.summary() and "No device pin in this graph" in ex._repr_html_()
     (before,), (after,) = ex.before, ex.after
     assert before.ok and after.ok and ex.outputs_match is True
@@ -130,11 +170,11 @@ def split(x):
 
 def test_every_dynamo_graph_is_explained_with_dynamos_breaks_and_totals():
     ex = neurondev.explain(split, torch.randn(4), quiet=True)
-    assert len(ex.sections) == 2 and list(ex.frozen.graph) == [0, 1]
-    assert [r.graph for r in ex.rewrites] == [0, 1]
+    assert [s.key for s in ex.sections] == [neurondev.SectionKey(0), neurondev.SectionKey(1)]
+    assert [p.graph for p in ex.pins] == [0, 1] and [r.graph for r in ex.rewrites] == [0, 1]
     (brk,) = ex.capture.dynamo_breaks
     assert brk.line == line_of(split, "print(")
-    assert ex.totals("after")["graphs_run"] == 2 and ex.outputs_match is True
+    assert ex.totals("after").graphs_run == 2 and ex.outputs_match is True
     card = ex._repr_html_()
     assert "Graph 0 " in card and "Graph 1 " in card and "Dynamo's own graph breaks (1)" in card
     assert "Totals over 2 graphs" in card and "<tr><th>graphs run</th><td>2</td><td>2</td></tr>" in card
@@ -183,43 +223,47 @@ def test_the_users_inputs_function_and_counters_are_left_alone():
 
 def test_a_capture_can_be_explained_without_tracing_again(seed_capture):
     ex = neurondev.explain(seed_capture, quiet=True, run=False)
-    assert ex.capture is seed_capture and len(ex.frozen) == 1
+    assert ex.capture is seed_capture and len(ex.pins) == 1
 
 
-def test_a_graph_of_50000_nodes_gets_a_card_with_the_focus_view():
-    gm = examples.long_graph(50_000, pins=2)
-    captured = neurondev.Capture("big", [gm], [[torch.randn(4)]], [], [], None)
+def test_a_graph_of_5000_nodes_gets_a_card_with_the_focus_view():
+    gm = testing.long_graph(5_000, pins=2)
+    captured = neurondev.Capture("big", [gm], [[torch.randn(4)]])
     ex = neurondev.explain(captured, run=False, quiet=True)
-    assert len(ex.frozen) == 2 and len(ex.rewrites) == 2
+    assert len(ex.pins) == 2 and len(ex.rewrites) == 2
     card = ex._repr_html_()
     assert card.count("<svg") == 2 and "node(s) not shown" in card
     assert ex.to_dot("before").count("[label=") < 40
 
 
-@pytest.mark.parametrize(
-    "call, error, phrase",
-    [
-        (lambda: neurondev.explain(3), neurondev.NotCallableError, "pass the function itself"),
-        (lambda: neurondev.explain(no_pins, torch.randn(4), target=5), neurondev.InvalidTargetError, "CUDA index"),
-        (lambda: neurondev.explain(no_pins, torch.randn(4), run="yes"), neurondev.InvalidOptionError, "run is True or False"),
-        (lambda: neurondev.explain(no_pins, torch.randn(4), rtol=-1), neurondev.InvalidOptionError, "a number >= 0"),
-    ],
-    ids=["not-callable", "int-target", "run-not-bool", "negative-rtol"],
-)
-def test_bad_arguments_are_named_errors(call, error, phrase):
-    with pytest.raises(error, match=re.escape(phrase)):
-        call()
+class TwoLayers(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        positions = torch.arange(4, device=x.device)
+        return self.lin(x + positions).sum()
+
+
+def test_aten_level_with_native_matches_sections_by_key_not_by_position():
+    torch.manual_seed(0)
+    ex = neurondev.explain(TwoLayers(), torch.randn(2, 4, requires_grad=True), level="aten", native=True, quiet=True)
+    assert [s.key for s in ex.sections] == [neurondev.SectionKey(0, "forward"), neurondev.SectionKey(0, "backward")]
+    assert ex.traces is not None and ex.traces.native.graphs
+    assert all(s.native is None for s in ex.sections)  # the native trace has dynamo graphs, no forward/backward keys
+    assert "Traced natively on XLA" in ex._repr_html_()
 
 
 def test_without_torch_xla_everything_but_the_runs_works_and_says_why():
-    from tests.test_xla import HIDE_TORCH_XLA, run_python
+    from tests.xla.test_runtime import HIDE_TORCH_XLA, run_python
 
     result = run_python(textwrap.dedent(HIDE_TORCH_XLA) + """
 import neurondev
 from neurondev import examples
 fn, args, _ = examples.get("seed").build()
 ex = neurondev.explain(fn, *args, quiet=True)
-print(len(ex.frozen), len(ex.rewrites), ex.before, ex.after)
+print(len(ex.pins), len(ex.rewrites), ex.before, ex.after)
 print(ex.skipped)
 print("<svg" in ex._repr_html_())
 """)

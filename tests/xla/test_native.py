@@ -22,7 +22,7 @@ def test_the_issue_example_differs_on_one_line_and_the_native_run_fails_at_histc
     (difference,) = comparison.differences
     assert difference.line == line_of(issue_example, "flags =")
     assert difference.cpu_ops == ("operator.gt", "Tensor.float") and difference.xla_ops == ("operator.gt", "Tensor.int")
-    assert comparison.rewritten_is_native == [False] and not comparison.agree
+    assert comparison.rewritten_is_native == (False,) and not comparison.agree
     assert "histogram_cpu" in comparison.native_error
     failure = comparison.native_failure
     assert failure.node == "counts" and failure.line == line_of(issue_example, "torch.histc")
@@ -65,7 +65,7 @@ def graph_count_differs(x):
 def test_a_function_whose_graph_count_differs_between_the_traces():
     comparison = neurondev.compare_traces(graph_count_differs, torch.randn(4))
     assert len(comparison.cpu.graphs) == 2 and len(comparison.native.graphs) == 1
-    assert comparison.only_in_cpu == [1] and comparison.only_in_xla == []
+    assert comparison.only_in_cpu == (1,) and comparison.only_in_xla == ()
     assert "graphs 2 on CPU vs 1 on XLA" in comparison.summary()
 
 
@@ -77,24 +77,24 @@ def only_device_arguments(x):
 
 def test_where_only_device_arguments_differ_the_rewritten_graph_is_the_native_one():
     comparison = neurondev.compare_traces(only_device_arguments, torch.randn(8))
-    assert comparison.differences == [] and comparison.rewritten_is_native == [True] and comparison.agree
+    assert comparison.differences == () and comparison.rewritten_is_native == (True,) and comparison.agree
 
 
 def test_explain_native_shows_the_section_and_the_measured_ratio():
     explanation = neurondev.explain(only_device_arguments, torch.randn(8), native=True, quiet=True)
     (section,) = explanation.sections
-    assert explanation.native.agree and section.native_ratio is not None and section.native_ratio > 0
+    assert explanation.traces.agree and section.native is not None and section.native.ratio > 0
     card = explanation._repr_html_()
     assert "Traced natively on XLA" in card and "rewritten/native" in card
     data = explanation.to_dict()
-    assert data["native"]["agree"] is True and data["graphs"][0]["native_ratio"] == pytest.approx(section.native_ratio)
+    assert data["native"]["agree"] is True and data["graphs"][0]["native_ratio"] == pytest.approx(section.native.ratio)
 
 
 def test_explain_native_shows_device_specialised_lines_in_the_card():
     explanation = neurondev.explain(issue_example, torch.randn(8), native=True, quiet=True)
     card = explanation._repr_html_()
     assert "Tensor.float" in card and "Tensor.int" in card and "fails on XLA" in card
-    assert explanation.sections[0].native_ratio is None  # no yardstick where the traces differ
+    assert explanation.sections[0].native is None  # no yardstick where the traces differ
 
 
 def test_native_needs_the_function_not_a_capture(seed_capture):

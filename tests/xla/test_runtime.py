@@ -63,10 +63,10 @@ def test_this_machine_runs_on_the_real_runtime_it_has():
 @pytest.mark.xla
 def test_a_pjrt_device_the_user_set_is_kept_even_when_it_cannot_start():
     result = run_python("""
-        import os, neurondev.xla as x
+        import os, neurondev, neurondev.xla as x
         try:
             x.device()
-        except x.XlaUnavailableError as error:
+        except neurondev.XlaUnavailableError as error:
             print("ERROR", error)
         print("PJRT_DEVICE", os.environ["PJRT_DEVICE"])
     """, PJRT_DEVICE="NOSUCHDEVICE")

@@ -1,0 +1,129 @@
+"""Every private torch / torch_xla / IPython hook neurondev uses, in one place, with the versions checked.
+
+Each of these reaches into an internal that a release may move. They were checked against the
+versions in ``CHECKED_WITH``; when one breaks, this is the only file to mend.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable
+
+import torch
+import torch.fx
+import torch.utils._pytree as _pytree
+
+__all__ = [
+    "CHECKED_WITH",
+    "DYNAMIC_MARKS",
+    "OpOverload",
+    "OpOverloadPacket",
+    "aot_autograd",
+    "default_tolerances",
+    "detect_fake_mode",
+    "dynamo_break_of",
+    "extract_compiled_graph",
+    "increment_xla_counter",
+    "ipython_cell_number",
+    "keystr",
+    "lookup_backend",
+    "make_boxed_func",
+    "qualified_name",
+    "tree_flatten_with_path",
+    "tree_leaves",
+    "tree_map",
+    "tree_unflatten",
+]
+
+CHECKED_WITH = {"torch": "2.9.0", "torch_xla": "2.9.0", "IPython": "9.18.1"}
+
+# torch.utils._pytree: nested inputs and outputs (lists, tuples, dicts, dataclasses registered with torch)
+tree_leaves = _pytree.tree_leaves
+tree_map = _pytree.tree_map
+tree_flatten_with_path = _pytree.tree_flatten_with_path
+tree_unflatten = _pytree.tree_unflatten
+keystr = _pytree.keystr
+
+# torch._ops: the classes of ATen operators in graphs made by aot_autograd and torch.export
+OpOverload = torch._ops.OpOverload
+OpOverloadPacket = torch._ops.OpOverloadPacket
+
+# Attributes torch._dynamo.mark_dynamic and its relatives set on a tensor.
+DYNAMIC_MARKS = (
+    "_dynamo_dynamic_indices",
+    "_dynamo_unbacked_indices",
+    "_dynamo_weak_dynamic_indices",
+    "_dynamo_static_indices",
+    "_dynamo_dynamic_range",
+)
+
+
+def qualified_name(target: Callable[..., Any]) -> str:
+    """torch.fx's own name for a call target: 'torch.empty', 'torch.Tensor.to', '_operator.add'."""
+    return torch.fx.node._get_qualified_name(target)
+
+
+def detect_fake_mode(values: list[Any]) -> Any:
+    """The FakeTensorMode of fake tensors among ``values`` (None when there is none)."""
+    from torch._guards import detect_fake_mode as detect
+
+    return detect(values)
+
+
+def default_tolerances(actual: torch.Tensor, expected: torch.Tensor) -> tuple[float, float]:
+    """(rtol, atol) that torch.testing.assert_close uses for these dtypes."""
+    from torch.testing._comparison import default_tolerances as defaults
+
+    return defaults(actual, expected)
+
+
+def aot_autograd(**compilers: Any) -> Callable[..., Any]:
+    """torch's aot_autograd backend factory (forward/backward compilers)."""
+    from torch._dynamo.backends.common import aot_autograd as factory
+
+    return factory(**compilers)
+
+
+def make_boxed_func(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """aot_autograd's boxed calling convention (one list of arguments) for ``fn``."""
+    from functorch.compile import make_boxed_func as boxed
+
+    return boxed(fn)
+
+
+def lookup_backend(name: str) -> Callable[..., Any]:
+    """A torch.compile backend by its registered name ('openxla', 'eager', ...)."""
+    from torch._dynamo.backends.registry import lookup_backend as lookup
+
+    return lookup(name)
+
+
+def dynamo_break_of(gm: torch.fx.GraphModule) -> tuple[str, Any] | None:
+    """(reason, innermost user frame or None) when dynamo ended ``gm`` at a graph break of its own."""
+    reason = getattr(gm, "compile_subgraph_reason", None)
+    if reason is None or not reason.graph_break:
+        return None
+    frame = reason.user_stack[-1] if reason.user_stack else None
+    return str(reason.reason), frame
+
+
+def increment_xla_counter(name: str, value: int) -> None:
+    """Add ``value`` to torch_xla's counter ``name`` (to give back counters a bridge cleared)."""
+    import torch_xla
+
+    torch_xla._XLAC._xla_increment_counter(name, value)
+
+
+def extract_compiled_graph(model: torch.fx.GraphModule, args: Any) -> Any:
+    """What torch_xla's dynamo bridge (the openxla backend) compiles ``model`` into."""
+    import torch_xla.core.dynamo_bridge as bridge
+
+    return bridge.extract_compiled_graph(model, args)
+
+
+def ipython_cell_number(file: str) -> int | None:
+    """The execution count IPython gave the cell it compiled to ``file`` (None outside IPython)."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    names = getattr(getattr(shell, "compile", None), "_filename_map", None) or {}
+    return names.get(file)

@@ -1,0 +1,229 @@
+"""Devices in FX graphs: the target device, the device arguments of a node (slots), and naming things."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import torch
+import torch.fx
+
+from neurondev._compat import OpOverload, OpOverloadPacket, qualified_name
+from neurondev.errors import InvalidSubjectError, InvalidTargetError
+
+__all__ = [
+    "Slot",
+    "as_device",
+    "describe_object",
+    "device_format",
+    "device_slots",
+    "function_name",
+    "graph_module_of",
+    "is_assertion",
+    "on_target",
+    "parse_target",
+    "slot_device",
+]
+
+_MOVE_METHODS = ("cpu", "cuda")
+_TENSOR_TO = torch.Tensor.to
+_ATEN_TO = torch.ops.aten.to
+_DEVICE = torch.device
+_ASSERT_METADATA = getattr(torch.ops.aten, "_assert_tensor_metadata", None)
+
+
+class Slot(NamedTuple):
+    """One device argument of a node: what kind of place it sits in, its index there, and its value.
+
+    ``kind`` is 'kwarg' (``device=``), 'arg' (positional, at ``index``), 'kwarg[type]'
+    (``torch.device(type=...)``) or 'method' (``.cpu()`` / ``.cuda()``); ``location`` is how a
+    table writes it: ``kwarg``, ``arg[1]``, ``kwarg[type]``, ``method``.
+    """
+
+    kind: str
+    value: Any
+    index: int | None = None
+
+    @property
+    def location(self) -> str:
+        return f"arg[{self.index}]" if self.kind == "arg" else self.kind
+
+
+def parse_target(target: str | torch.device) -> torch.device:
+    """The target device as a torch.device; InvalidTargetError unless it is a device name torch knows.
+
+    An int is refused: torch reads it as a CUDA index, which is never what a target for XLA means.
+    """
+    if isinstance(target, torch.device):
+        return target
+    if isinstance(target, bool) or not isinstance(target, str):
+        reason = " (torch would read an int as a CUDA index)" if isinstance(target, int) else ""
+        raise InvalidTargetError(
+            f"target must name a device, got {type(target).__name__} {target!r}{reason}; "
+            "pass e.g. 'xla', 'xla:0' or torch.device('xla')"
+        )
+    try:
+        return torch.device(target)
+    except (RuntimeError, TypeError) as error:
+        raise InvalidTargetError(
+            f"target {target!r} is not a device torch knows; use e.g. 'xla', 'xla:0' or torch.device('xla')"
+        ) from error
+
+
+def on_target(device: torch.device, target: torch.device) -> bool:
+    """Whether ``device`` is already the target: the whole device when the target names an index
+    (``xla:1`` is not ``xla:0``, nor is a bare ``xla``), the type otherwise."""
+    if target.index is not None:
+        return device.type == target.type and device.index == target.index
+    return device.type == target.type
+
+
+def graph_module_of(subject: Any, *, purpose: str, also: str = "") -> torch.fx.GraphModule:
+    """The GraphModule of a GraphModule or a ``torch.export.ExportedProgram``; a named error otherwise,
+    saying what to pass (``also``: what else the caller accepts)."""
+    if isinstance(subject, torch.fx.GraphModule):
+        return subject
+    if isinstance(subject, torch.export.ExportedProgram):
+        return subject.graph_module
+    raise InvalidSubjectError(f"{purpose} {describe_object(subject)}; " + _GRAPH_HINT + also)
+
+
+_GRAPH_HINT = (
+    "pass a torch.fx.GraphModule (e.g. neurondev.capture(fn, x).graphs[0], or torch.fx.symbolic_trace(fn)) "
+    "or a torch.export.ExportedProgram"
+)
+
+
+def describe_object(value: Any) -> str:
+    """How an error message names a wrong argument: 'the function f', 'a str ('hello')', 'None'."""
+    if value is None:
+        return "None"
+    if isinstance(value, torch.fx.Graph):
+        return "a torch.fx.Graph (gm.graph); its GraphModule is what runs"
+    if isinstance(value, type):
+        return f"the class {value.__name__} (not an instance)"
+    if isinstance(value, torch.nn.Module):
+        return f"an nn.Module ({type(value).__name__}), which is not a traced graph"
+    if callable(value):
+        return f"the function {getattr(value, '__qualname__', None) or type(value).__name__}, which is not a traced graph"
+    text = repr(value)
+    return f"a {type(value).__name__} ({text[:40] + '...' if len(text) > 40 else text})"
+
+
+def as_device(value: Any) -> torch.device | None:
+    """The device a device argument names, or None when it names none (None, a Node, a dtype, ...)."""
+    if isinstance(value, torch.device):
+        return value
+    if isinstance(value, str):
+        try:
+            return torch.device(value)
+        except RuntimeError:
+            return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return torch.device("cuda", value)
+    return None
+
+
+def device_format(value: Any) -> str:
+    """How a device is written: 'str', 'torch.device', 'int' or 'other'."""
+    if isinstance(value, str):
+        return "str"
+    if isinstance(value, torch.device):
+        return "torch.device"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return "int"
+    return "other"
+
+
+def device_slots(node: torch.fx.Node, positional: bool = True) -> tuple[Slot, ...]:
+    """Every device argument of ``node`` that names a device (None and graph values are skipped).
+
+    With ``positional=False`` only the ``device`` kwarg is looked at: the documented algorithm.
+    This runs once per node in every pass, so a node without devices returns after a few checks.
+    """
+    op = node.op
+    if op != "call_function" and op != "call_method":
+        return ()
+    target, args, kwargs = node.target, node.args, node.kwargs
+    device = kwargs.get("device") if kwargs else None
+    if not positional:
+        return _kwarg_slot(device)
+    if op == "call_method":
+        if target in _MOVE_METHODS:
+            return (Slot("method", _moved_to(node)),)
+        loose = target == "to"
+    elif target is _DEVICE:
+        return _device_call_slot(args, kwargs)
+    else:
+        loose = target is _TENSOR_TO or (target.__class__ is OpOverload and target.overloadpacket is _ATEN_TO)
+    if device is None and not loose:
+        for value in args:
+            if value.__class__ is _DEVICE:
+                break
+        else:
+            return ()
+    return _kwarg_slot(device) + _positional_slots(args, loose)
+
+
+def _device_call_slot(args: tuple, kwargs: dict) -> tuple[Slot, ...]:
+    """The device a ``torch.device(...)`` call builds: ``torch.device('cpu')`` or ``torch.device(type='cpu')``."""
+    if args:
+        return (Slot("arg", args[0], 0),) if as_device(args[0]) is not None else ()
+    kind = kwargs.get("type") if kwargs else None
+    return (Slot("kwarg[type]", kind),) if kind is not None and as_device(kind) is not None else ()
+
+
+def _kwarg_slot(device: Any) -> tuple[Slot, ...]:
+    return (Slot("kwarg", device),) if device is not None and as_device(device) is not None else ()
+
+
+def _positional_slots(args: tuple, loose: bool) -> tuple[Slot, ...]:
+    """Positional devices: any torch.device; in a ``Tensor.to`` call also a str or an int after self."""
+    return tuple(
+        Slot("arg", value, i)
+        for i, value in enumerate(args)
+        if isinstance(value, torch.device) or (loose and i > 0 and as_device(value) is not None)
+    )
+
+
+def _moved_to(node: torch.fx.Node) -> torch.device:
+    """The device a ``.cpu()`` / ``.cuda(i)`` call moves to."""
+    if node.target == "cpu":
+        return torch.device("cpu")
+    index = node.args[1] if len(node.args) > 1 else node.kwargs.get("device")
+    device = as_device(index) if index is not None else None
+    return device if device is not None else torch.device("cuda")
+
+
+def slot_device(node: torch.fx.Node, slot: Slot) -> torch.device:
+    """The device a slot names; for a ``torch.device('cuda', 1)`` call, the index is included."""
+    device = as_device(slot.value)
+    assert device is not None  # device_slots keeps only slots that name a device
+    if node.target is torch.device:
+        index = node.args[1] if len(node.args) > 1 else node.kwargs.get("index")
+        if isinstance(index, int) and not isinstance(index, bool):
+            return torch.device(device.type, index)
+    return device
+
+
+def is_assertion(node: torch.fx.Node) -> bool:
+    """``aten._assert_tensor_metadata``: a check of a tensor's device (torch.export), not a placement."""
+    return _ASSERT_METADATA is not None and node.op == "call_function" and (
+        node.target is _ASSERT_METADATA or getattr(node.target, "overloadpacket", None) is _ASSERT_METADATA
+    )
+
+
+def function_name(node: torch.fx.Node) -> str:
+    """What a node calls, as a user recognises it: 'torch.empty', 'Tensor.to', 'aten.empty.memory_format'."""
+    if node.op == "call_method":
+        return f"Tensor.{node.target}"
+    if node.op != "call_function":
+        return str(node.target)
+    if isinstance(node.target, (OpOverload, OpOverloadPacket)):
+        return str(node.target)
+    try:
+        name = qualified_name(node.target)  # type: ignore[arg-type]
+    except (RuntimeError, AttributeError):
+        return getattr(node.target, "__name__", str(node.target))
+    if name.startswith("torch.Tensor."):
+        return name.removeprefix("torch.")
+    return name.removeprefix("_") if name.startswith("_operator.") else name

@@ -1,0 +1,266 @@
+"""The result of explain: sections keyed by (graph, part), run totals, and the frozen Explanation itself.
+
+Everything here is set once by the pipeline (``neurondev.report.pipeline``) and never written to
+afterwards; tables, cards, DOT, JSON and files are computed from it on display or save.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import warnings
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+import torch
+import torch.fx
+
+from neurondev.errors import InvalidOptionError
+from neurondev.fx.pins import DevicePin, pin_table
+from neurondev.passes.device_rewriter import Rewrite
+from neurondev.trace.capture import Capture
+from neurondev.xla.native import TraceComparison
+from neurondev.xla.run import RunRecord
+from neurondev.xla.values import Comparison
+
+if TYPE_CHECKING:
+    from neurondev.notebook.widgets import Explorer
+
+__all__ = ["PARTS", "Explanation", "NativeTiming", "Section", "SectionKey", "Totals"]
+
+PARTS = ("whole", "forward", "backward")
+_WHICH = ("before", "after")
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class SectionKey:
+    """Which graph a section is: dynamo's graph ``graph`` whole, or aot_autograd's forward or backward of it."""
+
+    graph: int
+    part: str = "whole"
+
+    @property
+    def label(self) -> str:
+        return f"graph {self.graph}" if self.part == "whole" else f"graph {self.graph} {self.part}"
+
+
+@dataclasses.dataclass(frozen=True)
+class NativeTiming:
+    """Per-call seconds of the rewritten graph and of the one traced natively on XLA, measured side by side."""
+
+    rewritten: float
+    native: float
+
+    @property
+    def ratio(self) -> float:
+        return self.rewritten / self.native
+
+
+@dataclasses.dataclass(frozen=True)
+class Section:
+    """One graph: as traced (``traced``) and after DeviceRewriterPass (``rewritten``), its pins and
+    rewrites, its runs on the XLA device before and after the pass, and the values verdict.
+
+    ``values`` compares the run after the pass with the run before it on the same device when both
+    ran (the rewrite did not change the values); otherwise the run after with the CPU reference
+    (``values_against`` says which). Each run's own ``comparison`` against CPU is kept beside it.
+    """
+
+    key: SectionKey
+    traced: torch.fx.GraphModule
+    rewritten: torch.fx.GraphModule
+    inputs: tuple[Any, ...] = dataclasses.field(repr=False)
+    pins: tuple[DevicePin, ...] = ()
+    rewrites: tuple[Rewrite, ...] = ()
+    before: RunRecord | None = None
+    after: RunRecord | None = None
+    values: Comparison | None = None
+    values_against: str | None = None
+    native: NativeTiming | None = None
+
+    @property
+    def label(self) -> str:
+        return self.key.label
+
+    @property
+    def nodes(self) -> int:
+        return len(self.traced.graph.nodes)
+
+
+@dataclasses.dataclass(frozen=True)
+class Totals:
+    """Breaks, executions, transfers, uploads and failures summed over the runs of every section."""
+
+    graphs_run: int = 0
+    graph_breaks: int = 0
+    executions: int = 0
+    transfers_to_host: int = 0
+    transfers_to_device: int = 0
+    uploads: int = 0
+    fallbacks: int = 0
+    failures: int = 0
+
+    @classmethod
+    def of(cls, records: list[RunRecord]) -> Totals:
+        return cls(
+            graphs_run=len(records),
+            graph_breaks=sum(len(r.graph_breaks) for r in records),
+            executions=sum(r.executions for r in records),
+            transfers_to_host=sum(r.transfers_to_host for r in records),
+            transfers_to_device=sum(r.transfers_to_device for r in records),
+            uploads=sum(len(r.uploads) for r in records),
+            fallbacks=sum(sum(r.fallback_ops.values()) for r in records),
+            failures=sum(1 for r in records if r.error is not None),
+        )
+
+    def __getitem__(self, name: str) -> int:  # totals["graph_breaks"] reads as it did when this was a dict
+        return int(getattr(self, name))
+
+    def to_dict(self) -> dict[str, int]:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class Explanation:
+    """Everything ``neurondev.explain`` found, for a notebook, a terminal, a report or CI; set once.
+
+    Display it in Jupyter for the card; ``summary()`` for a terminal; ``pin_table()`` for the pins
+    as a DataFrame; ``save_html(path)`` for a report that opens offline; ``to_dict()``/``to_json()``
+    for machines; ``explore()`` for the widget. ``before``/``after`` hold one RunRecord per section
+    that ran, empty when nothing ran (``skipped`` says why). ``rerun(target=...)`` returns a new one.
+    """
+
+    name: str
+    target: torch.device
+    level: str
+    capture: Capture = dataclasses.field(repr=False)
+    sections: tuple[Section, ...] = ()
+    skipped: str | None = None
+    runtime: Mapping[str, str] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
+    traces: TraceComparison | None = None
+    traces_skipped: str | None = None
+    rtol: float | None = None
+    atol: float | None = None
+    notes: tuple[str, ...] = ()
+    stage_seconds: Mapping[str, float] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
+
+    # --- derived views ------------------------------------------------------------------------
+    @property
+    def pins(self) -> tuple[DevicePin, ...]:
+        """Every device pin, section by section."""
+        return tuple(pin for section in self.sections for pin in section.pins)
+
+    def pin_table(self) -> Any:
+        """A pandas.DataFrame with one row per pin (built now, from ``pins``)."""
+        return pin_table(self.pins)
+
+    @property
+    def frozen(self) -> Any:
+        """Deprecated: the pin table (every pin, frozen or not); use ``pin_table()``."""
+        warnings.warn("Explanation.frozen is now Explanation.pin_table(): it lists every pin, not only frozen ones",
+                      DeprecationWarning, stacklevel=2)
+        return self.pin_table()
+
+    @property
+    def rewrites(self) -> tuple[Rewrite, ...]:
+        return tuple(rewrite for section in self.sections for rewrite in section.rewrites)
+
+    @property
+    def before(self) -> list[RunRecord]:
+        """The runs before the pass, one per section that ran."""
+        return [s.before for s in self.sections if s.before is not None]
+
+    @property
+    def after(self) -> list[RunRecord]:
+        """The runs after the pass, one per section that ran."""
+        return [s.after for s in self.sections if s.after is not None]
+
+    @property
+    def outputs_match(self) -> bool | None:
+        """One verdict for the whole function: every section's values agree (None: nothing compared)."""
+        verdicts = [s.values.matches for s in self.sections if s.values is not None]
+        return all(verdicts) if verdicts else None
+
+    def section(self, which: int | SectionKey) -> Section:
+        """A section by its position in ``sections`` or by its key; InvalidOptionError otherwise."""
+        if isinstance(which, SectionKey):
+            found = [s for s in self.sections if s.key == which]
+            if found:
+                return found[0]
+        elif isinstance(which, int) and not isinstance(which, bool) and 0 <= which < len(self.sections):
+            return self.sections[which]
+        count = len(self.sections)
+        raise InvalidOptionError(
+            f"section is a position from 0 to {count - 1} ({count} section(s)) or a SectionKey of one, got {which!r}"
+        )
+
+    def totals(self, which: str) -> Totals:
+        """Breaks, executions, transfers, uploads and failures summed over the runs ``before`` or ``after``."""
+        if which not in _WHICH:
+            raise InvalidOptionError(f"which is 'before' or 'after', got {which!r}")
+        return Totals.of(self.before if which == "before" else self.after)
+
+    # --- views, computed on demand --------------------------------------------------------------
+    def summary(self) -> str:
+        from neurondev.render.text import summary
+
+        return summary(self)
+
+    def __repr__(self) -> str:
+        pins, graphs = len(self.pins), len(self.sections)
+        ran = f"{len(self.before)} graph(s) run" if not self.skipped else f"not run: {self.skipped}"
+        return f"<Explanation of {self.name}: {pins} device pin(s) in {graphs} graph(s), {ran}>"
+
+    def _repr_html_(self) -> str:
+        from neurondev.render.html import card
+
+        return card(self)
+
+    def save_html(self, path: str | Path) -> Path:
+        """Write the self-contained report (inline SVG and CSS, no script, nothing from the network)."""
+        from neurondev.render.html import report
+
+        path = Path(path)
+        path.write_text(report(self), encoding="utf-8")
+        return path
+
+    def to_dict(self) -> dict[str, Any]:
+        from neurondev.render.json import explanation_dict
+
+        return explanation_dict(self)
+
+    def to_json(self, **options: Any) -> str:
+        """Strict JSON (no NaN or Infinity literals): what ``to_dict()`` holds."""
+        return json.dumps(self.to_dict(), indent=options.pop("indent", 2), allow_nan=False, **options)
+
+    def to_dot(self, which: str = "before", section: int | SectionKey = 0, *, full: bool = False, radius: int = 2) -> str:
+        """DOT text of one section's graph ``before`` (pins marked) or ``after`` the pass (rewrites marked)."""
+        from neurondev.render.graphs import dot_of
+
+        return dot_of(self, which, section, full=full, radius=radius)
+
+    def svg(self, which: str = "before", section: int | SectionKey = 0, *, full: bool = False, radius: int = 2) -> str:
+        """SVG text of one section's graph; DotUnavailableError without a dot program."""
+        from neurondev.render.svg import render_svg
+
+        return render_svg(self.to_dot(which, section, full=full, radius=radius))
+
+    def save_svg(self, path: str | Path, which: str = "before", section: int | SectionKey = 0, **options: Any) -> Path:
+        path = Path(path)
+        path.write_text(self.svg(which, section, **options), encoding="utf-8")
+        return path
+
+    def rerun(self, *, target: str | torch.device | None = None, on_step: Callable[[], None] | None = None) -> Explanation:
+        """A new Explanation of the same trace, rewritten for ``target`` (default: the same) and run again.
+
+        This one is left as it is. ``on_step`` is called after each run (the explorer's progress bar).
+        """
+        from neurondev.report.pipeline import rerun
+
+        return rerun(self, target=self.target if target is None else target, on_step=on_step)
+
+    def explore(self) -> Explorer:
+        from neurondev.notebook.widgets import Explorer
+
+        return Explorer(self)

@@ -1,0 +1,296 @@
+"""explain(): a pipeline of stages, each with a typed output passed forward, ending in a frozen Explanation.
+
+trace -> pins -> rewrite -> runs -> (native) -> verdicts -> Explanation. A stage reads only what
+earlier stages produced; nothing draws here (pictures are made when the result is displayed).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from types import MappingProxyType
+from typing import Any, Callable, Mapping
+
+import torch
+import torch.fx
+
+from neurondev.errors import InvalidOptionError, NotCallableError, XlaUnavailableError
+from neurondev.fx.devices import parse_target
+from neurondev.fx.pins import DevicePin, find_pins
+from neurondev.notebook.progress import Stages
+from neurondev.passes.device_rewriter import Rewrite, rewrite_copy
+from neurondev.report.model import Explanation, NativeTiming, Section, SectionKey
+from neurondev.trace.capture import Capture, capture, check_level, required_inputs
+from neurondev.xla.native import TraceComparison
+from neurondev.xla.run import RunRecord, run_on_xla
+from neurondev.xla.values import Comparison, check_tolerances, compare_outputs
+
+__all__ = ["ExplainOptions", "explain", "rerun"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ExplainOptions:
+    """The options of one explain call, checked once and passed along as one value."""
+
+    target: torch.device
+    run: bool = True
+    quiet: bool = False
+    rtol: float | None = None
+    atol: float | None = None
+    native: bool = False
+    level: str = "dynamo"
+
+    @classmethod
+    def checked(cls, target: Any, *, run: Any, quiet: Any, rtol: Any, atol: Any, native: Any, level: Any) -> ExplainOptions:
+        for name, value in (("run", run), ("quiet", quiet), ("native", native)):
+            if not isinstance(value, bool):
+                raise InvalidOptionError(f"{name} is True or False, got {value!r}")
+        check_tolerances(rtol, atol)
+        return cls(parse_target(target), run, quiet, rtol, atol, native, check_level(level))
+
+
+# --- what each stage hands on -------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class TracedGraph:
+    """A graph to explain, with the inputs it ran with while tracing."""
+
+    key: SectionKey
+    graph_module: torch.fx.GraphModule
+    inputs: tuple[Any, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class PinnedGraph:
+    traced: TracedGraph
+    pins: tuple[DevicePin, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class RewrittenGraph:
+    pinned: PinnedGraph
+    graph_module: torch.fx.GraphModule
+    rewrites: tuple[Rewrite, ...]
+
+    @property
+    def key(self) -> SectionKey:
+        return self.pinned.traced.key
+
+
+@dataclasses.dataclass(frozen=True)
+class Runs:
+    """Both runs of every graph on the XLA device, or why nothing ran."""
+
+    records: Mapping[SectionKey, tuple[RunRecord, RunRecord]] = dataclasses.field(default_factory=dict)
+    runtime: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    skipped: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Native:
+    """The native trace on XLA and, per key both traces have, the rewritten/native time per call."""
+
+    traces: TraceComparison | None = None
+    skipped: str | None = None
+    timings: Mapping[SectionKey, NativeTiming] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    values: Comparison | None = None
+    against: str | None = None
+
+
+# --- the entry points -----------------------------------------------------------------------------
+def explain(
+    fn: Callable[..., Any] | Capture,
+    *args: Any,
+    target: str | torch.device = "xla",
+    run: bool = True,
+    quiet: bool = False,
+    rtol: float | None = None,
+    atol: float | None = None,
+    native: bool = False,
+    level: str = "dynamo",
+    **kwargs: Any,
+) -> Any:
+    """Explain the device pins of ``fn(*args, **kwargs)``: trace on CPU, find, rewrite, run before and after.
+
+    ``neurondev.explain(fn)`` with no inputs returns a callable: ``neurondev.explain(fn)(x)``.
+    ``fn`` may also be a Capture made earlier (``neurondev.capture(fn, x)``): nothing is traced again.
+    ``target``: the device pins are rewritten to. ``run=False`` skips the XLA runs. ``quiet``
+    silences the progress bars. ``rtol``/``atol``: tolerances of the value comparisons.
+    ``native=True`` also traces natively on XLA (``neurondev.compare_traces``): device-specialised
+    code, and the rewritten graph's time per call against the native one's. ``level="aten"``
+    explains aot_autograd's forward and backward graphs instead of dynamo's.
+    Nothing of the user's is mutated and the user's torch_xla counters are never cleared.
+    """
+    options = ExplainOptions.checked(target, run=run, quiet=quiet, rtol=rtol, atol=atol, native=native, level=level)
+    if isinstance(fn, Capture):
+        if native:
+            raise InvalidOptionError("native=True traces the function again on XLA: pass the function and its inputs, not a Capture")
+        return _explain(fn, options, None)
+    if not callable(fn):
+        raise NotCallableError(
+            f"explain needs a function or an nn.Module, got {type(fn).__name__}; "
+            "pass the function itself: neurondev.explain(f, x), not neurondev.explain(f(x))"
+        )
+    if not args and not kwargs and required_inputs(fn) != []:  # names to fill, or a signature we cannot read
+        return functools.wraps(fn)(lambda *a, **k: _explain(fn, options, (a, k)))
+    return _explain(fn, options, (args, kwargs))
+
+
+def rerun(explanation: Explanation, *, target: str | torch.device, on_step: Callable[[], None] | None = None) -> Explanation:
+    """The stages after the trace again, for ``target``: a new Explanation from the same graphs."""
+    options = ExplainOptions(parse_target(target), True, True, explanation.rtol, explanation.atol, False, explanation.level)
+    stages = Stages((), quiet=True, on_step=on_step)
+    traced = tuple(TracedGraph(s.key, s.traced, s.inputs) for s in explanation.sections)
+    with stages:
+        rewritten = rewrite_stage(pin_stage(traced, options.target, stages), options.target, stages)
+        runs = run_stage(rewritten, options, stages)
+        native = Native(explanation.traces, explanation.traces_skipped, native_timings(explanation.traces, rewritten, runs))
+    return _assemble(explanation.capture, rewritten, runs, native, options, stages)
+
+
+def _explain(subject: Any, options: ExplainOptions, call: tuple[tuple, dict] | None) -> Explanation:
+    """The whole pipeline; ``call`` is (args, kwargs) of ``subject`` (a function), None for a Capture."""
+    names = ("trace", "find pins", "rewrite", "start XLA", "run before", "run after") + (("trace on XLA",) if options.native else ())
+    name = subject.name if isinstance(subject, Capture) else getattr(subject, "__name__", type(subject).__name__)
+    with Stages(names if call is not None else names[1:], quiet=options.quiet, name=name) as stages:
+        captured = subject if call is None else _trace(subject, call, options, stages)
+        traced = trace_stage(captured, options.level)
+        rewritten = rewrite_stage(pin_stage(traced, options.target, stages), options.target, stages)
+        runs = run_stage(rewritten, options, stages)
+        native = native_stage(captured, subject, call, rewritten, runs, stages) if options.native else Native()
+    return _assemble(captured, rewritten, runs, native, options, stages)
+
+
+# --- the stages ------------------------------------------------------------------------------------
+def _trace(fn: Callable[..., Any], call: tuple[tuple, dict], options: ExplainOptions, stages: Stages) -> Capture:
+    stages.start("trace")
+    args, kwargs = call
+    return capture(fn, *args, level=options.level, **kwargs)
+
+
+def trace_stage(captured: Capture, level: str) -> tuple[TracedGraph, ...]:
+    """The graphs to explain: dynamo's (one section each), or aot_autograd's forward and backward."""
+    if level == "aten":
+        if captured.graphs and not captured.aten_graphs:
+            raise InvalidOptionError(
+                "this Capture holds dynamo's graphs only: make it with neurondev.capture(fn, *args, level='aten')"
+            )
+        return tuple(TracedGraph(SectionKey(g.dynamo_graph, g.part), g.graph_module, g.inputs) for g in captured.aten_graphs)
+    return tuple(TracedGraph(SectionKey(i), gm, tuple(inputs)) for i, (gm, inputs) in enumerate(zip(captured.graphs, captured.example_inputs)))
+
+
+def pin_stage(traced: tuple[TracedGraph, ...], target: torch.device, stages: Stages) -> tuple[PinnedGraph, ...]:
+    stages.start("find pins")
+    return tuple(
+        PinnedGraph(graph, tuple(find_pins(graph.graph_module, target=target, graph=graph.key.graph, part=graph.key.part)))
+        for graph in traced
+    )
+
+
+def rewrite_stage(pinned: tuple[PinnedGraph, ...], target: torch.device, stages: Stages) -> tuple[RewrittenGraph, ...]:
+    stages.start("rewrite", total=max(len(pinned), 1))
+    rewritten = []
+    for graph in pinned:
+        key = graph.traced.key
+        after, rewrites = rewrite_copy(graph.traced.graph_module, target=target)
+        rewritten.append(RewrittenGraph(graph, after, tuple(dataclasses.replace(r, graph=key.graph, part=key.part) for r in rewrites)))
+        stages.advance()
+    return tuple(rewritten)
+
+
+def run_stage(rewritten: tuple[RewrittenGraph, ...], options: ExplainOptions, stages: Stages) -> Runs:
+    """Every graph on the XLA device, before and after the pass; or why not."""
+    if not options.run:
+        return Runs(skipped="run=False: the graphs were not run on an XLA device")
+    if not rewritten:
+        return Runs(skipped="no graph was recorded, so there is nothing to run")
+    from neurondev import xla
+
+    stages.start("start XLA")
+    try:
+        runtime = MappingProxyType(xla.describe())
+    except XlaUnavailableError as error:
+        return Runs(skipped=f"no XLA device: {error}")
+    tolerances = {"rtol": options.rtol, "atol": options.atol}
+    stages.start("run before", total=len(rewritten))
+    before = [_advancing(stages, run_on_xla(g.pinned.traced.graph_module, *g.pinned.traced.inputs, **tolerances)) for g in rewritten]
+    stages.start("run after", total=len(rewritten))
+    after = [_advancing(stages, run_on_xla(g.graph_module, *g.pinned.traced.inputs, **tolerances)) for g in rewritten]
+    records = {g.key: (b, a) for g, b, a in zip(rewritten, before, after)}
+    return Runs(MappingProxyType(records), runtime)
+
+
+def _advancing(stages: Stages, record: RunRecord) -> RunRecord:
+    stages.advance()
+    return record
+
+
+def native_stage(
+    captured: Capture, fn: Any, call: tuple[tuple, dict] | None, rewritten: tuple[RewrittenGraph, ...], runs: Runs, stages: Stages
+) -> Native:
+    """The native trace beside the CPU one; where a key's graphs agree, time per call rewritten vs native."""
+    from neurondev.xla.native import compare_with_native
+
+    stages.start("trace on XLA")
+    assert call is not None  # explain refuses native=True for a Capture
+    try:
+        traces = compare_with_native(captured, fn, *call)
+    except XlaUnavailableError as error:
+        return Native(skipped=f"no XLA device: {error}")
+    return Native(traces, None, native_timings(traces, rewritten, runs))
+
+
+def native_timings(traces: TraceComparison | None, rewritten: tuple[RewrittenGraph, ...], runs: Runs) -> Mapping[SectionKey, NativeTiming]:
+    """Rewritten vs native seconds per call, for each key whose native graph exists and agrees."""
+    from neurondev.xla.native import side_by_side_seconds
+
+    if traces is None or not traces.agree or runs.skipped:
+        return MappingProxyType({})
+    native = {SectionKey(i): (gm, inputs) for i, (gm, inputs) in enumerate(zip(traces.native.graphs, traces.native.example_inputs))}
+    timings = {}
+    for graph in rewritten:
+        if graph.key in native:
+            seconds = side_by_side_seconds({"rewritten": (graph.graph_module, graph.pinned.traced.inputs), "native": native[graph.key]})
+            timings[graph.key] = NativeTiming(seconds["rewritten"], seconds["native"])
+    return MappingProxyType(timings)
+
+
+def verdict_stage(runs: Runs, options: ExplainOptions) -> dict[SectionKey, Verdict]:
+    """Per key: the run after the pass against the run before it (same device), else against CPU."""
+    return {key: _verdict(before, after, options) for key, (before, after) in runs.records.items()}
+
+
+def _verdict(before: RunRecord, after: RunRecord, options: ExplainOptions) -> Verdict:
+    if after.error is not None:
+        return Verdict()
+    if before.error is None:
+        values = compare_outputs(after.outputs, before.outputs, rtol=options.rtol, atol=options.atol)
+        return Verdict(values, "the frozen graph's run on the same device")
+    if after.comparison is not None:
+        return Verdict(after.comparison, "the CPU reference (the frozen graph did not run)")
+    return Verdict()
+
+
+def _assemble(
+    captured: Capture, rewritten: tuple[RewrittenGraph, ...], runs: Runs, native: Native, options: ExplainOptions, stages: Stages
+) -> Explanation:
+    verdicts = verdict_stage(runs, options)
+    sections = tuple(_section(graph, runs, native, verdicts) for graph in rewritten)
+    return Explanation(
+        name=captured.name, target=options.target, level=options.level, capture=captured, sections=sections,
+        skipped=runs.skipped, runtime=MappingProxyType(dict(runs.runtime)), traces=native.traces, traces_skipped=native.skipped,
+        rtol=options.rtol, atol=options.atol, notes=captured.notes, stage_seconds=MappingProxyType(dict(stages.seconds)),
+    )
+
+
+def _section(graph: RewrittenGraph, runs: Runs, native: Native, verdicts: dict[SectionKey, Verdict]) -> Section:
+    traced, key = graph.pinned.traced, graph.key
+    before, after = runs.records.get(key, (None, None))
+    verdict = verdicts.get(key, Verdict())
+    return Section(
+        key, traced.graph_module, graph.graph_module, traced.inputs, graph.pinned.pins, graph.rewrites,
+        before, after, verdict.values, verdict.against, native.timings.get(key),
+    )
