@@ -24,8 +24,11 @@ def test_without_a_dot_on_path_neurondev_draws_with_the_venvs_graphviz_pure(monk
     assert program is not None and program.source == "graphviz-pure"
     assert Path(program.path).parent == Path(sys.executable).parent
     gm = seed_capture.graphs[0]
-    svg = render_svg(side_by_side(graph_dot(gm, pins=neurondev.find_pins(gm))), program=program)
-    assert svg.startswith("<svg") and "device=cpu (frozen)" in svg and "graphviz-pure" not in svg[:0]
+    dot_text = side_by_side(graph_dot(gm, pins=neurondev.find_pins(gm)))
+    svg = render_svg(dot_text, program=program)
+    assert svg.startswith("<svg") and "device=cpu (frozen)" in svg
+    drawn_by_pure = subprocess.run([program.path, "-Tsvg"], input=dot_text.encode(), capture_output=True, check=True).stdout.decode()
+    assert "(graphviz-pure)" in drawn_by_pure and svg == drawn_by_pure[drawn_by_pure.index("<svg"):]
 
 
 def test_a_system_dot_comes_first_and_neurondev_dot_overrides_it(monkeypatch, tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import torch
 import neurondev
 from neurondev import examples, testing
 from neurondev.render.dot import DotOptions, graph_dot, side_by_side
+from neurondev.render.svg import find_dot
 from tests.helpers import build_graph
 
 HERE = Path(__file__).parent
@@ -60,9 +62,22 @@ def test_every_label_is_escaped():
     text = graph_dot(gm, prefix="e_")
     assert "'ij,jk->ik'" in text
     assert "'a\\\"b'" in text  # the quote is escaped for DOT
-    for line in text.splitlines():
-        body = line.split("[label=", 1)[-1]
-        assert body.count('"') % 2 == 0 or '\\"' in body
+    labels = _labels_as_dot_reads_them(side_by_side(text))
+    assert labels["e_view"].endswith("""Tensor.view\\n'a"b'""")  # the quote survives; nothing after it was swallowed
+    assert labels["e_einsum"].endswith("\\n'ij,jk->ik'")
+    assert labels["e_output"] == "output"
+
+
+def _labels_as_dot_reads_them(dot_text: str) -> dict[str, str]:
+    """Each node's label as Graphviz parsed it (its own JSON output): a label escaped wrongly is cut
+    short, runs into the next attribute, or makes dot fail."""
+    import json
+
+    program = find_dot()
+    assert program is not None, "the setup installs a dot program (scripts/setup.sh)"
+    done = subprocess.run([program.path, "-Tjson"], input=dot_text.encode(), capture_output=True, check=True)
+    graph = json.loads(done.stdout)
+    return {node["name"]: node["label"] for node in graph.get("objects", []) if "label" in node}
 
 
 def test_a_large_graph_is_drawn_as_a_connected_focus_view():
