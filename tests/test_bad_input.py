@@ -24,6 +24,10 @@ def seed_capture():
     return neurondev.capture(fn, *args)
 
 
+def seed_explanation():
+    return neurondev.explain(seed_capture(), run=False, quiet=True)
+
+
 def one_input(x):
     return torch.zeros(4, device=x.device) + x
 
@@ -50,6 +54,7 @@ CATALOGUE = [
     ("run-meta-input", lambda: neurondev.run_on_xla(seed_graph(), torch.empty(64, device="meta")), neurondev.XlaInputError, TypeError, "cannot move to xla"),
     ("pass-function", lambda: neurondev.DeviceRewriterPass()(one_input), neurondev.InvalidSubjectError, TypeError, "DeviceRewriterPass rewrites a traced graph"),
     ("pass-target-int", lambda: neurondev.DeviceRewriterPass(target=1), neurondev.InvalidTargetError, ValueError, "pass e.g. 'xla'"),
+    ("pass-target-unknown", lambda: neurondev.DeviceRewriterPass(target="neuron"), neurondev.InvalidTargetError, ValueError, "not a device torch knows"),
     ("pass-positional-not-bool", lambda: neurondev.DeviceRewriterPass(rewrite_positional="no"), neurondev.InvalidOptionError, ValueError, "the documented kwargs-only algorithm"),
     ("rewrite_copy-str", lambda: neurondev.rewrite_copy("x"), neurondev.InvalidSubjectError, TypeError, "rewrite_copy copies and rewrites a traced graph, got a str"),
     ("ranks-zero", lambda: run_on_ranks(world_size=0), neurondev.UnsupportedWorldSizeError, ValueError, "an int >= 1; got 0"),
@@ -57,6 +62,7 @@ CATALOGUE = [
     ("ranks-four-on-pjrt-cpu", lambda: run_on_ranks(world_size=4), neurondev.UnsupportedWorldSizeError, ValueError, "rendezvous"),
     ("capture-not-callable", lambda: neurondev.capture(torch.randn(3)), neurondev.NotCallableError, TypeError, "pass the function itself"),
     ("capture-no-inputs", lambda: neurondev.capture(one_input), neurondev.MissingInputsError, ValueError, "needs example inputs for x"),
+    ("capture-module-no-inputs", lambda: neurondev.capture(torch.nn.Linear(2, 2)), neurondev.MissingInputsError, ValueError, "Linear needs example inputs for input"),
     ("capture-meta-input", lambda: neurondev.capture(one_input, torch.randn(8, device="meta")), neurondev.CaptureInputError, TypeError, "pass a tensor with values of the same shape, e.g. torch.randn(8,)"),
     ("capture-user-error", lambda: neurondev.capture(lambda x: x @ torch.randn(5, 5), torch.randn(3, 3)), neurondev.TraceError, RuntimeError, "tracing <lambda at test_bad_input.py"),
     ("capture-level", lambda: neurondev.capture(one_input, torch.randn(4), level="inductor"), neurondev.InvalidOptionError, ValueError, "'dynamo' (the graphs dynamo makes) or 'aten'"),
@@ -68,7 +74,10 @@ CATALOGUE = [
     ("explain-native-capture", lambda: neurondev.explain(seed_capture(), native=True), neurondev.InvalidOptionError, ValueError, "pass the function and its inputs"),
     ("explain-aten-of-dynamo-capture", lambda: neurondev.explain(seed_capture(), level="aten"), neurondev.InvalidOptionError, ValueError, "level='aten'"),
     ("explain-meta-input", lambda: neurondev.explain(one_input, torch.randn(4, device="meta")), neurondev.CaptureInputError, TypeError, "meta tensor"),
-    ("to_dot-which", lambda: neurondev.explain(seed_capture(), run=False, quiet=True).to_dot("middle"), neurondev.InvalidOptionError, ValueError, "'before' or 'after'"),
+    ("to_dot-which", lambda: seed_explanation().to_dot("middle"), neurondev.InvalidOptionError, ValueError, "'before' or 'after'"),
+    ("to_dot-section", lambda: seed_explanation().to_dot("before", section=3), neurondev.InvalidOptionError, ValueError, "a position from 0 to 0"),
+    ("to_dot-section-str", lambda: seed_explanation().to_dot("before", section="graph 0"), neurondev.InvalidOptionError, ValueError, "or a SectionKey"),
+    ("totals-which", lambda: seed_explanation().totals("middle"), neurondev.InvalidOptionError, ValueError, "'before' or 'after'"),
     ("compare_traces-not-callable", lambda: neurondev.compare_traces(None), neurondev.NotCallableError, TypeError, "pass the function itself"),
     ("compare_traces-no-inputs", lambda: neurondev.compare_traces(one_input), neurondev.MissingInputsError, ValueError, "needs example inputs for x"),
     ("examples-unknown-name", lambda: examples.get("nope"), neurondev.UnknownExampleError, KeyError, "no example 'nope'; known: seed"),
@@ -93,6 +102,16 @@ def test_misuse_is_a_named_error_that_says_what_to_pass(call, error, builtin, ph
         call()
     assert isinstance(caught.value, neurondev.NeurondevError) and isinstance(caught.value, builtin)
     assert phrase in str(caught.value)
+
+
+@pytest.mark.parametrize("verb", [neurondev.capture, lambda fn, x: neurondev.explain(fn, x, quiet=True)], ids=["capture", "explain"])
+def test_the_users_own_error_while_tracing_is_chained_not_swallowed(verb):
+    def fn(x):
+        raise ValueError("the user's bug")
+
+    with pytest.raises(neurondev.TraceError, match="the user's bug") as caught:
+        verb(fn, torch.randn(2))
+    assert isinstance(caught.value.__cause__, ValueError)
 
 
 def test_the_error_is_raised_by_neurondev_itself_not_from_deep_inside_a_dependency():

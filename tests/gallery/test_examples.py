@@ -44,8 +44,3 @@ def test_the_gallery_has_the_patterns_a_newcomer_needs():
             "kv-cache", "module-buffer", "no-device-upload", "like-and-new"} <= set(table.index)
     assert not table.loc["like-and-new", "freezes"] and table.loc["seed", "freezes"]
     assert all(len(e.description) > 80 and e.instead for e in examples.CATALOGUE.values())
-
-
-def test_an_unknown_example_names_the_known_ones():
-    with pytest.raises(KeyError, match="known: seed, collective"):
-        examples.get("nope")

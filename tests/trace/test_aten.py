@@ -68,11 +68,6 @@ def test_a_training_step_runs_rewritten_on_xla_forward_and_backward_with_cpu_equ
     assert "Graph 0 forward" in card and "Graph 0 backward" in card and "aten.scalar_tensor.default" in card
 
 
-def test_an_unknown_level_is_a_named_error():
-    with pytest.raises(neurondev.InvalidOptionError, match="'dynamo' .* or 'aten'"):
-        neurondev.capture(lambda x: x + 1, torch.randn(2), level="inductor")
-
-
 @pytest.mark.xla
 def test_rerun_of_an_aten_explanation_keeps_its_forward_and_backward(step):
     model, x, y = step

@@ -88,30 +88,6 @@ def test_a_function_that_takes_no_inputs_is_traced():
     torch.testing.assert_close(result.output, torch.full((2,), 3.0))
 
 
-def test_not_callable_is_a_named_error():
-    with pytest.raises(neurondev.NotCallableError, match="function or an nn.Module"):
-        neurondev.capture(torch.randn(3))
-
-
-def test_missing_inputs_is_a_named_error_naming_the_parameter():
-    with pytest.raises(neurondev.MissingInputsError, match="example inputs for x"):
-        neurondev.capture(examples.seed_function)
-
-
-def test_a_module_without_inputs_is_a_named_error():
-    with pytest.raises(neurondev.MissingInputsError, match="input"):
-        neurondev.capture(torch.nn.Linear(2, 2))
-
-
-def test_the_users_own_error_is_chained_not_swallowed():
-    def fn(x):
-        raise ValueError("the user's bug")
-
-    with pytest.raises(neurondev.TraceError, match="the user's bug") as info:
-        neurondev.capture(fn, torch.randn(2))
-    assert isinstance(info.value.__cause__, ValueError)
-
-
 @pytest.mark.xla
 def test_inputs_and_module_state_on_another_device_are_copied_to_cpu_and_recorded():
     from neurondev import xla

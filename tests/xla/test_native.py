@@ -95,8 +95,3 @@ def test_explain_native_shows_device_specialised_lines_in_the_card():
     card = explanation._repr_html_()
     assert "Tensor.float" in card and "Tensor.int" in card and "fails on XLA" in card
     assert explanation.sections[0].native is None  # no yardstick where the traces differ
-
-
-def test_native_needs_the_function_not_a_capture(seed_capture):
-    with pytest.raises(neurondev.InvalidOptionError, match="pass the function and its inputs"):
-        neurondev.explain(seed_capture, native=True)
