@@ -192,6 +192,8 @@ def _load_module(text: str) -> Any:
         return importlib.import_module(text)
     except ImportError as error:
         raise UsageError(f"cannot import {text} ({error}); run from the folder that holds it, or give a path to the .py file") from None
+    finally:
+        sys.path.remove(str(Path.cwd()))
 
 
 def _check(options: argparse.Namespace) -> int:

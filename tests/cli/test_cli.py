@@ -1,4 +1,8 @@
-"""The neurondev command through real subprocesses: output, files written, exit statuses, messages."""
+"""The neurondev command: output, files written, exit statuses, messages.
+
+Most cases run in-process through ``cli.main(argv)`` (milliseconds instead of a new Python with
+torch each); a few go through the installed command itself, for the entry point and exit codes.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from neurondev import cli
 from neurondev.cli.inputs import InputSpecError, parse_input
 
 COMMAND = Path(sys.executable).with_name("neurondev")
@@ -47,9 +52,25 @@ def folder(tmp_path_factory):
     return path
 
 
-def neurondev(folder: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "PJRT_DEVICE"}
-    return subprocess.run([str(COMMAND), *args], cwd=folder, capture_output=True, text=True, timeout=600, env=env)
+def command(folder: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    """The installed ``neurondev`` command in a new process."""
+    environ = {k: v for k, v in os.environ.items() if k != "PJRT_DEVICE"} | env
+    return subprocess.run([str(COMMAND), *args], cwd=folder, capture_output=True, text=True, timeout=600, env=environ)
+
+
+@pytest.fixture
+def neurondev(capsys, monkeypatch):
+    """``neurondev(folder, *args)``: ``cli.main(args)`` in this process, from ``folder``; its exit
+    status, stdout and stderr as a CompletedProcess."""
+
+    def run(folder: Path, *args: str) -> subprocess.CompletedProcess:
+        monkeypatch.chdir(folder)
+        capsys.readouterr()
+        code = cli.main(list(args))
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(["neurondev", *args], code, out, err)
+
+    return run
 
 
 def test_the_command_is_installed_and_python_dash_m_is_the_same(folder):
@@ -59,7 +80,7 @@ def test_the_command_is_installed_and_python_dash_m_is_the_same(folder):
 
 
 @pytest.mark.xla
-def test_demo_prints_the_summary_and_writes_the_report(folder):
+def test_demo_prints_the_summary_and_writes_the_report(folder, neurondev):
     result = neurondev(folder, "demo")
     assert result.returncode == 0, result.stderr
     assert "1 frozen device pin(s) (torch.empty at patterns.py:" in result.stdout
@@ -69,7 +90,7 @@ def test_demo_prints_the_summary_and_writes_the_report(folder):
 
 
 @pytest.mark.xla
-def test_explain_a_function_in_a_file_writes_html_and_json_and_exits_0(folder):
+def test_explain_a_function_in_a_file_writes_html_and_json_and_exits_0(folder, neurondev):
     result = neurondev(folder, "explain", "usercode.py:frozen", "--input", "randn(16)", "--html", "r.html", "--json", "r.json")
     assert result.returncode == 0, result.stderr
     assert "1 frozen device pin(s) (torch.empty at usercode.py:5) -> 1 graph break(s) on xla:0" in result.stdout
@@ -79,21 +100,21 @@ def test_explain_a_function_in_a_file_writes_html_and_json_and_exits_0(folder):
 
 
 @pytest.mark.xla
-def test_explain_a_module_class_in_an_importable_module(folder):
+def test_explain_a_module_class_in_an_importable_module(folder, neurondev):
     result = neurondev(folder, "explain", "usercode:Net", "--input", "randn(4, 8)")
     assert result.returncode == 0, result.stderr
     assert "torch.zeros at usercode.py:" in result.stdout
 
 
 @pytest.mark.xla
-def test_breaks_left_after_the_pass_exit_1(folder):
+def test_breaks_left_after_the_pass_exit_1(folder, neurondev):
     result = neurondev(folder, "explain", "usercode.py:falls_back", "--input", "randn(16)")
     assert result.returncode == 1, result.stderr
     assert "After DeviceRewriterPass: 1 breaks" in result.stdout
 
 
 @pytest.mark.xla
-def test_a_gallery_example_and_no_run(folder):
+def test_a_gallery_example_and_no_run(folder, neurondev):
     result = neurondev(folder, "explain", "--example", "causal-mask")
     assert result.returncode == 0 and "fails on xla:0 at masked_fill" in result.stdout, result.stderr
     result = neurondev(folder, "explain", "usercode.py:frozen", "--input", "randn(16)", "--no-run")
@@ -118,19 +139,26 @@ def test_a_gallery_example_and_no_run(folder):
     ids=["no-inputs", "code-in-spec", "negative-shape", "missing-name", "missing-file", "missing-module",
          "class-needs-args", "wrong-arity", "nothing", "unknown-example", "bad-target"],
 )
-def test_usage_import_and_trace_errors_exit_2_with_one_line_and_no_traceback(folder, args, message):
+def test_usage_import_and_trace_errors_exit_2_with_one_line_and_no_traceback(folder, args, message, neurondev):
     result = neurondev(folder, *args)
     assert result.returncode == 2
     assert message in result.stderr and "Traceback" not in result.stderr
     assert "--debug for the traceback" in result.stderr
 
 
-def test_debug_shows_the_traceback(folder):
+def test_the_installed_command_exits_2_with_one_line_and_1_with_breaks(folder):
+    usage = command(folder, "explain", "usercode.py:frozen")
+    assert usage.returncode == 2 and "takes inputs (x)" in usage.stderr and "Traceback" not in usage.stderr
+    breaks = command(folder, "explain", "usercode.py:falls_back", "--input", "randn(16)")
+    assert breaks.returncode == 1 and "After DeviceRewriterPass: 1 breaks" in breaks.stdout, breaks.stderr
+
+
+def test_debug_shows_the_traceback(folder, neurondev):
     result = neurondev(folder, "explain", "usercode.py:frozen", "--input", "randn(3, 3)", "--input", "randn(2)", "--debug")
     assert result.returncode == 2 and "Traceback" in result.stderr
 
 
-def test_examples_lists_the_gallery(folder):
+def test_examples_lists_the_gallery(folder, neurondev):
     result = neurondev(folder, "examples")
     assert result.returncode == 0
     for name in ("seed", "causal-mask", "like-and-new", "no-device-upload"):
@@ -138,7 +166,7 @@ def test_examples_lists_the_gallery(folder):
 
 
 @pytest.mark.xla
-def test_doctor_says_what_is_here_and_exits_0_when_nothing_needed_is_missing(folder):
+def test_doctor_says_what_is_here_and_exits_0_when_nothing_needed_is_missing(folder, neurondev):
     result = neurondev(folder, "doctor")
     assert result.returncode == 0, result.stdout
     assert "torch 2.9.0 + torch-xla 2.9.0: the pair neurondev is tested with" in result.stdout
@@ -146,9 +174,9 @@ def test_doctor_says_what_is_here_and_exits_0_when_nothing_needed_is_missing(fol
     assert "torch-neuronx" in result.stdout and "everything neurondev needs is here" in result.stdout
 
 
-def test_doctor_exits_1_with_the_fix_when_dot_is_missing(folder):
-    env = {k: v for k, v in os.environ.items() if k != "PJRT_DEVICE"} | {"NEURONDEV_DOT": "/nonexistent/dot"}
-    result = subprocess.run([str(COMMAND), "doctor"], cwd=folder, capture_output=True, text=True, timeout=300, env=env)
+def test_doctor_exits_1_with_the_fix_when_dot_is_missing(folder, neurondev, monkeypatch):
+    monkeypatch.setenv("NEURONDEV_DOT", "/nonexistent/dot")
+    result = neurondev(folder, "doctor")
     assert result.returncode == 1
     assert "MISSING dot (Graphviz)" in result.stdout and "pip install graphviz-pure" in result.stdout
 

@@ -96,7 +96,7 @@ def test_allowed_by_the_marker(neurondev_check):
 
 def test_the_pytest_plugin_fails_the_pinned_tests_like_pytest_and_passes_the_rest(pytester):
     pytester.makepyfile(test_project=PROJECT)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess("--strict-markers", "-p", "no:cacheprovider")  # the marker is registered
     result.assert_outcomes(passed=3, failed=2)
     output = result.stdout.str()
     assert "During handling" not in output and "DEBUG" not in output, output
@@ -105,24 +105,22 @@ def test_the_pytest_plugin_fails_the_pinned_tests_like_pytest_and_passes_the_res
     assert "site-packages/neurondev" not in output and "neurondev/check.py" not in output  # no traceback from inside
 
 
-def test_the_marker_is_registered(pytester):
-    pytester.makepyfile(test_project="import pytest\n@pytest.mark.neurondev_check(allow=['x'])\ndef test_x():\n    pass\n")
-    result = pytester.runpytest_subprocess("--strict-markers", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1)
+def test_the_check_command_exits_0_clean_1_with_pins_2_on_errors(tmp_path, monkeypatch, capsys):
+    from neurondev import cli
 
-
-def test_the_check_command_exits_0_clean_1_with_pins_2_on_errors(tmp_path):
     (tmp_path / "code.py").write_text(USER_CODE)
-    command = [str(Path(sys.executable).with_name("neurondev")), "check"]
+    monkeypatch.chdir(tmp_path)
 
     def run(*args):
-        return subprocess.run([*command, *args], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        capsys.readouterr()
+        code = cli.main(["check", *args])
+        return code, capsys.readouterr().out
 
-    assert run("code.py:clean", "--input", "randn(4)").returncode == 0
-    pinned_run = run("code.py:pinned", "--input", "randn(4)")
-    assert pinned_run.returncode == 1 and "code.py:5: out = torch.zeros" in pinned_run.stdout
-    as_json = run("code.py:pinned", "--input", "randn(4)", "--json")
-    data = json.loads(as_json.stdout)
-    assert as_json.returncode == 1 and data["clean"] is False and data["findings"][0]["where"] == "code.py:5"
-    assert run("code.py:pinned", "--input", "randn(4)", "--allow", "code.py:5").returncode == 0
-    assert run("code.py:nothing", "--input", "randn(4)").returncode == 2
+    assert run("code.py:clean", "--input", "randn(4)")[0] == 0
+    code, out = run("code.py:pinned", "--input", "randn(4)")
+    assert code == 1 and "code.py:5: out = torch.zeros" in out
+    code, out = run("code.py:pinned", "--input", "randn(4)", "--json")
+    data = json.loads(out)
+    assert code == 1 and data["clean"] is False and data["findings"][0]["where"] == "code.py:5"
+    assert run("code.py:pinned", "--input", "randn(4)", "--allow", "code.py:5")[0] == 0
+    assert run("code.py:nothing", "--input", "randn(4)")[0] == 2
