@@ -2,6 +2,6 @@
 
 import sys
 
-from neurondev.cli.main import main
+from neurondev.cli.command import main
 
 sys.exit(main())

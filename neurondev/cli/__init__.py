@@ -1,5 +1,5 @@
 """The neurondev command (also python -m neurondev)."""
 
-from neurondev.cli.main import main
+from neurondev.cli.command import main
 
 __all__ = ["main"]

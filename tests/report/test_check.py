@@ -124,3 +124,20 @@ def test_the_check_command_exits_0_clean_1_with_pins_2_on_errors(tmp_path, monke
     assert code == 1 and data["clean"] is False and data["findings"][0]["where"] == "code.py:5"
     assert run("code.py:pinned", "--input", "randn(4)", "--allow", "code.py:5")[0] == 0
     assert run("code.py:nothing", "--input", "randn(4)")[0] == 2
+
+
+def test_check_draws_nothing_while_a_card_does(tmp_path, monkeypatch):
+    import shutil
+
+    calls = tmp_path / "calls"
+    recorder = tmp_path / "dot"
+    real = shutil.which("dot") or str(Path(sys.executable).with_name("graphviz-pure"))
+    recorder.write_text(f'#!/bin/sh\necho called >> "{calls}"\nexec "{real}" "$@"\n')
+    recorder.chmod(0o755)
+    monkeypatch.setenv("NEURONDEV_DOT", str(recorder))
+    with pytest.raises(neurondev.DevicePinsError):
+        neurondev.check(pinned, torch.randn(4))
+    neurondev.check(clean, torch.randn(4))
+    assert not calls.exists()
+    card = neurondev.explain(pinned, torch.randn(4), run=False, quiet=True)._repr_html_()
+    assert card.count("<svg") == 2 and calls.read_text().count("called") == 2  # the recorder does record
