@@ -1,14 +1,19 @@
 # The README's two commands: `make demo` (set up, then run the demo) and `make test`.
 PY := .venv/bin/python
 
-.PHONY: setup demo test bench
+.PHONY: setup demo lint test bench
 setup:
 	@bash scripts/setup.sh
 
 demo: setup
 	$(PY) -m neurondev demo
 
-test: setup
+lint: setup
+	.venv/bin/ruff check neurondev tests scripts benchmarks
+	.venv/bin/ruff format --check neurondev tests scripts benchmarks
+	.venv/bin/mypy
+
+test: lint
 	$(PY) -m pytest
 
 bench: setup

@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from typing import Any, Callable
-
+from collections.abc import Callable
+from typing import Any
 
 import neurondev
 from neurondev import examples, testing
@@ -46,8 +46,7 @@ def compare(name: str, build: Callable, rounds: int) -> float:
     explain_s, floor_s = statistics.median(explain_times[1:]), statistics.median(floor_times[1:])
     stages = ", ".join(f"{stage} {statistics.median(values[1:]) * 1e3:.0f} ms" for stage, values in stage_times.items())
     ratio = explain_s / floor_s
-    print(f"{name:>6}: explain {explain_s * 1e3:.0f} ms ({stages}); floor {floor_s * 1e3:.0f} ms; "
-          f"explain/floor {ratio:.2f} (target <= 2)")
+    print(f"{name:>6}: explain {explain_s * 1e3:.0f} ms ({stages}); floor {floor_s * 1e3:.0f} ms; explain/floor {ratio:.2f} (target <= 2)")
     return ratio
 
 
@@ -62,7 +61,9 @@ def focus_view(sizes: list[int]) -> list[float]:
         times.append(svg_s)
         print(f"{size:>7} nodes: DOT {text_s * 1e3:.0f} ms, DOT + dot to SVG {svg_s * 1e3:.0f} ms")
     for (small, t_small), (large, t_large) in zip(zip(sizes, times), list(zip(sizes, times))[1:]):
-        print(f"  {large}/{small} nodes: time x{t_large / t_small:.1f} for x{large / small:.0f} nodes (linear or better: <= x{large / small:.0f})")
+        print(
+            f"  {large}/{small} nodes: time x{t_large / t_small:.1f} for x{large / small:.0f} nodes (linear or better: <= x{large / small:.0f})"
+        )
     print(f"  50,000 nodes in {times[-1]:.2f} s (target < 10 s)")
     return times
 

@@ -25,12 +25,16 @@ def ratio_of(name: str, rounds: int) -> float | None:
     ratios = []
     for index, gm in enumerate(cpu.graphs):
         rewritten = neurondev.rewrite_copy(gm, target=neurondev.xla.device())[0]
-        runs = {"rewritten": (rewritten, cpu.example_inputs[index]),
-                "native": (comparison.native.graphs[index], comparison.native.example_inputs[index])}
+        runs = {
+            "rewritten": (rewritten, cpu.example_inputs[index]),
+            "native": (comparison.native.graphs[index], comparison.native.example_inputs[index]),
+        }
         seconds = side_by_side_seconds(runs, rounds=rounds)
         ratios.append(seconds["rewritten"] / seconds["native"])
-        print(f"{name:>17}: graph {index} rewritten {seconds['rewritten'] * 1e3:.3f} ms, native "
-              f"{seconds['native'] * 1e3:.3f} ms, rewritten/native {ratios[-1]:.2f}")
+        print(
+            f"{name:>17}: graph {index} rewritten {seconds['rewritten'] * 1e3:.3f} ms, native "
+            f"{seconds['native'] * 1e3:.3f} ms, rewritten/native {ratios[-1]:.2f}"
+        )
     return max(ratios)
 
 
@@ -46,8 +50,10 @@ def main() -> None:
         if ratio is not None:
             worst[name] = ratio
     over = {name: ratio for name, ratio in worst.items() if ratio > 1.1}
-    print(f"worst rewritten/native: {max(worst.values()):.2f} over {len(worst)} pattern(s) (target <= 1.1); "
-          + (f"over target: {', '.join(f'{n} {r:.2f}' for n, r in over.items())}" if over else "all within target"))
+    print(
+        f"worst rewritten/native: {max(worst.values()):.2f} over {len(worst)} pattern(s) (target <= 1.1); "
+        + (f"over target: {', '.join(f'{n} {r:.2f}' for n, r in over.items())}" if over else "all within target")
+    )
 
 
 if __name__ == "__main__":

@@ -78,21 +78,24 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     options = parser.parse_args()
     results = {}
-    print(f"{'nodes':>8} {'floor ms':>9} {'pass ms':>9} {'pass/floor':>10} {'kwargs/floor':>12} "
-          f"{'find/floor':>10} {'diagnose/floor':>14}")
+    print(f"{'nodes':>8} {'floor ms':>9} {'pass ms':>9} {'pass/floor':>10} {'kwargs/floor':>12} {'find/floor':>10} {'diagnose/floor':>14}")
     for nodes in options.sizes:
         r = results[nodes] = measure(nodes, options.repeats)
-        print(f"{nodes:>8} {r['floor'] * 1e3:>9.2f} {r['pass'] * 1e3:>9.2f} {r['pass'] / r['floor']:>10.2f} "
-              f"{r['kwargs-only'] / r['floor']:>12.2f} {r['find (no rewrite)'] / r['floor']:>10.2f} "
-              f"{r['diagnose'] / r['floor']:>14.2f}")
+        print(
+            f"{nodes:>8} {r['floor'] * 1e3:>9.2f} {r['pass'] * 1e3:>9.2f} {r['pass'] / r['floor']:>10.2f} "
+            f"{r['kwargs-only'] / r['floor']:>12.2f} {r['find (no rewrite)'] / r['floor']:>10.2f} "
+            f"{r['diagnose'] / r['floor']:>14.2f}"
+        )
     if 10_000 in results and 100_000 in results:
         growth = results[100_000]["pass"] / results[10_000]["pass"]
         ratio = results[100_000]["pass"] / results[100_000]["floor"]
         print(f"pass time 100k/10k: {growth:.2f} (target < 12); pass/floor at 100k: {ratio:.2f} (target <= 3)")
         codegen = results[100_000]["codegen"]
-        print(f"for scale: torch.fx's own code generation of the 100k graph takes {codegen * 1e3:.0f} ms "
-              f"({codegen / results[100_000]['pass']:.0f}x the pass); on dynamo's lazy GraphModules it runs at "
-              "the first call, once, whatever pass changed the graph")
+        print(
+            f"for scale: torch.fx's own code generation of the 100k graph takes {codegen * 1e3:.0f} ms "
+            f"({codegen / results[100_000]['pass']:.0f}x the pass); on dynamo's lazy GraphModules it runs at "
+            "the first call, once, whatever pass changed the graph"
+        )
 
 
 if __name__ == "__main__":

@@ -16,7 +16,8 @@ import argparse
 import copy
 import statistics
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -91,8 +92,7 @@ def measure(name: str, device: torch.device, rounds: int) -> dict[str, tuple[flo
 def report(name: str, results: dict[str, tuple[float, Any]]) -> None:
     print(f"{'variant':<22} {'ms/call':>8} {'mid-graph exec':>15} {'to host':>8} {'to device':>10}")
     for label, (seconds, counts) in results.items():
-        print(f"{label:<22} {seconds * 1e3:>8.3f} {counts.executions:>15} {counts.transfers_to_host:>8} "
-              f"{counts.transfers_to_device:>10}")
+        print(f"{label:<22} {seconds * 1e3:>8.3f} {counts.executions:>15} {counts.transfers_to_host:>8} {counts.transfers_to_device:>10}")
     a, b, c = (results.get(k, (None,))[0] for k in ("(a) traced on XLA", "(b) kwargs-only", "(c) default rewrite"))
     if a and c:
         print(f"{name}: (c)/(a) = {c / a:.2f} (target <= 1.1)", end="")

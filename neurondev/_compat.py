@@ -7,7 +7,8 @@ versions in ``CHECKED_WITH``; when one breaks, this is the only file to mend.
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.fx

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.fx
@@ -51,8 +52,13 @@ def tiny_gpt2(
     from transformers import GPT2Config, GPT2LMHeadModel
 
     config = GPT2Config(
-        n_layer=layers, n_embd=hidden, n_head=heads, vocab_size=vocab, n_positions=max(64, sequence),
-        bos_token_id=0, eos_token_id=0,
+        n_layer=layers,
+        n_embd=hidden,
+        n_head=heads,
+        vocab_size=vocab,
+        n_positions=max(64, sequence),
+        bos_token_id=0,
+        eos_token_id=0,
     )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)

@@ -23,95 +23,142 @@ import neurondev
 from neurondev import examples"""
 
 QUICKSTART = [
-    ("md", """# Quickstart: why your graph breaks on XLA, in one call
+    (
+        "md",
+        """# Quickstart: why your graph breaks on XLA, in one call
 
 When `torch.compile` traces a function, dynamo runs it with the inputs you gave. Traced on CPU,
 `device=x.device` is evaluated to `device(type='cpu')` and written into the graph as a constant.
 Run that graph on an XLA device (a Neuron core on Trainium, or PJRT's CPU device here) and those
 tensors land on the host: the lazy XLA graph is cut to move data there (a *graph break*), or the
-run fails. `neurondev.explain` shows it, fixes it, and measures both."""),
+run fails. `neurondev.explain` shows it, fixes it, and measures both.""",
+    ),
     ("code", SETUP),
-    ("md", """## The seed example
+    (
+        "md",
+        """## The seed example
 
-A buffer made "on the same device as `x`" and filled with `copy_`."""),
-    ("code", """def user_function(x):
+A buffer made "on the same device as `x`" and filled with `copy_`.""",
+    ),
+    (
+        "code",
+        """def user_function(x):
     out = torch.empty(64, dtype=torch.float32, device=x.device)   # frozen to cpu when traced
     out.copy_(torch.relu(x) * 2)
     return out
 
 ex = neurondev.explain(user_function, torch.randn(64), quiet=True)
-ex"""),
-    ("md", """The card reads top to bottom: the headline (pins, then what happened on the XLA device before
+ex""",
+    ),
+    (
+        "md",
+        """The card reads top to bottom: the headline (pins, then what happened on the XLA device before
 and after `DeviceRewriterPass`), the pin table with the line of your code and what to write
 instead, both graphs (pins orange, breaks and the edges where values crossed devices red,
 rewritten nodes blue), the measured figures, and the generated code before and after.
 
-The same in plain text, for a terminal or a log:"""),
+The same in plain text, for a terminal or a log:""",
+    ),
     ("code", """print(ex.summary())"""),
-    ("md", """Everything on the card is data too: `ex.frozen` is a pandas DataFrame (one row per pin),
-`ex.before` / `ex.after` hold one `RunRecord` per graph."""),
+    (
+        "md",
+        """Everything on the card is data too: `ex.frozen` is a pandas DataFrame (one row per pin),
+`ex.before` / `ex.after` hold one `RunRecord` per graph.""",
+    ),
     ("code", """ex.pin_table()[["node", "function", "device", "kind", "line", "code"]]"""),
-    ("code", """before, after = ex.before[0], ex.after[0]
+    (
+        "code",
+        """before, after = ex.before[0], ex.after[0]
 print("breaks before:", [b.node for b in before.graph_breaks], "| transfers to host:", before.transfers_to_host)
 print("breaks after: ", [b.node for b in after.graph_breaks], "| transfers to host:", after.transfers_to_host)
-print("outputs on:", before.output_devices, "->", after.output_devices, "| outputs match:", ex.outputs_match)"""),
-    ("md", """## Explore
+print("outputs on:", before.output_devices, "->", after.output_devices, "| outputs match:", ex.outputs_match)""",
+    ),
+    (
+        "md",
+        """## Explore
 
 `ex.explore()` is an ipywidgets explorer: pick a pin to see its line, its node and where its
 value travelled; toggle the graph before/after; change the focus radius; run again on another
-target. (On a code host the widget does not render; run the notebook to use it.)"""),
+target. (On a code host the widget does not render; run the notebook to use it.)""",
+    ),
     ("code", """ex.explore()"""),
-    ("md", """## Your own function
+    (
+        "md",
+        """## Your own function
 
 Put your function here. `explain(fn)` without inputs returns a callable, the form
 `torch._dynamo.explain` uses. Here: the causal mask of attention, which fails outright on XLA
-when frozen."""),
-    ("code", """def attention_scores(x):
+when frozen.""",
+    ),
+    (
+        "code",
+        """def attention_scores(x):
     n = x.shape[0]
     mask = torch.triu(torch.ones(n, n, device=x.device), diagonal=1).bool()
     return (x @ x.T).masked_fill(mask, float("-inf")).softmax(-1)
 
 mine = neurondev.explain(attention_scores, quiet=True)(torch.randn(6, 8))
-print(mine.summary())"""),
-    ("md", """`ex.save_html("report.html")` writes the card as one self-contained file (no script, nothing
+print(mine.summary())""",
+    ),
+    (
+        "md",
+        """`ex.save_html("report.html")` writes the card as one self-contained file (no script, nothing
 from the network) to share; `ex.to_json()` gives the same as data for CI. Next:
-`02_why_devices_freeze.ipynb`."""),
+`02_why_devices_freeze.ipynb`.""",
+    ),
 ]
 
 WHY = [
-    ("md", """# Why devices freeze, and what to write instead
+    (
+        "md",
+        """# Why devices freeze, and what to write instead
 
 Dynamo does not read your code, it *runs* it, once per new kind of input, and records the tensor
 operations into an FX graph. Every Python value it meets along the way that is not a tensor
 operation (a shape, a flag, `x.device`) is evaluated on the spot and written into the graph as a
-constant. That is why a graph traced on CPU says `device(type='cpu')`."""),
+constant. That is why a graph traced on CPU says `device(type='cpu')`.""",
+    ),
     ("code", SETUP),
-    ("code", """def frozen(x):
+    (
+        "code",
+        """def frozen(x):
     out = torch.zeros(x.shape[0], device=x.device)
     out.copy_(x * 2)
     return out
 
 captured = neurondev.capture(frozen, torch.randn(8))
-print(captured.graphs[0].code)"""),
-    ("md", """`device=x.device` became `device = device(type='cpu')`, and `x.shape[0]` became `8`: both were
+print(captured.graphs[0].code)""",
+    ),
+    (
+        "md",
+        """`device=x.device` became `device = device(type='cpu')`, and `x.shape[0]` became `8`: both were
 decided while tracing. The tensor operations (`mul`, `copy_`) stay operations on the graph's
 input, so they follow the input to whatever device it is on. A *method of the tensor* that makes
-a new tensor is such an operation:"""),
-    ("code", """def follows(x):
+a new tensor is such an operation:""",
+    ),
+    (
+        "code",
+        """def follows(x):
     out = x.new_zeros(x.shape[0])
     out.copy_(x * 2)
     return out
 
-print(neurondev.capture(follows, torch.randn(8)).graphs[0].code)"""),
-    ("md", """No device in the graph: `new_zeros` is called on `x` when the graph runs.
+print(neurondev.capture(follows, torch.randn(8)).graphs[0].code)""",
+    ),
+    (
+        "md",
+        """No device in the graph: `new_zeros` is called on `x` when the graph runs.
 
 ## The gallery, side by side
 
 `neurondev.examples` holds the patterns met in real code, each explained, with what tracing on
 CPU and running on XLA does to it (measured on the PJRT CPU device, stored with the example and
-checked by the test suite)."""),
+checked by the test suite).""",
+    ),
     ("code", """examples.list()[["title", "freezes", "before", "after", "instead"]]"""),
-    ("md", """Three kinds of outcome before the pass:
+    (
+        "md",
+        """Three kinds of outcome before the pass:
 
 * **a break**: an XLA value is written into a host tensor (`copy_`, `mul_`, index assignment), so
   XLA executes what it has and copies the result down;
@@ -120,47 +167,72 @@ checked by the test suite)."""),
 
 After `DeviceRewriterPass` no pattern breaks. What still uploads comes from host data itself
 (`torch.tensor([...])` of a Python list; `torch.arange(n).to(x)` with no device at all): no
-device rewrite can move Python data, and the run names the node."""),
-    ("code", """for name in ["seed", "literal-cpu", "causal-mask", "rotary", "tensor", "no-device-upload", "like-and-new"]:
+device rewrite can move Python data, and the run names the node.""",
+    ),
+    (
+        "code",
+        """for name in ["seed", "literal-cpu", "causal-mask", "rotary", "tensor", "no-device-upload", "like-and-new"]:
     with examples.get(name).open() as (fn, args, kwargs):
         ex = neurondev.explain(fn, *args, **kwargs, quiet=True)
-    print(f"{name:>16}: {ex.summary()}")"""),
-    ("md", """## Reading a pin table
+    print(f"{name:>16}: {ex.summary()}")""",
+    ),
+    (
+        "md",
+        """## Reading a pin table
 
 `neurondev.diagnose` (and `ex.pin_table()`) has one row per pin. `kind` says where the device came
 from: `frozen` (a tensor's `.device`, evaluated while tracing), `literal` (written in your code),
 `variable` (a parameter or variable whose origin is not on that line), `assertion` (torch.export's
 device checks). `location` says where it sits: `kwarg` (`device=`), `arg[i]` (positional, as in
 `y.to(x.device)`), `method` (`.cpu()`); `kwargs_pass` says whether the seed document's kwargs-only
-algorithm would rewrite it (positional pins need the default pass)."""),
-    ("code", """with examples.get("to-device-dtype").open() as (fn, args, kwargs):
+algorithm would rewrite it (positional pins need the default pass).""",
+    ),
+    (
+        "code",
+        """with examples.get("to-device-dtype").open() as (fn, args, kwargs):
     table = neurondev.diagnose(neurondev.capture(fn, *args, **kwargs))
-table[["node", "function", "device", "location", "kind", "kwargs_pass", "default_pass", "line", "code"]]"""),
+table[["node", "function", "device", "location", "kind", "kwargs_pass", "default_pass", "line", "code"]]""",
+    ),
 ]
 
 INSIDE = [
-    ("md", """# Inside DeviceRewriterPass
+    (
+        "md",
+        """# Inside DeviceRewriterPass
 
 One pass over the nodes (O(n)): every device argument that is not on the target is rewritten to
-the target, in the format it was written in. This notebook takes it apart on small graphs."""),
-    ("code", SETUP + """
+the target, in the format it was written in. This notebook takes it apart on small graphs.""",
+    ),
+    (
+        "code",
+        SETUP
+        + """
 from neurondev import DeviceRewriterPass
-from neurondev.fx.pins import device_slots"""),
+from neurondev.fx.pins import device_slots""",
+    ),
     ("md", """## One node, before and after"""),
-    ("code", """captured = neurondev.capture(examples.seed_function, torch.randn(64))
+    (
+        "code",
+        """captured = neurondev.capture(examples.seed_function, torch.randn(64))
 gm = captured.graphs[0]
 node = next(n for n in gm.graph.nodes if n.name == "out")
 print("before:", node.target.__name__, node.args, node.kwargs)
 fixed, rewrites = neurondev.rewrite_copy(gm)
 node_after = next(n for n in fixed.graph.nodes if n.name == "out")
 print("after: ", node_after.target.__name__, node_after.args, node_after.kwargs)
-print("the capture's graph is untouched:", node.kwargs["device"])"""),
-    ("md", """## The format is kept
+print("the capture's graph is untouched:", node.kwargs["device"])""",
+    ),
+    (
+        "md",
+        """## The format is kept
 
 A `str` stays a `str`, a `torch.device` stays a `torch.device`; an `int` (torch reads it as a CUDA
 index) becomes the target string. The index comes from the target alone: `cuda:1` means nothing
-on XLA."""),
-    ("code", """import torch.fx
+on XLA.""",
+    ),
+    (
+        "code",
+        """import torch.fx
 
 def graph_with(device):
     graph = torch.fx.Graph()
@@ -172,13 +244,19 @@ for old in ["cpu", "cuda:1", torch.device("cpu"), torch.device("cuda", 3), 0]:
     for target in ["xla", "xla:0"]:
         rewritten, (rewrite,) = neurondev.rewrite_copy(graph_with(old), target=target)
         rows.append({"old": repr(old), "target": target, "new": repr(rewrite.new), "type kept": type(rewrite.new).__name__})
-pd.DataFrame(rows)"""),
-    ("md", """## The documented kwargs-only algorithm, and the default
+pd.DataFrame(rows)""",
+    ),
+    (
+        "md",
+        """## The documented kwargs-only algorithm, and the default
 
 The seed document rewrites `device=` kwargs only (`rewrite_positional=False` is exactly that).
 Real code also pins devices positionally: `y.to(x.device)`, `mask.to(dev, dtype)`,
-`torch.device(...)` calls, `.cpu()`. The default pass rewrites those too."""),
-    ("code", """def mixed(x, y):
+`torch.device(...)` calls, `.cpu()`. The default pass rewrites those too.""",
+    ),
+    (
+        "code",
+        """def mixed(x, y):
     a = torch.zeros(4, device=x.device)          # kwarg
     b = y.to(x.device)                           # positional
     c = (x * 2).cpu()                            # a method
@@ -188,27 +266,39 @@ captured = neurondev.capture(mixed, torch.randn(4), torch.randn(4))
 gm = captured.graphs[0]
 for positional in (False, True):
     _, rewrites = neurondev.rewrite_copy(gm, rewrite_positional=positional)
-    print(f"rewrite_positional={positional}:", [(r.node, r.location, str(r.old), str(r.new)) for r in rewrites])"""),
-    ("md", """## In a torch.fx pass pipeline
+    print(f"rewrite_positional={positional}:", [(r.node, r.location, str(r.old), str(r.new)) for r in rewrites])""",
+    ),
+    (
+        "md",
+        """## In a torch.fx pass pipeline
 
 `DeviceRewriterPass` is a torch.fx `PassBase`: it returns `PassResult(graph_module, modified)`
 with an honest `modified`, so it composes with `PassManager` (which reruns passes until nothing
 changes when asked to). It edits the graph in place, as a pass in a pipeline does; it also
-refreshes the fake tensors in `node.meta` so later passes see the new device."""),
-    ("code", """from torch.fx.passes.infra.pass_manager import PassManager
+refreshes the fake tensors in `node.meta` so later passes see the new device.""",
+    ),
+    (
+        "code",
+        """from torch.fx.passes.infra.pass_manager import PassManager
 
 pipeline_graph = neurondev.rewrite_copy(gm, target="cpu")[0]     # a private copy for the pipeline
 manager = PassManager(passes=[DeviceRewriterPass(target="xla:0")], steps=2, run_checks_after_each_pass=True)
 result = manager(pipeline_graph)
 print("modified:", result.modified)
 print("pins left:", len(neurondev.find_pins(result.graph_module, target="xla:0")))
-print(result.graph_module.code)"""),
-    ("md", """## As a torch.compile backend
+print(result.graph_module.code)""",
+    ),
+    (
+        "md",
+        """## As a torch.compile backend
 
 `torch.compile(fn, backend="neurondev")` runs the pass on every graph dynamo makes and hands it
 to torch_xla's `openxla` backend. It is for inputs on XLA: there, a graph traced with the XLA
-input has `device=xla:0` for `x.device`, but a literal `device="cpu"` still meets XLA values."""),
-    ("code", """from neurondev import xla
+input has `device=xla:0` for `x.device`, but a literal `device="cpu"` still meets XLA values.""",
+    ),
+    (
+        "code",
+        """from neurondev import xla
 
 def literal(x):
     out = torch.zeros(64, device="cpu")
@@ -220,30 +310,45 @@ for backend in ("openxla", "neurondev"):
     compiled = torch.compile(literal, backend=backend)
     result = compiled(x.to(xla.device()))
     print(f"{backend:>9}: output on {result.device}")
-    torch._dynamo.reset()"""),
+    torch._dynamo.reset()""",
+    ),
 ]
 
 COLLECTIVES = [
-    ("md", """# Collectives: the seed document's reduce_scatter, on one and on two ranks
+    (
+        "md",
+        """# Collectives: the seed document's reduce_scatter, on one and on two ranks
 
 The seed document's own example: the result of `reduce_scatter_tensor` is XLA data, copied into
-a buffer that tracing froze to CPU."""),
+a buffer that tracing froze to CPU.""",
+    ),
     ("code", SETUP),
-    ("md", """## One rank, in this process
+    (
+        "md",
+        """## One rank, in this process
 
-Tracing on CPU needs a process group for the collective: a gloo group of one."""),
-    ("code", """with examples.get("collective").open() as (fn, args, kwargs):
+Tracing on CPU needs a process group for the collective: a gloo group of one.""",
+    ),
+    (
+        "code",
+        """with examples.get("collective").open() as (fn, args, kwargs):
     ex = neurondev.explain(fn, *args, **kwargs, quiet=True)
 print(ex.summary())
-ex"""),
-    ("md", """## Two ranks
+ex""",
+    ),
+    (
+        "md",
+        """## Two ranks
 
 `neurondev.gallery.ranks.run_on_ranks(world_size=2)` starts a fresh process with two XLA devices
 (`torch_xla`'s `xla_multiprocessing.spawn`; on PJRT CPU a thread per device), traces the example
 per rank on CPU and runs it frozen and rewritten on each rank, in lock-step. Each rank's input is
 different, so a wrong reduction cannot look right. PJRT's CPU device runs 1 or 2 ranks (more
-abort in XLA's rendezvous, with or without neurondev); on Trainium the Neuron cores decide."""),
-    ("code", """from neurondev.gallery.ranks import run_on_ranks
+abort in XLA's rendezvous, with or without neurondev); on Trainium the Neuron cores decide.""",
+    ),
+    (
+        "code",
+        """from neurondev.gallery.ranks import run_on_ranks
 
 results = run_on_ranks(world_size=2)
 pd.DataFrame([
@@ -251,27 +356,46 @@ pd.DataFrame([
      "frozen breaks": r.frozen.graph_breaks, "frozen output on": r.frozen.output_devices,
      "rewritten breaks": r.rewritten.graph_breaks, "rewritten output on": r.rewritten.output_devices,
      "values right": r.frozen.matches_expected and r.rewritten.matches_expected}
-    for r in results])"""),
-    ("code", """for r in results:
+    for r in results])""",
+    ),
+    (
+        "code",
+        """for r in results:
     print(f"rank {r.rank}: frozen breaks at {r.frozen.graph_breaks}, rewritten breaks at {r.rewritten.graph_breaks}, "
-          f"values {r.rewritten.values} (expected {r.expected})")"""),
+          f"values {r.rewritten.values} (expected {r.expected})")""",
+    ),
 ]
 
 REAL_MODEL = [
-    ("md", """# A real model: tiny GPT-2 from transformers
+    (
+        "md",
+        """# A real model: tiny GPT-2 from transformers
 
 A GPT-2 with 2 layers, hidden size 64 and random weights (no download). transformers builds
 positions and masks with `torch.arange(..., device=...)` and moves masks with `.to(device)`:
-pins in kwargs and positional ones."""),
-    ("code", SETUP + """
-from neurondev import testing as bridge"""),
-    ("code", """model, args, kwargs = examples.get("gpt2").build()
+pins in kwargs and positional ones.""",
+    ),
+    (
+        "code",
+        SETUP
+        + """
+from neurondev import testing as bridge""",
+    ),
+    (
+        "code",
+        """model, args, kwargs = examples.get("gpt2").build()
 ex = neurondev.explain(model, *args, **kwargs, quiet=True)
 print(ex.summary())
-ex.pin_table()[["node", "function", "location", "kind", "line", "code"]]"""),
-    ("md", """The frozen graph fails outright at the position embedding. Now three versions of the same
-graph on the XLA device: frozen, the seed document's kwargs-only pass, and the default pass."""),
-    ("code", """gm, inputs = ex.capture.graphs[0], ex.capture.example_inputs[0]
+ex.pin_table()[["node", "function", "location", "kind", "line", "code"]]""",
+    ),
+    (
+        "md",
+        """The frozen graph fails outright at the position embedding. Now three versions of the same
+graph on the XLA device: frozen, the seed document's kwargs-only pass, and the default pass.""",
+    ),
+    (
+        "code",
+        """gm, inputs = ex.capture.graphs[0], ex.capture.example_inputs[0]
 variants = {
     "frozen": gm,
     "kwargs-only": neurondev.rewrite_copy(gm, rewrite_positional=False)[0],
@@ -284,38 +408,53 @@ pd.DataFrame([{"graph": name, "breaks at": [b.node for b in r.graph_breaks], "ex
                "to host/call": r.transfers_to_host, "to device/call": r.transfers_to_device,
                "ms/call": round(r.seconds * 1e3, 3) if r.seconds else None,
                "values vs CPU": r.comparison.describe() if r.comparison else str(r.error)}
-              for name, r in runs.items()])"""),
-    ("md", """The kwargs-only pass leaves the three positional `.to(device)` pins: each one cuts the graph
+              for name, r in runs.items()])""",
+    ),
+    (
+        "md",
+        """The kwargs-only pass leaves the three positional `.to(device)` pins: each one cuts the graph
 on every call (an execution, a copy down and a copy back up). The default pass leaves none, and
 the logits equal eager's.
 
 ## openxla's own constructor mover
 
 torch_xla's `openxla` backend moves constructors itself (`XLAConstructorMoverPass`). On a graph
-traced on CPU it cannot help: the frozen GPT-2 does not even compile there."""),
-    ("code", """rows = []
+traced on CPU it cannot help: the frozen GPT-2 does not even compile there.""",
+    ),
+    (
+        "code",
+        """rows = []
 for rewrite in (False, True):
     report = bridge.bridge_report(gm, *inputs, rewrite=rewrite)
     rows.append({"backend": report.backend, "partitions": report.partitions,
                  "outputs on": report.output_devices, "error": report.error})
     print(f"{report.backend:>9}: error={report.error is not None}, outputs on {report.output_devices}")
-pd.DataFrame(rows)"""),
+pd.DataFrame(rows)""",
+    ),
 ]
 
 BEYOND = [
-    ("md", """# Beyond device arguments
+    (
+        "md",
+        """# Beyond device arguments
 
 `DeviceRewriterPass` fixes device *arguments*. Two things it cannot see: Python that branches on
 the device while dynamo traces, and the graphs aot_autograd compiles for training. This notebook
-shows both, the native graph as the yardstick of the fix, and a guard that keeps a code base clean."""),
+shows both, the native graph as the yardstick of the fix, and a guard that keeps a code base clean.""",
+    ),
     ("code", SETUP),
-    ("md", """## Trace twice: device-specialised code
+    (
+        "md",
+        """## Trace twice: device-specialised code
 
 Dynamo runs your Python with the real inputs, so `if x.device.type == "cpu"` is decided while
 tracing. Model libraries do this (for instance picking a dtype a CPU kernel supports). A CPU trace
 bakes in the CPU branch; no rewrite of device arguments changes it. `compare_traces` traces again
-with the inputs on XLA and aligns the two traces by your source line."""),
-    ("code", """def counts_by_sign(x):
+with the inputs on XLA and aligns the two traces by your source line.""",
+    ),
+    (
+        "code",
+        """def counts_by_sign(x):
     flags = (x > 0).float() if x.device.type == "cpu" else (x > 0).int()
     counts = torch.histc(flags, bins=2, min=0, max=1)
     return x * torch.arange(x.shape[0], device=x.device) + counts.sum()
@@ -324,16 +463,22 @@ comparison = neurondev.compare_traces(counts_by_sign, torch.randn(8))
 for difference in comparison.differences:
     print(difference.describe())
 failure = comparison.native_failure
-print(f"native run fails at {failure.node} (line {failure.line} of the cell): {type(failure.exception).__name__}: {failure.exception}")"""),
-    ("md", """The `flags` line is traced as `.float()` on CPU and `.int()` on XLA; the `arange` line differs only
+print(f"native run fails at {failure.node} (line {failure.line} of the cell): {type(failure.exception).__name__}: {failure.exception}")""",
+    ),
+    (
+        "md",
+        """The `flags` line is traced as `.float()` on CPU and `.int()` on XLA; the `arange` line differs only
 by its device, which the pass fixes. The XLA branch then fails at `histc` (no int kernel): the
 native trace shows what running on XLA really means for this code.
 
 ## The native graph as the yardstick
 
 Where the two traces agree, the graph traced natively on XLA is the limit of the fix.
-`explain(..., native=True)` measures the rewritten graph against it, side by side."""),
-    ("code", """def buffer_and_positions(x):
+`explain(..., native=True)` measures the rewritten graph against it, side by side.""",
+    ),
+    (
+        "code",
+        """def buffer_and_positions(x):
     out = torch.empty(x.shape[0], device=x.device)
     out.copy_(torch.relu(x) * 2 + torch.arange(x.shape[0], device=x.device))
     return out
@@ -341,14 +486,20 @@ Where the two traces agree, the graph traced natively on XLA is the limit of the
 ex = neurondev.explain(buffer_and_positions, torch.randn(64), native=True, quiet=True)
 print(ex.traces.summary())
 print("rewritten/native within 1.25:", ex.sections[0].native.ratio < 1.25)
-ex"""),
-    ("md", """## ATen level: the graphs a training step compiles
+ex""",
+    ),
+    (
+        "md",
+        """## ATen level: the graphs a training step compiles
 
 For training, aot_autograd turns each dynamo graph into a forward and a backward graph of ATen
 ops, and those are what run. They carry pins too: constructors from your code
 (`aten.arange.default(..., device=cpu)`), and ones autograd makes itself (`aten.scalar_tensor`
-in the backward of `torch.where`)."""),
-    ("code", """class Regressor(torch.nn.Module):
+in the backward of `torch.where`).""",
+    ),
+    (
+        "code",
+        """class Regressor(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.lin = torch.nn.Linear(8, 4)
@@ -364,13 +515,19 @@ model, x, y = Regressor(), torch.randn(5, 8), torch.randn(5, 4)
 training = neurondev.explain(model, x, y, level="aten", quiet=True)
 for section in training.sections:
     print(f"{section.label}: pins {[p.function for p in section.pins]}, "
-          f"after the pass: {len(section.after.graph_breaks)} breaks, values match: {section.values.matches}")"""),
-    ("code", """import copy
+          f"after the pass: {len(section.after.graph_breaks)} breaks, values match: {section.values.matches}")""",
+    ),
+    (
+        "code",
+        """import copy
 reference = copy.deepcopy(model)
 reference(x, y).backward()
 weight_grad = training.sections[1].after.outputs[0].cpu()
-print("weight gradient on XLA equals eager CPU:", torch.allclose(weight_grad, reference.lin.weight.grad))"""),
-    ("md", """## A guard for CI
+print("weight gradient on XLA equals eager CPU:", torch.allclose(weight_grad, reference.lin.weight.grad))""",
+    ),
+    (
+        "md",
+        """## A guard for CI
 
 `neurondev.check` raises `DevicePinsError` (an `AssertionError`) listing every pin and every
 device-specialised line with its line and what to write instead, unless allowed by node name,
@@ -381,13 +538,20 @@ def test_model_has_no_device_pins(neurondev_check):
     neurondev_check(model, torch.randn(1, 16), allow=["masking_utils.py:*"])
 ```
 
-and from a shell: `neurondev check mymodel.py:forward --input 'randn(1, 16)'` (exit 1 with pins)."""),
-    ("code", """try:
+and from a shell: `neurondev check mymodel.py:forward --input 'randn(1, 16)'` (exit 1 with pins).""",
+    ),
+    (
+        "code",
+        """try:
     neurondev.check(buffer_and_positions, torch.randn(64))
 except neurondev.DevicePinsError as error:
-    print(error)"""),
-    ("code", """fixed = lambda x: x.new_empty(x.shape[0]).copy_(torch.relu(x) * 2)
-print("clean:", neurondev.check(fixed, torch.randn(64)).pins == ())"""),
+    print(error)""",
+    ),
+    (
+        "code",
+        """fixed = lambda x: x.new_empty(x.shape[0]).copy_(torch.relu(x) * 2)
+print("clean:", neurondev.check(fixed, torch.randn(64)).pins == ())""",
+    ),
 ]
 
 NOTEBOOK_CELLS = {
@@ -413,8 +577,7 @@ def build(cells: list[tuple[str, str]]):
 def execute(notebook, timeout: int = 900):
     import nbclient
 
-    nbclient.NotebookClient(notebook, kernel_name="python3", timeout=timeout,
-                            resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+    nbclient.NotebookClient(notebook, kernel_name="python3", timeout=timeout, resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
     return notebook
 
 

@@ -22,7 +22,7 @@ def test_public_names_are_exported_verbs_first_then_records_then_errors():
         assert hasattr(neurondev, name), name
     names = neurondev.__all__
     assert names[0] == "explain" and names.index("Explanation") < names.index("NeurondevError")
-    errors = names[names.index("NeurondevError"):]
+    errors = names[names.index("NeurondevError") :]
     assert all(isinstance(getattr(neurondev, n), type) and issubclass(getattr(neurondev, n), Warning | Exception) for n in errors)
 
 

@@ -77,7 +77,11 @@ def printed(notebook) -> list[str]:
     for cell in notebook.cells:
         for output in cell.get("outputs", []):
             if output.get("output_type") == "stream" and output.get("name") == "stdout":
-                lines += [line.rstrip() for line in output["text"].splitlines() if line.strip() and not _TIMING.search(line) and not line.startswith(_LIBRARY_NOISE)]
+                lines += [
+                    line.rstrip()
+                    for line in output["text"].splitlines()
+                    if line.strip() and not _TIMING.search(line) and not line.startswith(_LIBRARY_NOISE)
+                ]
     return lines
 
 
@@ -118,5 +122,7 @@ def test_the_quickstart_carries_the_card_with_both_graphs_and_the_explorer():
     committed = nbformat.read(ROOT / "notebooks" / "01_quickstart.ipynb", as_version=4)
     html = html_of(committed)
     assert html.count("<svg") >= 2 and "neurondev-card" in html
-    widget_outputs = [o for c in committed.cells for o in c.get("outputs", []) if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    widget_outputs = [
+        o for c in committed.cells for o in c.get("outputs", []) if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+    ]
     assert widget_outputs and "widgets" in committed.metadata

@@ -38,6 +38,11 @@ def test_the_readmes_pytest_example_runs_under_pytest_with_the_plugin(tmp_path):
     assert blocks, "the README shows the pytest guard"
     preamble = "import torch\n\ndef model(x):\n    return x.new_zeros(x.shape) + x\n\n"
     (tmp_path / "test_guard.py").write_text(preamble + "\n".join(blocks))
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path / "test_guard.py")],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path / "test_guard.py")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout[-3000:]

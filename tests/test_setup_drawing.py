@@ -28,7 +28,7 @@ def test_without_a_dot_on_path_neurondev_draws_with_the_venvs_graphviz_pure(monk
     svg = render_svg(dot_text, program=program)
     assert svg.startswith("<svg") and "device=cpu (frozen)" in svg
     drawn_by_pure = subprocess.run([program.path, "-Tsvg"], input=dot_text.encode(), capture_output=True, check=True).stdout.decode()
-    assert "(graphviz-pure)" in drawn_by_pure and svg == drawn_by_pure[drawn_by_pure.index("<svg"):]
+    assert "(graphviz-pure)" in drawn_by_pure and svg == drawn_by_pure[drawn_by_pure.index("<svg") :]
 
 
 def test_a_system_dot_comes_first_and_neurondev_dot_overrides_it(monkeypatch, tmp_path):
@@ -92,7 +92,12 @@ def test_the_setup_drawing_step_without_root_or_system_dot_gives_the_venv_a_dot(
     assert "installing the pip-only graphviz-pure" in done.stdout
     assert (venv / "bin" / "dot").resolve().name == "graphviz-pure"
     draw = "import graphviz; print(graphviz.Source('digraph { a -> b }').pipe(format='svg').decode())"
-    drawn = subprocess.run([str(venv / "bin" / "python"), "-c", draw], capture_output=True, text=True, timeout=120,
-                           env={"PATH": str(venv / "bin"), "HOME": str(home)})
+    drawn = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", draw],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": str(venv / "bin"), "HOME": str(home)},
+    )
     assert drawn.returncode == 0, drawn.stderr
     assert "<svg" in drawn.stdout and "graphviz-pure" in drawn.stdout

@@ -7,8 +7,12 @@ import importlib
 import importlib.util
 import sys
 import traceback
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from neurondev.report.model import Explanation
 
 __all__ = ["main"]
 
@@ -46,13 +50,17 @@ def _fail(message: str, options: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="neurondev", description="See and fix device pins that torch.compile freezes into graphs traced on CPU.")
+    parser = argparse.ArgumentParser(
+        prog="neurondev", description="See and fix device pins that torch.compile freezes into graphs traced on CPU."
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     demo = commands.add_parser("demo", help="the seed example end to end: summary and an HTML report")
     demo.add_argument("--html", default="neurondev-report.html", help="where to write the report (default: %(default)s)")
     demo.set_defaults(run=_demo)
     explain = commands.add_parser("explain", help="explain your own function or module (or a gallery example)")
-    explain.add_argument("function", nargs="?", metavar="MODULE:FUNC", help="pkg.module:function, path/to/file.py:function, or a Module class")
+    explain.add_argument(
+        "function", nargs="?", metavar="MODULE:FUNC", help="pkg.module:function, path/to/file.py:function, or a Module class"
+    )
     explain.add_argument("--example", help="a gallery example instead (see: neurondev examples)")
     _run_options(explain)
     explain.set_defaults(run=_explain)
@@ -132,7 +140,7 @@ def _check_inputs_given(fn: Callable, args: tuple, name: str) -> None:
         raise UsageError(f"{name} takes inputs ({names}): give one --input SPEC per argument, e.g. --input 'randn(64)'")
 
 
-def _report(explanation: Any, options: argparse.Namespace) -> int:
+def _report(explanation: Explanation, options: argparse.Namespace) -> int:
     print(explanation.summary())
     if options.html:
         print(f"report: {explanation.save_html(options.html)}")
@@ -142,7 +150,7 @@ def _report(explanation: Any, options: argparse.Namespace) -> int:
     return _verdict(explanation)
 
 
-def _verdict(explanation: Any) -> int:
+def _verdict(explanation: Explanation) -> int:
     """0: the rewritten graphs have no breaks and the outputs match (or nothing ran); 1 otherwise."""
     if explanation.skipped:
         return EXIT_CLEAN
@@ -180,6 +188,8 @@ def _load_module(text: str) -> Any:
             raise UsageError(f"no file {text}")
         module_name = f"neurondev_user_{path.stem}"
         spec = importlib.util.spec_from_file_location(module_name, path)
+        if spec is None or spec.loader is None:
+            raise UsageError(f"{text} cannot be loaded as a Python module")
         module = importlib.util.module_from_spec(spec)
         sys.modules[module_name] = module  # dynamo looks the module up by name
         try:
@@ -199,8 +209,8 @@ def _load_module(text: str) -> Any:
 def _check(options: argparse.Namespace) -> int:
     import json
 
-    from neurondev.report.check import check
     from neurondev.errors import DevicePinsError
+    from neurondev.report.check import check
 
     fn, args = _function_and_inputs(options)
     try:
@@ -214,9 +224,9 @@ def _check(options: argparse.Namespace) -> int:
 
 
 def _examples(options: argparse.Namespace) -> int:
-    from neurondev import examples
-
     import pandas
+
+    from neurondev import examples
 
     with pandas.option_context("display.width", 200, "display.max_colwidth", 60, "display.max_rows", 100):
         print(examples.list()[["title", "before", "after"]].to_string())

@@ -96,6 +96,9 @@ def _dot() -> Check:
 def _chromium() -> Check:
     path = shutil.which("chromium") or shutil.which("chromium-browser")
     return Check(
-        "chromium", path is not None, path or "not found: only the browser tests and the README picture need it",
-        "as root: apt-get install -y chromium", needed=False,
+        "chromium",
+        path is not None,
+        path or "not found: only the browser tests and the README picture need it",
+        "as root: apt-get install -y chromium",
+        needed=False,
     )

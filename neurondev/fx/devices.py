@@ -34,18 +34,18 @@ _ASSERT_METADATA = getattr(torch.ops.aten, "_assert_tensor_metadata", None)
 class Slot(NamedTuple):
     """One device argument of a node: what kind of place it sits in, its index there, and its value.
 
-    ``kind`` is 'kwarg' (``device=``), 'arg' (positional, at ``index``), 'kwarg[type]'
-    (``torch.device(type=...)``) or 'method' (``.cpu()`` / ``.cuda()``); ``location`` is how a
-    table writes it: ``kwarg``, ``arg[1]``, ``kwarg[type]``, ``method``.
+    ``kind`` is 'kwarg' (``device=``), 'arg' (positional, at ``position`` in the node's args),
+    'kwarg[type]' (``torch.device(type=...)``) or 'method' (``.cpu()`` / ``.cuda()``);
+    ``location`` is how a table writes it: ``kwarg``, ``arg[1]``, ``kwarg[type]``, ``method``.
     """
 
     kind: str
     value: Any
-    index: int | None = None
+    position: int = 0
 
     @property
     def location(self) -> str:
-        return f"arg[{self.index}]" if self.kind == "arg" else self.kind
+        return f"arg[{self.position}]" if self.kind == "arg" else self.kind
 
 
 def parse_target(target: str | torch.device) -> torch.device:
@@ -58,8 +58,7 @@ def parse_target(target: str | torch.device) -> torch.device:
     if isinstance(target, bool) or not isinstance(target, str):
         reason = " (torch would read an int as a CUDA index)" if isinstance(target, int) else ""
         raise InvalidTargetError(
-            f"target must name a device, got {type(target).__name__} {target!r}{reason}; "
-            "pass e.g. 'xla', 'xla:0' or torch.device('xla')"
+            f"target must name a device, got {type(target).__name__} {target!r}{reason}; pass e.g. 'xla', 'xla:0' or torch.device('xla')"
         )
     try:
         return torch.device(target)
@@ -207,8 +206,10 @@ def slot_device(node: torch.fx.Node, slot: Slot) -> torch.device:
 
 def is_assertion(node: torch.fx.Node) -> bool:
     """``aten._assert_tensor_metadata``: a check of a tensor's device (torch.export), not a placement."""
-    return _ASSERT_METADATA is not None and node.op == "call_function" and (
-        node.target is _ASSERT_METADATA or getattr(node.target, "overloadpacket", None) is _ASSERT_METADATA
+    return (
+        _ASSERT_METADATA is not None
+        and node.op == "call_function"
+        and (node.target is _ASSERT_METADATA or getattr(node.target, "overloadpacket", None) is _ASSERT_METADATA)
     )
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import torch
 import torch.fx
@@ -71,8 +72,21 @@ class DevicePin:
 
 
 COLUMNS = (
-    "graph", "part", "node", "op", "function", "device", "format", "location",
-    "kwargs_pass", "default_pass", "kind", "file", "line", "code", "users",
+    "graph",
+    "part",
+    "node",
+    "op",
+    "function",
+    "device",
+    "format",
+    "location",
+    "kwargs_pass",
+    "default_pass",
+    "kind",
+    "file",
+    "line",
+    "code",
+    "users",
 )
 
 

@@ -10,7 +10,8 @@ import builtins
 import contextlib
 import dataclasses
 import socket
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import torch
 
@@ -30,14 +31,23 @@ def gloo_group(rank: int = 0, world_size: int = 1, *, port: int | None = None) -
     import torch.distributed as dist
 
     if dist.is_initialized():
-        yield dist.group.WORLD.group_name
+        yield _world_name()
         return
     address = f"tcp://127.0.0.1:{port or _free_port()}"
     dist.init_process_group("gloo", init_method=address, rank=rank, world_size=world_size)
     try:
-        yield dist.group.WORLD.group_name
+        yield _world_name()
     finally:
         dist.destroy_process_group()
+
+
+def _world_name() -> str:
+    """The name of the default process group (the one ``gloo_group`` opened or found)."""
+    import torch.distributed as dist
+
+    world = dist.group.WORLD
+    assert world is not None  # only called while a default group exists
+    return world.group_name
 
 
 def _free_port() -> int:
@@ -102,7 +112,7 @@ class Example:
 
     @contextlib.contextmanager
     def open(self) -> Iterator[tuple[Callable, tuple, dict]]:
-        with (self.context() if self.context else contextlib.nullcontext()):
+        with self.context() if self.context else contextlib.nullcontext():
             yield self.build()
 
 
@@ -116,9 +126,7 @@ def _pattern(fn: Callable, *shapes: tuple[int, ...]) -> Callable[[], tuple[Calla
 
 
 def _collective() -> tuple[Callable, tuple, dict]:
-    import torch.distributed as dist
-
-    return collective_function(1, dist.group.WORLD.group_name), (torch.arange(64, dtype=torch.float32),), {}
+    return collective_function(1, _world_name()), (torch.arange(64, dtype=torch.float32),), {}
 
 
 def _gpt2() -> tuple[Callable, tuple, dict]:
@@ -141,7 +149,8 @@ _NEW = "x.new_{}(...) follows x at run time; torch.{}(..., device=x.device) is f
 def _gallery() -> builtins.list[Example]:
     return [
         Example(
-            "seed", "torch.empty(device=x.device) filled by copy_",
+            "seed",
+            "torch.empty(device=x.device) filled by copy_",
             "The seed document's pattern. A buffer is made 'on the same device as x' and the result is "
             "copied into it. Traced on CPU, x.device is cpu, so the graph says device=cpu. On XLA, the "
             "relu*2 is an XLA value and copy_ must bring it to the host buffer: the lazy XLA graph is cut "
@@ -151,7 +160,8 @@ def _gallery() -> builtins.list[Example]:
             instead=_NEW.format("empty", "empty"),
         ),
         Example(
-            "collective", "reduce_scatter_tensor copied into a buffer made on x's device",
+            "collective",
+            "reduce_scatter_tensor copied into a buffer made on x's device",
             "The seed document's collective example (one rank here): the reduced result of "
             "_c10d_functional.reduce_scatter_tensor is XLA data, the output buffer was frozen to cpu, "
             "so copy_ cuts the graph exactly as in the seed example. Run with two ranks in "
@@ -162,7 +172,8 @@ def _gallery() -> builtins.list[Example]:
             context=gloo_group,
         ),
         Example(
-            "arange", "torch.arange(n, device=x.device) as positions",
+            "arange",
+            "torch.arange(n, device=x.device) as positions",
             "Positions made with torch.arange on x's device. Frozen to cpu, the arange is built on the "
             "host on every call and uploaded where it meets x (no break, but a transfer per call). "
             "Rewritten, it is built on the device inside the XLA graph.",
@@ -171,7 +182,8 @@ def _gallery() -> builtins.list[Example]:
             instead="no Tensor.new_arange exists: compile through the neurondev backend",
         ),
         Example(
-            "zeros", "torch.zeros(n, device=x.device) as an accumulator",
+            "zeros",
+            "torch.zeros(n, device=x.device) as an accumulator",
             "An accumulator of zeros on x's device receives a result by copy_. Frozen, it is a host "
             "tensor: copy_ pulls the XLA result down (a break).",
             _pattern(patterns.zeros_accumulator, (3, 8)),
@@ -179,7 +191,8 @@ def _gallery() -> builtins.list[Example]:
             instead=_NEW.format("zeros", "zeros"),
         ),
         Example(
-            "ones", "torch.ones(n, device=x.device) scaled in place",
+            "ones",
+            "torch.ones(n, device=x.device) scaled in place",
             "Weights of ones are multiplied in place by an XLA value. An in-place op on a host tensor "
             "with a device operand makes XLA execute and hand the value down: a break at mul_.",
             _pattern(patterns.ones_weights, (3, 8)),
@@ -187,14 +200,16 @@ def _gallery() -> builtins.list[Example]:
             instead=_NEW.format("ones", "ones"),
         ),
         Example(
-            "full", "torch.full(shape, v, device=x.device) updated in place",
+            "full",
+            "torch.full(shape, v, device=x.device) updated in place",
             "torch.full on x's device, then add_ of a reduction of x: the same in-place story as ones.",
             _pattern(patterns.full_like_scale, (3, 8)),
             Outcome(pins=(("torch.full", "kwarg", _FROZEN),), breaks_before=("add_",)),
             instead=_NEW.format("full", "full"),
         ),
         Example(
-            "tensor", "torch.tensor([...], device=x.device): a table of constants",
+            "tensor",
+            "torch.tensor([...], device=x.device): a table of constants",
             "A small table written as a Python list. Frozen, it is uploaded where it meets x; rewritten, "
             "it is still built from host data on every call (torch.tensor of a list is data from Python), "
             "so one upload per call remains: no rewrite can remove it, and the run attributes it to "
@@ -204,7 +219,8 @@ def _gallery() -> builtins.list[Example]:
             instead="x.new_tensor(data) follows x; better, create the table once (a buffer) and pass it in",
         ),
         Example(
-            "str-device", "device=str(x.device)",
+            "str-device",
+            "device=str(x.device)",
             "Turning the device into a string does not help: str(x.device) is evaluated while tracing "
             "and becomes the constant 'cpu'. The pass keeps the format: 'cpu' becomes 'xla'.",
             _pattern(patterns.str_device, (3, 8)),
@@ -212,7 +228,8 @@ def _gallery() -> builtins.list[Example]:
             instead=_NEW.format("zeros", "zeros"),
         ),
         Example(
-            "literal-cpu", 'device="cpu" written out',
+            "literal-cpu",
+            'device="cpu" written out',
             "A device written in the code is not frozen by tracing, it was always there. On XLA it "
             "puts the buffer on the host all the same: copy_ cuts the graph.",
             _pattern(patterns.literal_cpu, (3, 8)),
@@ -220,7 +237,8 @@ def _gallery() -> builtins.list[Example]:
             instead="remove the device (or use the tensor's own: x.new_zeros)",
         ),
         Example(
-            "to-other-device", "y.to(x.device): positional",
+            "to-other-device",
+            "y.to(x.device): positional",
             "Moving one tensor to another's device with a positional argument. The kwargs-only pass of "
             "the seed document does not see it (there is no device= kwarg); the default pass rewrites "
             "it. Frozen, the value goes to the host and back: a break and an upload.",
@@ -229,15 +247,16 @@ def _gallery() -> builtins.list[Example]:
             instead="compile through the neurondev backend (no spelling keeps the device symbolic)",
         ),
         Example(
-            "to-device-dtype", "mask.to(x.device, torch.float32)",
-            "The two-argument form Tensor.to(device, dtype), common for masks. Positional, so only the "
-            "default pass rewrites it.",
+            "to-device-dtype",
+            "mask.to(x.device, torch.float32)",
+            "The two-argument form Tensor.to(device, dtype), common for masks. Positional, so only the default pass rewrites it.",
             _pattern(patterns.to_device_and_dtype, (8,), (8,)),
             Outcome(pins=(("Tensor.to", "arg[1]", _FROZEN),), breaks_before=("weights",), uploads_before=("mul",)),
             instead="x.to(dtype) alone when only the dtype changes; otherwise the neurondev backend",
         ),
         Example(
-            "device-object", "torch.device(x.device.type) built and passed on",
+            "device-object",
+            "torch.device(x.device.type) built and passed on",
             "Building a torch.device from x's does not escape tracing either: dynamo evaluates it to the "
             "constant device(type='cpu') and the constructor gets it as its device= kwarg.",
             _pattern(patterns.device_object, (8,)),
@@ -245,7 +264,8 @@ def _gallery() -> builtins.list[Example]:
             instead="torch.empty_like(x) or x.new_empty(shape)",
         ),
         Example(
-            "cpu-midway", ".cpu() in the middle of a computation",
+            "cpu-midway",
+            ".cpu() in the middle of a computation",
             "An explicit .cpu() in the middle of the graph moves the value to the host on purpose: on XLA "
             "it is a break. The default pass turns it into .to('xla'); check that nothing needed the host.",
             _pattern(patterns.cpu_midway, (4, 8)),
@@ -253,7 +273,8 @@ def _gallery() -> builtins.list[Example]:
             instead="drop the .cpu(), or move the host work out of the compiled function",
         ),
         Example(
-            "causal-mask", "torch.triu(torch.ones(n, n, device=x.device)) as an attention mask",
+            "causal-mask",
+            "torch.triu(torch.ones(n, n, device=x.device)) as an attention mask",
             "The causal mask of attention. Frozen, the mask is a host tensor; masked_fill of XLA scores "
             "with a host mask fails outright on XLA ('Expected XLA tensor'). Rewritten, it runs with "
             "no break.",
@@ -262,7 +283,8 @@ def _gallery() -> builtins.list[Example]:
             instead=_NEW.format("ones", "ones") + " (or torch.ones_like on a square tensor)",
         ),
         Example(
-            "rotary", "rotary-embedding positions from two aranges",
+            "rotary",
+            "rotary-embedding positions from two aranges",
             "Rotary embeddings build inverse frequencies and positions with torch.arange on x's device. "
             "Frozen, both are host tensors: every product with them uploads (four uploads per call, no "
             "break). Rewritten, the whole computation stays in one XLA graph.",
@@ -274,7 +296,8 @@ def _gallery() -> builtins.list[Example]:
             instead="compute the frequencies once (a buffer), or compile through the neurondev backend",
         ),
         Example(
-            "kv-cache", "a KV-cache-style buffer allocated per step and filled in place",
+            "kv-cache",
+            "a KV-cache-style buffer allocated per step and filled in place",
             "A cache made with torch.zeros on x's device, written by index assignment and copy_. Frozen, "
             "each write of an XLA value into the host cache cuts the graph: two breaks per step.",
             _pattern(patterns.kv_cache_step, (4, 8)),
@@ -282,7 +305,8 @@ def _gallery() -> builtins.list[Example]:
             instead="x.new_zeros(shape), or allocate the cache once outside and pass it in",
         ),
         Example(
-            "module-buffer", "an nn.Module that creates a buffer in forward",
+            "module-buffer",
+            "an nn.Module that creates a buffer in forward",
             "A module that makes its running state in forward with device=x.device instead of "
             "register_buffer. The module's parameters are inputs of the graph; the state is frozen to "
             "cpu, so copy_ of the linear layer's output cuts the graph.",
@@ -291,7 +315,8 @@ def _gallery() -> builtins.list[Example]:
             instead="register_buffer in __init__ (it moves with model.to(device)), or x.new_zeros",
         ),
         Example(
-            "no-device-upload", "torch.arange(n).to(x): no device at all",
+            "no-device-upload",
+            "torch.arange(n).to(x): no device at all",
             "A constructor with no device, then .to(x). Nothing is pinned (there is no device argument "
             "to rewrite), yet the arange is built on the host on every call and uploaded: the run "
             "attributes the upload to its node, before and after the pass alike.",
@@ -300,7 +325,8 @@ def _gallery() -> builtins.list[Example]:
             instead="torch.arange(n, device=x.device) through the neurondev backend builds it on the device",
         ),
         Example(
-            "like-and-new", "zeros_like, new_zeros, empty_like: patterns that do not freeze",
+            "like-and-new",
+            "zeros_like, new_zeros, empty_like: patterns that do not freeze",
             "torch.zeros_like(x), x.new_zeros(shape) and torch.empty_like(x) take their device from x "
             "when the graph runs, not while it is traced: the graph holds no device at all. This is what "
             "to write: nothing to rewrite, no break, no upload.",
@@ -309,7 +335,8 @@ def _gallery() -> builtins.list[Example]:
             instead="this is already the fix",
         ),
         Example(
-            "gpt2", "a tiny random-weight GPT-2 from transformers",
+            "gpt2",
+            "a tiny random-weight GPT-2 from transformers",
             "Real model code: transformers' GPT-2 (2 layers, hidden 64, random weights, no download) makes "
             "positions and masks with torch.arange(device=...) and moves masks with .to(device). Frozen, "
             "the run fails at the position embedding ('Expected XLA tensor'); the kwargs-only pass leaves "
@@ -317,10 +344,14 @@ def _gallery() -> builtins.list[Example]:
             _gpt2,
             Outcome(
                 pins=(
-                    ("torch.arange", "kwarg", _FROZEN), ("Tensor.to", "arg[1]", _FROZEN),
-                    ("torch.arange", "kwarg", "variable"), ("torch.arange", "kwarg", "variable"),
-                    ("torch.arange", "kwarg", "variable"), ("torch.arange", "kwarg", "variable"),
-                    ("Tensor.to", "arg[1]", _FROZEN), ("Tensor.to", "arg[1]", _FROZEN),
+                    ("torch.arange", "kwarg", _FROZEN),
+                    ("Tensor.to", "arg[1]", _FROZEN),
+                    ("torch.arange", "kwarg", "variable"),
+                    ("torch.arange", "kwarg", "variable"),
+                    ("torch.arange", "kwarg", "variable"),
+                    ("torch.arange", "kwarg", "variable"),
+                    ("Tensor.to", "arg[1]", _FROZEN),
+                    ("Tensor.to", "arg[1]", _FROZEN),
                 ),
                 fails_at="position_embeds",
             ),

@@ -7,7 +7,7 @@ stores what tracing on CPU and running on XLA does to each.
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -135,7 +135,7 @@ def rotary_positions(x: torch.Tensor) -> torch.Tensor:
 def kv_cache_step(x: torch.Tensor) -> torch.Tensor:
     cache = torch.zeros(2 * x.shape[0], x.shape[1], device=x.device)
     cache[: x.shape[0]] = x
-    cache[x.shape[0]:].copy_(x * 2)
+    cache[x.shape[0] :].copy_(x * 2)
     return cache / math.sqrt(x.shape[1])
 
 

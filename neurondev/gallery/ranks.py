@@ -12,11 +12,14 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from neurondev.errors import UnsupportedWorldSizeError
+
+if TYPE_CHECKING:
+    from neurondev.xla.run import RunRecord
 
 __all__ = [
     "PJRT_CPU_WORLD_SIZES",
@@ -71,7 +74,7 @@ def rank_input(rank: int, world_size: int) -> torch.Tensor:
 
 def expected_reduce_scatter(rank: int, world_size: int) -> torch.Tensor:
     """What ``reduce_scatter_tensor(x, 'sum', world_size)`` gives rank ``rank``, computed directly."""
-    total = sum(rank_input(r, world_size) for r in range(world_size))
+    total = torch.stack([rank_input(r, world_size) for r in range(world_size)]).sum(0)
     return total.chunk(world_size)[rank]
 
 
@@ -93,8 +96,7 @@ def run_on_ranks(*, world_size: int = 2, timeout: float = 600) -> list[RankResul
         results = sorted(Path(folder).glob("rank-*.json"))
         if finished.returncode != 0 or len(results) != world_size:
             raise RuntimeError(
-                f"the {world_size}-rank run failed (exit {finished.returncode}, {len(results)} rank results):\n"
-                + finished.stderr[-3000:]
+                f"the {world_size}-rank run failed (exit {finished.returncode}, {len(results)} rank results):\n" + finished.stderr[-3000:]
             )
         return [_result_from_json(json.loads(path.read_text())) for path in results]
 
@@ -112,7 +114,7 @@ def check_world_size(world_size: Any, *, runtime: str | None = None) -> None:
     if runtime == "pjrt-cpu" and world_size not in PJRT_CPU_WORLD_SIZES:
         raise UnsupportedWorldSizeError(
             f"world_size={world_size} cannot run on the PJRT CPU device: XLA's CPU rendezvous aborts with more "
-            f"than 2 ranks (\"Expected {world_size} threads ... only 2 of them arrived\"), with or without neurondev. "
+            f'than 2 ranks ("Expected {world_size} threads ... only 2 of them arrived"), with or without neurondev. '
             "Use world_size=1 or 2 here; larger worlds need Trainium (torch-neuronx) or another PJRT device"
         )
 
@@ -126,8 +128,8 @@ def _runtime_name() -> str:
 
 
 def _result_from_json(data: dict[str, Any]) -> RankResult:
-    runs = {name: RankRun(**data.pop(name)) for name in ("frozen", "rewritten")}
-    return RankResult(**data, **runs)
+    frozen, rewritten = (RankRun(**data.pop(name)) for name in ("frozen", "rewritten"))
+    return RankResult(**data, frozen=frozen, rewritten=rewritten)
 
 
 _trace_lock = threading.Lock()
@@ -140,8 +142,8 @@ def _worker(index: int, folder: str, world_size: int) -> None:
 
     from neurondev import xla
     from neurondev.gallery import catalogue as examples
-    from neurondev.trace.capture import trace_only
     from neurondev.passes.device_rewriter import rewrite_copy
+    from neurondev.trace.capture import trace_only
     from neurondev.xla.run import run_on_xla
 
     rank, ranks = xr.global_ordinal(), xr.world_size()
@@ -180,13 +182,13 @@ def _rank_barrier():
     return barrier
 
 
-def _rank_run(record: Any) -> RankRun:
+def _rank_run(record: RunRecord) -> RankRun:
     outputs = record.outputs[0].cpu().tolist() if record.outputs else []
     return RankRun(
         graph_breaks=[b.node for b in record.graph_breaks],
         executions=record.executions,
         transfers_to_host=record.transfers_to_host,
-        output_devices=record.output_devices,
+        output_devices=list(record.output_devices),
         values=outputs,
         matches_expected=record.matches_reference,
         error=str(record.error) if record.error else None,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 __all__ = ["Stages"]
 
@@ -16,9 +16,7 @@ class Stages:
     the wall time each stage took; ``on_step`` is called at every step (a widget's own bar).
     """
 
-    def __init__(
-        self, names: Iterable[str], *, quiet: bool = False, name: str = "", on_step: Callable[[], None] | None = None
-    ) -> None:
+    def __init__(self, names: Iterable[str], *, quiet: bool = False, name: str = "", on_step: Callable[[], None] | None = None) -> None:
         self.names = tuple(names)
         self.quiet = quiet
         self.name = name
@@ -28,7 +26,7 @@ class Stages:
         self._bar = None
         self._started: float | None = None
 
-    def __enter__(self) -> "Stages":
+    def __enter__(self) -> Stages:
         return self
 
     def __exit__(self, *exc: object) -> None:

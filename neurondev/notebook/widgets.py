@@ -31,8 +31,7 @@ class Explorer(widgets.VBox):
     def __init__(self, explanation: Explanation) -> None:
         if not isinstance(explanation, Explanation):
             raise InvalidSubjectError(
-                f"Explorer explores an Explanation, got {type(explanation).__name__}; "
-                "write neurondev.explain(fn, x).explore()"
+                f"Explorer explores an Explanation, got {type(explanation).__name__}; write neurondev.explain(fn, x).explore()"
             )
         self.explanation = explanation
         self.pins = widgets.Select(description="pins", layout=widgets.Layout(width="100%", height="120px"))
@@ -57,8 +56,11 @@ class Explorer(widgets.VBox):
 
     # --- what is shown -------------------------------------------------------------------------
     def _refresh(self) -> None:
-        options = [(self._pin_label(pin), (position, n)) for position, section in enumerate(self.explanation.sections)
-                   for n, pin in enumerate(section.pins)]
+        options = [
+            (self._pin_label(pin), (position, n))
+            for position, section in enumerate(self.explanation.sections)
+            for n, pin in enumerate(section.pins)
+        ]
         self.pins.options = options or [("no device pin: nothing to rewrite", None)]
         self.pins.value = options[0][1] if options else None
         self._show_pin()
@@ -87,7 +89,7 @@ class Explorer(widgets.VBox):
         where = f"{_e(pin.file)}:{_e(pin.line)}" if pin.source else "no source line"
         return (
             f'<div class="nd-pin-detail"><b>{_e(pin.node)}</b> ({_e(pin.function)}, {_e(pin.kind)}) at {where}'
-            f"<pre class=\"nd-source\">{_e(pin.code)}</pre>"
+            f'<pre class="nd-source">{_e(pin.code)}</pre>'
             f"<div>users: {_e(', '.join(pin.users) or 'none')}</div>"
             f"<div>args before: <code>{_e(_call(_node(section.traced, pin.node)))}</code></div>"
             f"<div>args after: <code>{_e(_call(_node(section.rewritten, pin.node)))}</code></div>"
@@ -115,7 +117,8 @@ class Explorer(widgets.VBox):
         svg, reason = svg_or_reason(self.explanation, self.which.value, self._selected_section(), radius=self.radius.value)
         self.picture.value = (
             f'<div class="nd-picture nd-{self.which.value}" style="max-width:100%;overflow:auto">{svg}</div>'
-            if svg is not None else f"<p>Graph not drawn: {_e(reason)}</p>"
+            if svg is not None
+            else f"<p>Graph not drawn: {_e(reason)}</p>"
         )
 
     def _metrics_html(self) -> str:

@@ -68,7 +68,9 @@ class DeviceRewriterPass(PassBase):
         self.rewrites: list[Rewrite] = []
 
     def __call__(self, graph_module: Any) -> PassResult:
-        return super().__call__(graph_module_of(graph_module, purpose="DeviceRewriterPass rewrites a traced graph, got"))
+        result = super().__call__(graph_module_of(graph_module, purpose="DeviceRewriterPass rewrites a traced graph, got"))
+        assert result is not None  # PassBase returns what call() returns
+        return result
 
     def call(self, graph_module: torch.fx.GraphModule) -> PassResult:
         self.rewrites = []
@@ -103,7 +105,7 @@ class DeviceRewriterPass(PassBase):
                 args = [args[0], new]
                 kwargs.pop("device", None)
             else:
-                args[slot.index] = new
+                args[slot.position] = new
             self.rewrites.append(Rewrite(node.name, slot.location, slot.value, new))
         node.args, node.kwargs = tuple(args), kwargs
 

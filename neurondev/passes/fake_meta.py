@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any, cast
 
 import torch
 import torch.fx
@@ -71,8 +72,8 @@ def _propagate(node: torch.fx.Node, fake_mode) -> Any:
     try:
         with fake_mode:
             if node.op == "call_method":
-                return getattr(args[0], node.target)(*args[1:], **kwargs)
-            return node.target(*args, **kwargs)
+                return getattr(args[0], str(node.target))(*args[1:], **kwargs)
+            return cast(Callable[..., Any], node.target)(*args, **kwargs)
     except Exception:
         return None
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import torch.fx
 
@@ -108,7 +109,7 @@ def _node_line(node: torch.fx.Node, prefix: str, marks: _Marks) -> str:
     if name == marks.failed:
         label += f"\\nFAILED: {_escape(marks.failure)}"
     fill = _PIN if pin else _REWRITTEN if rewrite else _XLA if device.startswith("xla") else _CPU if device else "white"
-    style = 'style=filled'
+    style = "style=filled"
     if name in marks.breaks or name == marks.failed:
         style = f'style="filled,bold", color="{_BREAK}", penwidth=3'
     shape = "ellipse" if node.op in ("placeholder", "output") else "octagon" if name == marks.failed else "box"
@@ -210,9 +211,7 @@ def _placeholder_lines(nodes: list, group: dict[str, str], prefix: str) -> list[
         ops = collections.Counter(function_name(n) for n in collapsed if n.op not in ("placeholder", "output"))
         common = ", ".join(f"{op} ×{count}" for op, count in ops.most_common(3))
         label = f"… {len(collapsed)} node(s) not shown" + (f"\\n{_escape(common)}" if common else "")
-        lines.append(
-            f'  "{prefix}{_escape(ident)}" [label="{label}", shape=box, style="filled,dashed", fillcolor="{_COLLAPSED}"];'
-        )
+        lines.append(f'  "{prefix}{_escape(ident)}" [label="{label}", shape=box, style="filled,dashed", fillcolor="{_COLLAPSED}"];')
     return lines
 
 

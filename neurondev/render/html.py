@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import difflib
 import html
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from neurondev.render.graphs import svg_or_reason
 from neurondev.render.text import after_text, before_text, pins_text
@@ -79,8 +80,8 @@ def _runtime(explanation: Explanation) -> str:
         return f'<p class="nd-muted">Target {_e(explanation.target)}; not run: {_e(explanation.skipped)}</p>'
     return (
         f'<p class="nd-muted">Ran on {_e(info.get("device"))} ({_e(info.get("runtime"))}: {_e(info.get("reason"))}) '
-        f'&middot; torch {_e(info.get("torch"))} &middot; torch_xla {_e(info.get("torch_xla"))} '
-        f'&middot; target {_e(explanation.target)}</p>'
+        f"&middot; torch {_e(info.get('torch'))} &middot; torch_xla {_e(info.get('torch_xla'))} "
+        f"&middot; target {_e(explanation.target)}</p>"
     )
 
 
@@ -153,7 +154,7 @@ def code_diff(before: str, after: str) -> str:
             continue
         css = "nd-del" if line.startswith("-") else "nd-add" if line.startswith("+") else "nd-muted" if line.startswith("@@") else ""
         lines.append(f'<span class="{css}">{_e(line)}</span>' if css else _e(line))
-    return "<pre class=\"nd-diff\">" + ("\n".join(lines) or "(no change)") + "</pre>"
+    return '<pre class="nd-diff">' + ("\n".join(lines) or "(no change)") + "</pre>"
 
 
 def _totals(explanation: Explanation) -> str:
@@ -162,7 +163,7 @@ def _totals(explanation: Explanation) -> str:
         return ""
     before, after = explanation.totals("before").to_dict(), explanation.totals("after").to_dict()
     rows = "".join(f"<tr><th>{_e(key.replace('_', ' '))}</th><td>{before[key]}</td><td>{after[key]}</td></tr>" for key in before)
-    return f"<h4>Totals over {len(explanation.sections)} graphs</h4><table class=\"nd-totals\"><tr><th></th><th>before</th><th>after</th></tr>{rows}</table>"
+    return f'<h4>Totals over {len(explanation.sections)} graphs</h4><table class="nd-totals"><tr><th></th><th>before</th><th>after</th></tr>{rows}</table>'
 
 
 def _dynamo_breaks(explanation: Explanation) -> str:
@@ -211,9 +212,12 @@ def _notes(explanation: Explanation) -> str:
 def _section(explanation: Explanation, section: Section) -> str:
     return (
         f"<h4>{_e(section.label.capitalize())} ({section.nodes} nodes, {len(section.pins)} pin(s))</h4>"
-        + _pin_table(section) + _graphs(explanation, section) + metrics_table(section)
+        + _pin_table(section)
+        + _graphs(explanation, section)
+        + metrics_table(section)
         + "<details><summary>Generated code, before vs after</summary>"
-        + code_diff(section.traced.code, section.rewritten.code) + "</details>"
+        + code_diff(section.traced.code, section.rewritten.code)
+        + "</details>"
     )
 
 
@@ -223,8 +227,12 @@ def card(explanation: Explanation) -> str:
     if not explanation.sections:
         sections = f'<p class="nd-note">{_e(explanation.summary())}</p>'
     return (
-        f"<style>{CSS}</style><div class=\"neurondev-card\"><h3>neurondev: {_e(explanation.name)}</h3>"
-        + _headline(explanation) + _runtime(explanation) + sections + _totals(explanation) + _native(explanation)
+        f'<style>{CSS}</style><div class="neurondev-card"><h3>neurondev: {_e(explanation.name)}</h3>'
+        + _headline(explanation)
+        + _runtime(explanation)
+        + sections
+        + _totals(explanation)
+        + _native(explanation)
         + _dynamo_breaks(explanation)
         + _notes(explanation)
         + "</div>"
@@ -234,7 +242,7 @@ def card(explanation: Explanation) -> str:
 def report(explanation: Explanation) -> str:
     """One self-contained HTML page: the card, its CSS inline, no script, font or image from the network."""
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>neurondev: {_e(explanation.name)}</title>"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>neurondev: {_e(explanation.name)}</title>'
         f"<style>{_REPORT_DARK}</style></head><body>{card(explanation)}</body></html>\n"
     )

@@ -6,8 +6,8 @@ import dataclasses
 import math
 from typing import TYPE_CHECKING, Any
 
-from neurondev.report.advice import fix_for
 from neurondev.render.text import summary
+from neurondev.report.advice import fix_for
 
 if TYPE_CHECKING:
     from neurondev.fx.pins import DevicePin
@@ -38,40 +38,44 @@ def _pin(pin: DevicePin) -> dict[str, Any]:
 
 def _section(section: Section) -> dict[str, Any]:
     native = section.native
-    return plain({
-        "graph": section.key.graph,
-        "part": section.key.part,
-        "label": section.label,
-        "native_seconds": dataclasses.asdict(native) if native else None,
-        "native_ratio": native.ratio if native else None,
-        "nodes": section.nodes,
-        "pins": [_pin(pin) for pin in section.pins],
-        "rewrites": [dataclasses.asdict(r) for r in section.rewrites],
-        "code_before": section.traced.code,
-        "code_after": section.rewritten.code,
-        "before": section.before.to_dict() if section.before else None,
-        "after": section.after.to_dict() if section.after else None,
-        "values": section.values.to_dict() if section.values else None,
-        "values_against": section.values_against,
-    })
+    return plain(
+        {
+            "graph": section.key.graph,
+            "part": section.key.part,
+            "label": section.label,
+            "native_seconds": dataclasses.asdict(native) if native else None,
+            "native_ratio": native.ratio if native else None,
+            "nodes": section.nodes,
+            "pins": [_pin(pin) for pin in section.pins],
+            "rewrites": [dataclasses.asdict(r) for r in section.rewrites],
+            "code_before": section.traced.code,
+            "code_after": section.rewritten.code,
+            "before": section.before.to_dict() if section.before else None,
+            "after": section.after.to_dict() if section.after else None,
+            "values": section.values.to_dict() if section.values else None,
+            "values_against": section.values_against,
+        }
+    )
 
 
 def explanation_dict(explanation: Explanation) -> dict[str, Any]:
     captured = explanation.capture
-    return plain({
-        "name": explanation.name,
-        "target": str(explanation.target),
-        "level": explanation.level,
-        "summary": summary(explanation),
-        "outputs_match": explanation.outputs_match,
-        "skipped": explanation.skipped,
-        "runtime": dict(explanation.runtime),
-        "pins": len(explanation.pins),
-        "totals": {"before": explanation.totals("before").to_dict(), "after": explanation.totals("after").to_dict()},
-        "graphs": [_section(section) for section in explanation.sections],
-        "dynamo_breaks": [{"reason": b.reason, **(b.source.to_dict() if b.source else {})} for b in captured.dynamo_breaks],
-        "moved_inputs": [dataclasses.asdict(m) for m in captured.moved_inputs],
-        "notes": list(explanation.notes),
-        "native": explanation.traces.to_dict() if explanation.traces is not None else None,
-        "native_skipped": explanation.traces_skipped,
-    })
+    return plain(
+        {
+            "name": explanation.name,
+            "target": str(explanation.target),
+            "level": explanation.level,
+            "summary": summary(explanation),
+            "outputs_match": explanation.outputs_match,
+            "skipped": explanation.skipped,
+            "runtime": dict(explanation.runtime),
+            "pins": len(explanation.pins),
+            "totals": {"before": explanation.totals("before").to_dict(), "after": explanation.totals("after").to_dict()},
+            "graphs": [_section(section) for section in explanation.sections],
+            "dynamo_breaks": [{"reason": b.reason, **(b.source.to_dict() if b.source else {})} for b in captured.dynamo_breaks],
+            "moved_inputs": [dataclasses.asdict(m) for m in captured.moved_inputs],
+            "notes": list(explanation.notes),
+            "native": explanation.traces.to_dict() if explanation.traces is not None else None,
+            "native_skipped": explanation.traces_skipped,
+        }
+    )

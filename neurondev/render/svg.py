@@ -62,9 +62,7 @@ def render_svg(dot_text: str, *, timeout: float = 60.0, program: DotProgram | No
 @functools.lru_cache(maxsize=64)
 def _drawn(dot_text: str, timeout: float, program: DotProgram) -> str:
     try:
-        done = subprocess.run(
-            [program.path, "-Tsvg"], input=dot_text.encode(), capture_output=True, timeout=timeout, check=False
-        )
+        done = subprocess.run([program.path, "-Tsvg"], input=dot_text.encode(), capture_output=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired as error:
         raise DotUnavailableError(f"{program.path} took longer than {timeout:g} s to draw the graph") from error
     except OSError as error:

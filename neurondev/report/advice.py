@@ -8,7 +8,7 @@ __all__ = ["BACKEND_FIX", "fix_for"]
 
 BACKEND_FIX = (
     "no spelling of this keeps the device symbolic under dynamo: compile through the neurondev backend "
-    "(torch.compile(fn, backend=\"neurondev\")), which rewrites it to XLA"
+    '(torch.compile(fn, backend="neurondev")), which rewrites it to XLA'
 )
 
 # torch constructor -> the Tensor method that follows the tensor's device at run time
@@ -19,7 +19,11 @@ _NEW_METHODS = {
     "torch.full": "x.new_full(size, value)",
     "torch.tensor": "x.new_tensor(data)",
 }
-_LIKE = {"torch.rand": "torch.rand_like(x)", "torch.randn": "torch.randn_like(x)", "torch.empty_strided": "x.new_empty_strided(size, stride)"}
+_LIKE = {
+    "torch.rand": "torch.rand_like(x)",
+    "torch.randn": "torch.randn_like(x)",
+    "torch.empty_strided": "x.new_empty_strided(size, stride)",
+}
 
 
 def fix_for(pin: DevicePin) -> str:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import torch
 
@@ -65,14 +66,26 @@ class Finding:
 def findings_of(explanation: Explanation) -> list[Finding]:
     """Every pin of an Explanation, and every device-specialised line of its native trace."""
     found = [
-        Finding("pin", pin.node, pin.function, pin.source,
-                f"{pin.node}: {pin.function}, device={pin.device} ({pin.kind}, {pin.location})", fix_for(pin))
+        Finding(
+            "pin",
+            pin.node,
+            pin.function,
+            pin.source,
+            f"{pin.node}: {pin.function}, device={pin.device} ({pin.kind}, {pin.location})",
+            fix_for(pin),
+        )
         for pin in explanation.pins
     ]
     if explanation.traces is not None:
         found += [
-            Finding("device-specialised", f"line {d.line}", "", d.source,
-                    f"traced as {list(d.cpu_ops)} on CPU but {list(d.xla_ops)} on XLA", _SPECIALISED_FIX)
+            Finding(
+                "device-specialised",
+                f"line {d.line}",
+                "",
+                d.source,
+                f"traced as {list(d.cpu_ops)} on CPU but {list(d.xla_ops)} on XLA",
+                _SPECIALISED_FIX,
+            )
             for d in explanation.traces.differences
         ]
     return found
@@ -119,5 +132,5 @@ def _message(name: str, findings: list[Finding]) -> str:
         parts.append(f"{len(lines)} line(s) of {name} traced differently on XLA (device-specialised code):")
         parts += [f.describe() for f in lines]
     example = findings[0].where
-    parts.append(f"Fix them, or allow one: neurondev.check(..., allow=[\"{example}\"])")
+    parts.append(f'Fix them, or allow one: neurondev.check(..., allow=["{example}"])')
     return "\n".join(parts)

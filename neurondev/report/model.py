@@ -9,9 +9,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import warnings
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.fx
@@ -158,8 +159,9 @@ class Explanation:
     @property
     def frozen(self) -> Any:
         """Deprecated: the pin table (every pin, frozen or not); use ``pin_table()``."""
-        warnings.warn("Explanation.frozen is now Explanation.pin_table(): it lists every pin, not only frozen ones",
-                      DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            "Explanation.frozen is now Explanation.pin_table(): it lists every pin, not only frozen ones", DeprecationWarning, stacklevel=2
+        )
         return self.pin_table()
 
     @property
@@ -191,9 +193,7 @@ class Explanation:
         elif isinstance(which, int) and not isinstance(which, bool) and 0 <= which < len(self.sections):
             return self.sections[which]
         count = len(self.sections)
-        raise InvalidOptionError(
-            f"section is a position from 0 to {count - 1} ({count} section(s)) or a SectionKey of one, got {which!r}"
-        )
+        raise InvalidOptionError(f"section is a position from 0 to {count - 1} ({count} section(s)) or a SectionKey of one, got {which!r}")
 
     def totals(self, which: str) -> Totals:
         """Breaks, executions, transfers, uploads and failures summed over the runs ``before`` or ``after``."""

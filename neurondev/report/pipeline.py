@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import torch
 import torch.fx
@@ -175,11 +176,11 @@ def trace_stage(captured: Capture, level: str) -> tuple[TracedGraph, ...]:
     """The graphs to explain: dynamo's (one section each), or aot_autograd's forward and backward."""
     if level == "aten":
         if captured.graphs and not captured.aten_graphs:
-            raise InvalidOptionError(
-                "this Capture holds dynamo's graphs only: make it with neurondev.capture(fn, *args, level='aten')"
-            )
+            raise InvalidOptionError("this Capture holds dynamo's graphs only: make it with neurondev.capture(fn, *args, level='aten')")
         return tuple(TracedGraph(SectionKey(g.dynamo_graph, g.part), g.graph_module, g.inputs) for g in captured.aten_graphs)
-    return tuple(TracedGraph(SectionKey(i), gm, tuple(inputs)) for i, (gm, inputs) in enumerate(zip(captured.graphs, captured.example_inputs)))
+    return tuple(
+        TracedGraph(SectionKey(i), gm, tuple(inputs)) for i, (gm, inputs) in enumerate(zip(captured.graphs, captured.example_inputs))
+    )
 
 
 def pin_stage(traced: tuple[TracedGraph, ...], target: torch.device, stages: Stages) -> tuple[PinnedGraph, ...]:
@@ -214,16 +215,16 @@ def run_stage(rewritten: tuple[RewrittenGraph, ...], options: ExplainOptions, st
         runtime = MappingProxyType(xla.describe())
     except XlaUnavailableError as error:
         return Runs(skipped=f"no XLA device: {error}")
-    tolerances = {"rtol": options.rtol, "atol": options.atol}
     stages.start("run before", total=len(rewritten))
-    before = [_advancing(stages, run_on_xla(g.pinned.traced.graph_module, *g.pinned.traced.inputs, **tolerances)) for g in rewritten]
+    before = [_run(stages, g.pinned.traced.graph_module, g, options) for g in rewritten]
     stages.start("run after", total=len(rewritten))
-    after = [_advancing(stages, run_on_xla(g.graph_module, *g.pinned.traced.inputs, **tolerances)) for g in rewritten]
+    after = [_run(stages, g.graph_module, g, options) for g in rewritten]
     records = {g.key: (b, a) for g, b, a in zip(rewritten, before, after)}
     return Runs(MappingProxyType(records), runtime)
 
 
-def _advancing(stages: Stages, record: RunRecord) -> RunRecord:
+def _run(stages: Stages, gm: torch.fx.GraphModule, graph: RewrittenGraph, options: ExplainOptions) -> RunRecord:
+    record = run_on_xla(gm, *graph.pinned.traced.inputs, rtol=options.rtol, atol=options.atol)
     stages.advance()
     return record
 
@@ -280,9 +281,19 @@ def _assemble(
     verdicts = verdict_stage(runs, options)
     sections = tuple(_section(graph, runs, native, verdicts) for graph in rewritten)
     return Explanation(
-        name=captured.name, target=options.target, level=options.level, capture=captured, sections=sections,
-        skipped=runs.skipped, runtime=MappingProxyType(dict(runs.runtime)), traces=native.traces, traces_skipped=native.skipped,
-        rtol=options.rtol, atol=options.atol, notes=captured.notes, stage_seconds=MappingProxyType(dict(stages.seconds)),
+        name=captured.name,
+        target=options.target,
+        level=options.level,
+        capture=captured,
+        sections=sections,
+        skipped=runs.skipped,
+        runtime=MappingProxyType(dict(runs.runtime)),
+        traces=native.traces,
+        traces_skipped=native.skipped,
+        rtol=options.rtol,
+        atol=options.atol,
+        notes=captured.notes,
+        stage_seconds=MappingProxyType(dict(stages.seconds)),
     )
 
 
@@ -291,6 +302,15 @@ def _section(graph: RewrittenGraph, runs: Runs, native: Native, verdicts: dict[S
     before, after = runs.records.get(key, (None, None))
     verdict = verdicts.get(key, Verdict())
     return Section(
-        key, traced.graph_module, graph.graph_module, traced.inputs, graph.pinned.pins, graph.rewrites,
-        before, after, verdict.values, verdict.against, native.timings.get(key),
+        key,
+        traced.graph_module,
+        graph.graph_module,
+        traced.inputs,
+        graph.pinned.pins,
+        graph.rewrites,
+        before,
+        after,
+        verdict.values,
+        verdict.against,
+        native.timings.get(key),
     )

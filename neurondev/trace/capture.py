@@ -9,8 +9,9 @@ import inspect
 import logging
 import types
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 import torch.fx
@@ -144,8 +145,14 @@ def trace_only(fn: Callable, *args: Any, **kwargs: Any) -> Capture:
 
 
 def _trace(
-    fn: Callable, args: tuple, kwargs: dict, recorder: "_Recorder", *, device: torch.device = _CPU,
-    moved: list[MovedInput] | None = None, notes: list[str] | None = None,
+    fn: Callable,
+    args: tuple,
+    kwargs: dict,
+    recorder: _Recorder,
+    *,
+    device: torch.device = _CPU,
+    moved: list[MovedInput] | None = None,
+    notes: list[str] | None = None,
 ) -> tuple[Any, list[MovedInput], list[str]]:
     """Trace ``fn`` with copies of its inputs (and of a module) on ``device``; record through ``recorder``."""
     _check_callable(fn)
@@ -171,7 +178,9 @@ def _trace(
 def capture_on_device(fn: Callable, args: tuple, kwargs: dict, device: torch.device) -> tuple[Capture, BaseException | None]:
     """Trace with the inputs (and a module's state) on ``device``, keeping the graphs dynamo recorded
     even when running them there fails; returns (capture, the failure or None)."""
-    recorder, moved, notes = _Recorder(), [], []
+    recorder = _Recorder()
+    moved: list[MovedInput] = []
+    notes: list[str] = []
     try:
         output, _, _ = _trace(fn, args, kwargs, recorder, device=device, moved=moved, notes=notes)
         failure = None
@@ -209,10 +218,7 @@ def _unwrap_compiled(fn: Callable, notes: list[str]) -> Callable:
 def _why_no_graph(args: tuple, kwargs: dict) -> str:
     tensors = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
     if any(t.layout != torch.strided for t in tensors):
-        return (
-            "an input is not a dense tensor (sparse or another layout), which dynamo does not trace; "
-            "pass dense inputs (x.to_dense())"
-        )
+        return "an input is not a dense tensor (sparse or another layout), which dynamo does not trace; pass dense inputs (x.to_dense())"
     return (
         "dynamo found no tensor operation to put in a graph (the function does none on its inputs, "
         "returns plain Python values, or every line made dynamo fall back to Python); nothing is pinned"
@@ -245,7 +251,8 @@ class _Recorder:
     def capture(self, name: str, output: Any, moved: list[MovedInput], notes: list[str], **extra: Any) -> Capture:
         """The frozen record of what this recorder saw."""
         aten = self.aten.graphs if self.aten is not None else ()
-        return Capture(name, self.graphs, self.example_inputs, self.breaks, moved, output, notes, aten, **extra)
+        inputs = tuple(tuple(graph_inputs) for graph_inputs in self.example_inputs)
+        return Capture(name, tuple(self.graphs), inputs, tuple(self.breaks), tuple(moved), output, tuple(notes), aten, **extra)
 
 
 class _Traced(Exception):
@@ -339,11 +346,11 @@ def _tensor_copy(value: Any, path: str, moved: list[MovedInput], notes: list[str
 
 def _keep_dynamic_marks(value: torch.Tensor, copied: torch.Tensor, path: str, notes: list[str]) -> None:
     """Carry ``torch._dynamo.mark_dynamic`` (and its relatives) over to the traced copy."""
-    kept = [name for name in DYNAMIC_MARKS if hasattr(value, name)]
-    for name in kept:
-        setattr(copied, name, copy.copy(getattr(value, name)))
-    if "_dynamo_dynamic_indices" in kept:
-        dims = sorted(value._dynamo_dynamic_indices)
+    marks = {name: getattr(value, name) for name in DYNAMIC_MARKS if hasattr(value, name)}
+    for name, mark in marks.items():
+        setattr(copied, name, copy.copy(mark))
+    if "_dynamo_dynamic_indices" in marks:
+        dims = sorted(marks["_dynamo_dynamic_indices"])
         notes.append(f"input {path}: dimension(s) {dims} marked dynamic by you stay dynamic in the graph")
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from typing import Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from neurondev._compat import increment_xla_counter
 from neurondev.xla.runtime import load_torch_xla
@@ -25,7 +26,8 @@ def settle() -> None:
     for us in a collective would never end."""
     import torch_xla.core.xla_model as xm
 
-    xm.wait_device_ops(xm.xla_real_devices([str(load_torch_xla().device())]))
+    devices: list[Any] = [str(load_torch_xla().device())]
+    xm.wait_device_ops(xm.xla_real_devices(devices))
 
 
 # Counters torch_xla's dynamo bridge saves and restores itself around its clear_counters().
@@ -63,7 +65,7 @@ class Counts:
     transfers_to_device: int = 0
     fallbacks: tuple[tuple[str, int], ...] = ()
 
-    def __sub__(self, other: "Counts") -> "Counts":
+    def __sub__(self, other: Counts) -> Counts:
         earlier = dict(other.fallbacks)
         fallbacks = tuple((op, n - earlier.get(op, 0)) for op, n in self.fallbacks if n - earlier.get(op, 0))
         return Counts(
@@ -88,9 +90,7 @@ def counts() -> Counts:
         data = metrics.metric_data(name)
         return int(data[0]) if data else 0
 
-    fallbacks = tuple(
-        (name, int(metrics.counter_value(name))) for name in metrics.counter_names() if name.startswith("aten::")
-    )
+    fallbacks = tuple((name, int(metrics.counter_value(name))) for name in metrics.counter_names() if name.startswith("aten::"))
     return Counts(
         samples("ExecuteTime"),
         samples("CompileTime"),

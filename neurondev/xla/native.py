@@ -15,7 +15,8 @@ import copy
 import dataclasses
 import statistics
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.fx
@@ -104,11 +105,15 @@ class TraceComparison:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "name": self.name, "agree": self.agree, "summary": self.summary(),
+            "name": self.name,
+            "agree": self.agree,
+            "summary": self.summary(),
             "differences": [d.to_dict() for d in self.differences],
             "graphs": {"cpu": len(self.cpu.graphs), "xla": len(self.native.graphs)},
-            "only_in_cpu": list(self.only_in_cpu), "only_in_xla": list(self.only_in_xla),
-            "rewritten_is_native": list(self.rewritten_is_native), "native_error": self.native_error,
+            "only_in_cpu": list(self.only_in_cpu),
+            "only_in_xla": list(self.only_in_xla),
+            "rewritten_is_native": list(self.rewritten_is_native),
+            "native_error": self.native_error,
             "native_failure": self.native_failure.to_dict() if self.native_failure is not None else None,
         }
 
@@ -130,8 +135,12 @@ def compare_with_native(cpu: Capture, fn: Callable, args: tuple, kwargs: dict) -
     differences = [d for index in range(count) for d in _line_differences(index, cpu.graphs[index], native.graphs[index])]
     same = [structure(rewrite_copy(cpu.graphs[i], target=device)[0]) == structure(native.graphs[i]) for i in range(count)]
     return TraceComparison(
-        name=cpu.name, cpu=cpu, native=native, differences=tuple(differences),
-        only_in_cpu=tuple(range(count, len(cpu.graphs))), only_in_xla=tuple(range(count, len(native.graphs))),
+        name=cpu.name,
+        cpu=cpu,
+        native=native,
+        differences=tuple(differences),
+        only_in_cpu=tuple(range(count, len(cpu.graphs))),
+        only_in_xla=tuple(range(count, len(native.graphs))),
         rewritten_is_native=tuple(same),
         native_error=None if failure is None else f"{type(failure).__name__}: {(str(failure).strip().splitlines() or [''])[0][:200]}",
         native_failure=None if failure is None else _locate_failure(native),

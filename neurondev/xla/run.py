@@ -6,7 +6,8 @@ import copy
 import dataclasses
 import statistics
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.fx
@@ -65,8 +66,13 @@ class GraphBreak(_Located):
     source: SourceLine | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"node": self.node, "function": self.function, "executions": self.executions,
-                "transfers_to_host": self.transfers_to_host, **_plain_source(self.source)}
+        return {
+            "node": self.node,
+            "function": self.function,
+            "executions": self.executions,
+            "transfers_to_host": self.transfers_to_host,
+            **_plain_source(self.source),
+        }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,8 +86,7 @@ class Upload(_Located):
     source: SourceLine | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"node": self.node, "function": self.function, "transfers_to_device": self.transfers_to_device,
-                **_plain_source(self.source)}
+        return {"node": self.node, "function": self.function, "transfers_to_device": self.transfers_to_device, **_plain_source(self.source)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,8 +111,15 @@ class RunError(_Located):
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data: the exception as its type name and message."""
-        return {"node": self.node, "function": self.function, "input_index": self.input_index, **_plain_source(self.source),
-                "exception": type(self.exception).__name__, "message": str(self.exception), "text": str(self)}
+        return {
+            "node": self.node,
+            "function": self.function,
+            "input_index": self.input_index,
+            **_plain_source(self.source),
+            "exception": type(self.exception).__name__,
+            "message": str(self.exception),
+            "text": str(self),
+        }
 
     def __str__(self) -> str:
         if self.input_index is not None:
@@ -187,10 +199,19 @@ class RunRecord:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (JSON-ready): every figure, break, upload, crossing and the failure as text."""
-        plain = {name: getattr(self, name) for name in (
-            "device", "executions", "compilations", "transfers_to_host", "transfers_to_device", "fallback_ops",
-            "not_compared", "seconds",
-        )}
+        plain = {
+            name: getattr(self, name)
+            for name in (
+                "device",
+                "executions",
+                "compilations",
+                "transfers_to_host",
+                "transfers_to_device",
+                "fallback_ops",
+                "not_compared",
+                "seconds",
+            )
+        }
         return {
             **plain,
             "graph_breaks": [b.to_dict() for b in self.graph_breaks],
@@ -353,8 +374,13 @@ def _run_error(failed: _NodeFailed) -> RunError:
 
 
 def _record(
-    device: str, graph: torch.fx.GraphModule, call: _Call, first: Counts,
-    comparison: Comparison | None, not_compared: str | None, seconds: float | None,
+    device: str,
+    graph: torch.fx.GraphModule,
+    call: _Call,
+    first: Counts,
+    comparison: Comparison | None,
+    not_compared: str | None,
+    seconds: float | None,
 ) -> RunRecord:
     counts = call.counts
     measured = [(node, call.per_node[node.name]) for node in graph.graph.nodes if node.name in call.per_node]

@@ -6,7 +6,8 @@ import dataclasses
 import importlib
 import os
 import sys
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import torch
 

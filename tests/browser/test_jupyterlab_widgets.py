@@ -16,7 +16,7 @@ import pytest
 pytestmark = [pytest.mark.xla, pytest.mark.browser, pytest.mark.slow]
 
 CELLS = [
-    '''import torch, neurondev
+    """import torch, neurondev
 
 def two_pins(x):
     a = torch.zeros(4, device=x.device)
@@ -24,7 +24,7 @@ def two_pins(x):
     return a + x + b
 
 ex = neurondev.explain(two_pins, torch.randn(4), quiet=True)
-ex''',
+ex""",
     "explorer = ex.explore()\nexplorer",
 ]
 TOKEN = "neurondev-test-token"
@@ -42,23 +42,36 @@ def lab(tmp_path):
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(notebook, tmp_path / "explain.ipynb")
     port = free_port()
-    environ = dict(os.environ, JUPYTER_CONFIG_DIR=str(tmp_path / "config"), JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
-                   PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
-    command = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", f"--ServerApp.token={TOKEN}",
-               "--ServerApp.ip=127.0.0.1", "--allow-root", f"--ServerApp.root_dir={tmp_path}",
-               "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
-    log = open(tmp_path / "lab.log", "w")
-    server = subprocess.Popen(command, env=environ, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        _wait_until_up(port, server, tmp_path / "lab.log")
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.terminate()
+    environ = dict(
+        os.environ,
+        JUPYTER_CONFIG_DIR=str(tmp_path / "config"),
+        JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        f"--port={port}",
+        f"--ServerApp.token={TOKEN}",
+        "--ServerApp.ip=127.0.0.1",
+        "--allow-root",
+        f"--ServerApp.root_dir={tmp_path}",
+        "--LabApp.news_url=",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]
+    with open(tmp_path / "lab.log", "w") as log:
+        server = subprocess.Popen(command, env=environ, stdout=log, stderr=subprocess.STDOUT)
         try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
+            _wait_until_up(port, server, tmp_path / "lab.log")
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.kill()
 
 
 def _wait_until_up(port: int, server: subprocess.Popen, log: Path) -> None:
@@ -115,7 +128,7 @@ def check_card_and_explorer(page) -> None:
 
 
 def luminance(css_colour: str) -> float:
-    red, green, blue = (float(v) for v in css_colour[css_colour.index("(") + 1:].rstrip(")").split(",")[:3])
+    red, green, blue = (float(v) for v in css_colour[css_colour.index("(") + 1 :].rstrip(")").split(",")[:3])
     return (0.2126 * red + 0.7152 * green + 0.0722 * blue) / 255
 
 
@@ -127,9 +140,7 @@ def check_both_themes(page, card) -> None:
     page.locator(".lm-MenuBar-itemLabel", has_text="Settings").click()
     page.locator(".lm-Menu-itemLabel", has_text="Theme").first.hover()
     page.locator(".lm-Menu-itemLabel").get_by_text("JupyterLab Dark", exact=True).click()
-    page.wait_for_function(
-        "() => document.body.dataset.jpThemeLight === 'false'", timeout=30_000
-    )
+    page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'", timeout=30_000)
     page.wait_for_timeout(500)
     colour, background = card.evaluate(style)
     assert luminance(colour) > 0.6 > 0.4 > luminance(background)

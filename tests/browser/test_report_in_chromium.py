@@ -14,7 +14,10 @@ pytestmark = [pytest.mark.xla, pytest.mark.browser]
 def open_report(page, explanation, tmp_path):
     path = explanation.save_html(tmp_path / "report.html")
     blocked = []
-    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:") else (blocked.append(route.request.url), route.abort()))
+    page.route(
+        "**/*",
+        lambda route: route.continue_() if route.request.url.startswith("file:") else (blocked.append(route.request.url), route.abort()),
+    )
     page.goto(path.as_uri())
     page.wait_for_load_state("load")
     return blocked

@@ -19,7 +19,7 @@ from neurondev.cli.inputs import InputSpecError, parse_input
 
 COMMAND = Path(sys.executable).with_name("neurondev")
 
-USER_CODE = '''
+USER_CODE = """
 import torch
 
 def frozen(x):
@@ -42,7 +42,7 @@ class Net(torch.nn.Module):
 class NeedsArgs(torch.nn.Module):
     def __init__(self, width):
         super().__init__()
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -136,8 +136,19 @@ def test_a_gallery_example_and_no_run(folder, neurondev):
         (["explain", "--example", "nope"], "no example 'nope'; known: seed"),
         (["explain", "usercode.py:frozen", "--input", "randn(3)", "--target", "trainium"], "not a device torch knows"),
     ],
-    ids=["no-inputs", "code-in-spec", "negative-shape", "missing-name", "missing-file", "missing-module",
-         "class-needs-args", "wrong-arity", "nothing", "unknown-example", "bad-target"],
+    ids=[
+        "no-inputs",
+        "code-in-spec",
+        "negative-shape",
+        "missing-name",
+        "missing-file",
+        "missing-module",
+        "class-needs-args",
+        "wrong-arity",
+        "nothing",
+        "unknown-example",
+        "bad-target",
+    ],
 )
 def test_usage_import_and_trace_errors_exit_2_with_one_line_and_no_traceback(folder, args, message, neurondev):
     result = neurondev(folder, *args)
@@ -183,9 +194,15 @@ def test_doctor_exits_1_with_the_fix_when_dot_is_missing(folder, neurondev, monk
 
 @pytest.mark.parametrize(
     "spec, shape, dtype",
-    [("randn(64)", (64,), "torch.float32"), ("rand(2, 3)", (2, 3), "torch.float32"), ("zeros((4, 4), dtype=float16)", (4, 4), "torch.float16"),
-     ("ones(3)", (3,), "torch.float32"), ("arange(10)", (10,), "torch.int64"), ("randint(0, 1000, (1, 16))", (1, 16), "torch.int64"),
-     ("full((2, 2), 0.5)", (2, 2), "torch.float32")],
+    [
+        ("randn(64)", (64,), "torch.float32"),
+        ("rand(2, 3)", (2, 3), "torch.float32"),
+        ("zeros((4, 4), dtype=float16)", (4, 4), "torch.float16"),
+        ("ones(3)", (3,), "torch.float32"),
+        ("arange(10)", (10,), "torch.int64"),
+        ("randint(0, 1000, (1, 16))", (1, 16), "torch.int64"),
+        ("full((2, 2), 0.5)", (2, 2), "torch.float32"),
+    ],
 )
 def test_the_input_language(spec, shape, dtype):
     tensor = parse_input(spec)

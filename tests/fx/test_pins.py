@@ -10,7 +10,6 @@ import torch
 import neurondev
 from neurondev import examples
 from neurondev.fx.pins import COLUMNS
-
 from tests.helpers import build_graph, line_of
 
 
@@ -47,9 +46,7 @@ def test_rewritten_seed_code_names_the_target_and_no_cpu(seed_capture):
     gm, rewrites = neurondev.rewrite_copy(seed_capture.graphs[0])
     assert "device(type='xla')" in gm.code
     assert "cpu" not in gm.code
-    assert [(r.node, r.location, r.old, r.new) for r in rewrites] == [
-        ("out", "kwarg", torch.device("cpu"), torch.device("xla"))
-    ]
+    assert [(r.node, r.location, r.old, r.new) for r in rewrites] == [("out", "kwarg", torch.device("cpu"), torch.device("xla"))]
     assert "cpu" in seed_capture.graphs[0].code  # the captured graph itself is untouched
     assert neurondev.diagnose(gm).empty
 

@@ -39,8 +39,26 @@ def test_each_slow_example_has_its_stored_outcome(name):
 def test_the_gallery_has_the_patterns_a_newcomer_needs():
     table = examples.list()
     assert len(table) >= 14
-    assert {"seed", "collective", "arange", "zeros", "ones", "full", "tensor", "str-device", "literal-cpu",
-            "to-other-device", "to-device-dtype", "device-object", "cpu-midway", "causal-mask", "rotary",
-            "kv-cache", "module-buffer", "no-device-upload", "like-and-new"} <= set(table.index)
+    assert {
+        "seed",
+        "collective",
+        "arange",
+        "zeros",
+        "ones",
+        "full",
+        "tensor",
+        "str-device",
+        "literal-cpu",
+        "to-other-device",
+        "to-device-dtype",
+        "device-object",
+        "cpu-midway",
+        "causal-mask",
+        "rotary",
+        "kv-cache",
+        "module-buffer",
+        "no-device-upload",
+        "like-and-new",
+    } <= set(table.index)
     assert not table.loc["like-and-new", "freezes"] and table.loc["seed", "freezes"]
     assert all(len(e.description) > 80 and e.instead for e in examples.CATALOGUE.values())

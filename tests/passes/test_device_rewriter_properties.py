@@ -12,9 +12,19 @@ from neurondev import DeviceRewriterPass
 from neurondev.fx.pins import device_slots
 
 DEVICES = [
-    "cpu", "cuda", "cuda:1", "meta", "xla", "xla:1",
-    torch.device("cpu"), torch.device("cuda", 1), torch.device("meta"), torch.device("xla"), torch.device("xla", 0),
-    0, 1,
+    "cpu",
+    "cuda",
+    "cuda:1",
+    "meta",
+    "xla",
+    "xla:1",
+    torch.device("cpu"),
+    torch.device("cuda", 1),
+    torch.device("meta"),
+    torch.device("xla"),
+    torch.device("xla", 0),
+    0,
+    1,
 ]
 FACTORIES = [torch.empty, torch.zeros, torch.ones, torch.arange]
 
@@ -25,9 +35,7 @@ to_kwarg_nodes = st.tuples(st.just("to_kwarg"), devices, st.booleans())
 device_nodes = st.tuples(st.just("torch.device"), st.sampled_from(["cpu", "cuda", "xla", "meta"]), st.sampled_from([None, 0, 1]))
 method_nodes = st.tuples(st.just("method"), st.sampled_from(["cpu", "cuda"]), st.booleans())
 plain_nodes = st.tuples(st.just("plain"))
-node_specs = st.lists(
-    st.one_of(kwarg_nodes, to_nodes, to_kwarg_nodes, device_nodes, method_nodes, plain_nodes), max_size=25
-)
+node_specs = st.lists(st.one_of(kwarg_nodes, to_nodes, to_kwarg_nodes, device_nodes, method_nodes, plain_nodes), max_size=25)
 
 
 def make_graph(specs) -> torch.fx.GraphModule:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -61,7 +60,7 @@ def test_a_clean_function_passes():
     assert neurondev.check(clean, torch.randn(4)).pins == ()
 
 
-USER_CODE = '''
+USER_CODE = """
 import pytest, torch
 
 def pinned(x):
@@ -71,9 +70,11 @@ def pinned(x):
 
 def clean(x):
     return x.new_zeros(x.shape) + x
-'''
+"""
 
-PROJECT = USER_CODE + '''
+PROJECT = (
+    USER_CODE
+    + """
 def test_clean_with_the_fixture(neurondev_check):
     neurondev_check(clean, torch.randn(4))
 
@@ -91,7 +92,8 @@ def test_clean_with_the_marker():
 @pytest.mark.neurondev_check(allow=["out"])
 def test_allowed_by_the_marker(neurondev_check):
     neurondev_check(pinned, torch.randn(4))
-'''
+"""
+)
 
 
 def test_the_pytest_plugin_fails_the_pinned_tests_like_pytest_and_passes_the_rest(pytester):

@@ -243,7 +243,9 @@ def test_aten_level_with_native_matches_sections_by_key_not_by_position():
 def test_without_torch_xla_everything_but_the_runs_works_and_says_why():
     from tests.xla.test_runtime import HIDE_TORCH_XLA, run_python
 
-    result = run_python(textwrap.dedent(HIDE_TORCH_XLA) + """
+    result = run_python(
+        textwrap.dedent(HIDE_TORCH_XLA)
+        + """
 import neurondev
 from neurondev import examples
 fn, args, _ = examples.get("seed").build()
@@ -251,7 +253,8 @@ ex = neurondev.explain(fn, *args, quiet=True)
 print(len(ex.pins), len(ex.rewrites), ex.before, ex.after)
 print(ex.skipped)
 print("<svg" in ex._repr_html_())
-""")
+"""
+    )
     lines = result.stdout.strip().splitlines()
     assert lines[0] == "1 1 [] []", result.stderr
     assert lines[1].startswith("no XLA device: running on an XLA device needs torch_xla") and "pip install" in lines[1]

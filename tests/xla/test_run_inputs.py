@@ -45,10 +45,7 @@ MUTATORS = {f.__name__: f for f in (add_, copy_, index_put_, out_, both)}
 
 @pytest.fixture(scope="module")
 def graphs():
-    return {
-        name: neurondev.capture(fn, torch.randn(4), torch.randn(4)).graphs[0]
-        for name, fn in MUTATORS.items()
-    }
+    return {name: neurondev.capture(fn, torch.randn(4), torch.randn(4)).graphs[0] for name, fn in MUTATORS.items()}
 
 
 @settings(max_examples=12, deadline=None)

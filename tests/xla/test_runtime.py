@@ -62,14 +62,17 @@ def test_this_machine_runs_on_the_real_runtime_it_has():
 
 @pytest.mark.xla
 def test_a_pjrt_device_the_user_set_is_kept_even_when_it_cannot_start():
-    result = run_python("""
+    result = run_python(
+        """
         import os, neurondev, neurondev.xla as x
         try:
             x.device()
         except neurondev.XlaUnavailableError as error:
             print("ERROR", error)
         print("PJRT_DEVICE", os.environ["PJRT_DEVICE"])
-    """, PJRT_DEVICE="NOSUCHDEVICE")
+    """,
+        PJRT_DEVICE="NOSUCHDEVICE",
+    )
     assert "ERROR torch_xla imported but its device could not start" in result.stdout, result.stderr
     assert "not set by neurondev, left as it was" in result.stdout
     assert result.stdout.strip().splitlines()[-1] == "PJRT_DEVICE NOSUCHDEVICE"
@@ -86,7 +89,9 @@ HIDE_TORCH_XLA = """
 
 
 def test_cpu_side_works_without_torch_xla_and_a_run_says_how_to_install_it():
-    result = run_python(textwrap.dedent(HIDE_TORCH_XLA) + textwrap.dedent("""
+    result = run_python(
+        textwrap.dedent(HIDE_TORCH_XLA)
+        + textwrap.dedent("""
         import torch, neurondev
         from neurondev import examples
         fn, args, kwargs = examples.get("seed").build()
@@ -99,7 +104,8 @@ def test_cpu_side_works_without_torch_xla_and_a_run_says_how_to_install_it():
         except neurondev.XlaUnavailableError as error:
             print("ERROR", error)
         print("torch_xla" in sys.modules)
-    """))
+    """)
+    )
     lines = result.stdout.strip().splitlines()
     assert lines[:2] == ["pins 1", "rewrites 1"], result.stderr
     assert lines[2].startswith("ERROR running on an XLA device needs torch_xla")
