@@ -18,6 +18,7 @@ import torch.fx
 
 from neurondev._compat import extract_compiled_graph, make_boxed_func, tree_leaves
 from neurondev.gallery.catalogue import Outcome
+from neurondev.gallery.models import tiny_gpt2
 from neurondev.integrations.backend import backend
 from neurondev.xla import counters, runtime
 
@@ -40,31 +41,6 @@ def long_graph(nodes: int, *, pins: int = 3) -> torch.fx.GraphModule:
             value = graph.call_function(torch.relu, (value,))
     graph.output(value)
     return torch.fx.GraphModule(torch.nn.Module(), graph)
-
-
-def tiny_gpt2(
-    *, layers: int = 2, hidden: int = 64, heads: int = 2, sequence: int = 16, vocab: int = 1000
-) -> tuple[torch.nn.Module, tuple[torch.Tensor], dict[str, Any]]:
-    """A GPT-2 with random weights (no download) and its inputs: ``(model, (input_ids,), {"use_cache": False})``.
-
-    Weights and inputs come from a private generator seed; the global RNG is left as it was.
-    """
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    config = GPT2Config(
-        n_layer=layers,
-        n_embd=hidden,
-        n_head=heads,
-        vocab_size=vocab,
-        n_positions=max(64, sequence),
-        bos_token_id=0,
-        eos_token_id=0,
-    )
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        model = GPT2LMHeadModel(config).eval()
-        input_ids = torch.randint(0, vocab, (1, sequence))
-    return model, (input_ids,), {"use_cache": False}
 
 
 def outcome_of(explanation: Explanation) -> Outcome:

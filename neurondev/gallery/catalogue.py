@@ -130,7 +130,7 @@ def _collective() -> tuple[Callable, tuple, dict]:
 
 
 def _gpt2() -> tuple[Callable, tuple, dict]:
-    from neurondev.testing import tiny_gpt2
+    from neurondev.gallery.models import tiny_gpt2
 
     return tiny_gpt2()
 

@@ -1,7 +1,9 @@
 """The result of explain: sections keyed by (graph, part), run totals, and the frozen Explanation itself.
 
 Everything here is set once by the pipeline (``neurondev.report.pipeline``) and never written to
-afterwards; tables, cards, DOT, JSON and files are computed from it on display or save.
+afterwards; tables, cards, DOT, JSON and files are computed from it on display or save. The
+display and save methods import ``neurondev.render`` (and the explorer) when called: those read
+this model, and this model hands itself to them only when asked, never at import time.
 """
 
 from __future__ import annotations
