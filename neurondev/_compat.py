@@ -20,6 +20,7 @@ __all__ = [
     "OpOverload",
     "OpOverloadPacket",
     "aot_autograd",
+    "concrete",
     "default_tolerances",
     "detect_fake_mode",
     "dynamo_break_of",
@@ -57,6 +58,18 @@ DYNAMIC_MARKS = (
     "_dynamo_static_indices",
     "_dynamo_dynamic_range",
 )
+
+
+def concrete(value: Any) -> Any:
+    """The number a symbolic size stands for while tracing (its hint), else the value itself.
+
+    Dynamo passes a dimension marked dynamic to the graph as a ``torch.SymInt`` input; a run
+    elsewhere needs the concrete size it had (a symbolic one reaching XLA crashes the process).
+    """
+    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        hint = value.node.hint
+        return hint if hint is not None else value
+    return value
 
 
 def qualified_name(target: Callable[..., Any]) -> str:

@@ -49,7 +49,9 @@ class DeviceRewriterPass(PassBase):
 
     The fake tensors in ``node.meta['val']`` / ``['example_value']`` of the rewritten nodes, and of
     every node downstream of them, are propagated again so that later passes read the new device
-    (see :mod:`neurondev.passes.fake_meta`).
+    (see :mod:`neurondev.passes.fake_meta`). That needs the target's backend: for XLA the runtime
+    is loaded first; where it cannot be (no torch_xla), ``meta_refreshed`` is False and node.meta
+    keeps the traced devices (making a value there could abort the process).
 
     The pass edits the GraphModule it is given (as a pass in a pipeline does; an ExportedProgram's
     graph module likewise); use :func:`rewrite_copy` to keep the original. ``self.rewrites`` lists
@@ -66,6 +68,7 @@ class DeviceRewriterPass(PassBase):
         self.target = parse_target(target)
         self.rewrite_positional = rewrite_positional
         self.rewrites: list[Rewrite] = []
+        self.meta_refreshed: bool | None = None
 
     def __call__(self, graph_module: Any) -> PassResult:
         result = super().__call__(graph_module_of(graph_module, purpose="DeviceRewriterPass rewrites a traced graph, got"))
@@ -81,8 +84,11 @@ class DeviceRewriterPass(PassBase):
             if stale:
                 self._rewrite(node, stale)
                 rewritten.append(node)
+        self.meta_refreshed = None
         if self.rewrites:
-            refresh_meta(graph_module, rewritten, self.target)
+            self.meta_refreshed = refresh_meta(graph_module, rewritten, self.target) is not None
+            if not self.meta_refreshed:
+                log.info("DeviceRewriterPass: %s is not loaded here, node.meta keeps the traced devices", self.target.type)
             graph_module.recompile()  # deferred to the first call on dynamo's lazy GraphModules
             log.debug("DeviceRewriterPass rewrote %d device argument(s) to %s", len(self.rewrites), self.target)
         return PassResult(graph_module, bool(self.rewrites))

@@ -10,7 +10,7 @@ import torch.fx
 
 from neurondev._compat import detect_fake_mode, tree_leaves, tree_map
 
-__all__ = ["META_KEYS", "meta_value", "refresh_meta"]
+__all__ = ["META_KEYS", "backend_loaded", "meta_value", "refresh_meta"]
 
 META_KEYS = ("val", "example_value")
 
@@ -23,18 +23,48 @@ def meta_value(node: torch.fx.Node) -> Any:
     return None
 
 
-def refresh_meta(gm: torch.fx.GraphModule, rewritten: Iterable[torch.fx.Node], target: torch.device) -> int:
+def backend_loaded(device: torch.device) -> bool:
+    """Whether values can be made on ``device`` in this process: its backend is loaded.
+
+    A value on a device whose backend is not loaded (an XLA device before torch_xla is imported)
+    can abort the whole process from inside autograd's C++ ("PyTorch is not linked with support
+    for xla devices"), which no ``except`` catches. For XLA, the runtime is loaded here (as a run
+    would load it: PJRT_DEVICE chosen first); other devices are asked with a harmless empty tensor.
+    """
+    if device.type in ("cpu", "meta", "cuda"):
+        return True
+    if device.type == "xla":
+        # Loading the XLA runtime belongs to neurondev.xla; a pass needs it only to make fake values there.
+        from neurondev.errors import XlaUnavailableError
+        from neurondev.xla.runtime import load_torch_xla
+
+        try:
+            load_torch_xla()
+        except XlaUnavailableError:
+            return False
+        return True
+    try:
+        torch.empty(0, device=device)
+    except RuntimeError:
+        return False
+    return True
+
+
+def refresh_meta(gm: torch.fx.GraphModule, rewritten: Iterable[torch.fx.Node], target: torch.device) -> int | None:
     """Propagate fake values again through the rewritten nodes and everything downstream of them.
 
     Each such node is run on the fake values of its inputs (as FakeTensorProp would). Where that
     cannot decide, because an input still on the traced device meets a rewritten value (a graph
     traced on CPU, whose inputs will be on the target when it runs there), the node's old value is
-    kept with its tensors moved to the target. Returns how many nodes got a new value.
+    kept with its tensors moved to the target. Returns how many nodes got a new value; None when
+    the target's backend is not loaded here (no fake value can be made there: node.meta stays as traced).
     """
     rewritten = list(rewritten)
     fake_mode = _fake_mode(rewritten)
     if fake_mode is None:
         return 0
+    if not backend_loaded(target):
+        return None
     dirty = set(rewritten)
     refreshed = 0
     for node in gm.graph.nodes:

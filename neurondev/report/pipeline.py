@@ -15,7 +15,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from neurondev.errors import InvalidOptionError, NotCallableError, XlaUnavailableError
+from neurondev.errors import InvalidOptionError, InvalidTargetError, NotCallableError, XlaUnavailableError
 from neurondev.fx.devices import parse_target
 from neurondev.fx.pins import DevicePin, find_pins
 from neurondev.notebook.progress import Stages
@@ -47,7 +47,34 @@ class ExplainOptions:
             if not isinstance(value, bool):
                 raise InvalidOptionError(f"{name} is True or False, got {value!r}")
         check_tolerances(rtol, atol)
-        return cls(parse_target(target), run, quiet, rtol, atol, native, check_level(level))
+        return cls(check_target(parse_target(target)), run, quiet, rtol, atol, native, check_level(level))
+
+
+def check_target(target: torch.device) -> torch.device:
+    """The target of explain: an XLA device that exists here (when the XLA runtime can tell).
+
+    explain runs graphs on the XLA device, so its pins are rewritten for XLA; another device
+    (``meta``, ``cuda``, ``cpu``) would give a graph for somewhere the runs never go.
+    """
+    if target.type != "xla":
+        raise InvalidTargetError(
+            f"explain rewrites device pins for the XLA device it runs the graphs on, got target {str(target)!r}; "
+            "pass target='xla' (or 'xla:N'). To rewrite a graph for another device, use "
+            f"neurondev.DeviceRewriterPass(target={str(target)!r}) on the graph itself"
+        )
+    if target.index is not None:
+        from neurondev import xla
+
+        try:
+            count = xla.device_count()
+        except XlaUnavailableError:
+            return target  # no runtime to ask: the runs are skipped and say why
+        if target.index >= count:
+            have = ", ".join(f"xla:{i}" for i in range(count))
+            raise InvalidTargetError(
+                f"target {str(target)!r} does not exist here: this XLA runtime has {have}; pass one of those, or 'xla'"
+            )
+    return target
 
 
 # --- what each stage hands on -------------------------------------------------------------------
@@ -75,6 +102,14 @@ class RewrittenGraph:
     @property
     def key(self) -> SectionKey:
         return self.pinned.traced.key
+
+
+@dataclasses.dataclass(frozen=True)
+class Runtime:
+    """The XLA runtime, started before anything makes a value on XLA; or why there is none."""
+
+    info: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    unavailable: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,21 +181,25 @@ def rerun(explanation: Explanation, *, target: str | torch.device, on_step: Call
     stages = Stages((), quiet=True, on_step=on_step)
     traced = tuple(TracedGraph(s.key, s.traced, s.inputs) for s in explanation.sections)
     with stages:
-        rewritten = rewrite_stage(pin_stage(traced, options.target, stages), options.target, stages)
-        runs = run_stage(rewritten, options, stages)
+        pinned = pin_stage(traced, options.target, stages)
+        runtime = runtime_stage(stages)
+        rewritten = rewrite_stage(pinned, options.target, stages)
+        runs = run_stage(rewritten, runtime, options, stages)
         native = Native(explanation.traces, explanation.traces_skipped, native_timings(explanation.traces, rewritten, runs))
     return _assemble(explanation.capture, rewritten, runs, native, options, stages)
 
 
 def _explain(subject: Any, options: ExplainOptions, call: tuple[tuple, dict] | None) -> Explanation:
     """The whole pipeline; ``call`` is (args, kwargs) of ``subject`` (a function), None for a Capture."""
-    names = ("trace", "find pins", "rewrite", "start XLA", "run before", "run after") + (("trace on XLA",) if options.native else ())
+    names = ("trace", "find pins", "start XLA", "rewrite", "run before", "run after") + (("trace on XLA",) if options.native else ())
     name = subject.name if isinstance(subject, Capture) else getattr(subject, "__name__", type(subject).__name__)
     with Stages(names if call is not None else names[1:], quiet=options.quiet, name=name) as stages:
         captured = subject if call is None else _trace(subject, call, options, stages)
         traced = trace_stage(captured, options.level)
-        rewritten = rewrite_stage(pin_stage(traced, options.target, stages), options.target, stages)
-        runs = run_stage(rewritten, options, stages)
+        pinned = pin_stage(traced, options.target, stages)
+        runtime = runtime_stage(stages)
+        rewritten = rewrite_stage(pinned, options.target, stages)
+        runs = run_stage(rewritten, runtime, options, stages)
         native = native_stage(captured, subject, call, rewritten, runs, stages) if options.native else Native()
     return _assemble(captured, rewritten, runs, native, options, stages)
 
@@ -202,25 +241,32 @@ def rewrite_stage(pinned: tuple[PinnedGraph, ...], target: torch.device, stages:
     return tuple(rewritten)
 
 
-def run_stage(rewritten: tuple[RewrittenGraph, ...], options: ExplainOptions, stages: Stages) -> Runs:
+def runtime_stage(stages: Stages) -> Runtime:
+    """Start the XLA runtime before the rewrite makes any value on XLA (a value there before torch_xla
+    is loaded can abort the process); a machine without one gets the reason, and no runs."""
+    from neurondev import xla
+
+    stages.start("start XLA")
+    try:
+        return Runtime(MappingProxyType(xla.describe()))
+    except XlaUnavailableError as error:
+        return Runtime(unavailable=f"no XLA device: {error}")
+
+
+def run_stage(rewritten: tuple[RewrittenGraph, ...], runtime: Runtime, options: ExplainOptions, stages: Stages) -> Runs:
     """Every graph on the XLA device, before and after the pass; or why not."""
     if not options.run:
         return Runs(skipped="run=False: the graphs were not run on an XLA device")
     if not rewritten:
         return Runs(skipped="no graph was recorded, so there is nothing to run")
-    from neurondev import xla
-
-    stages.start("start XLA")
-    try:
-        runtime = MappingProxyType(xla.describe())
-    except XlaUnavailableError as error:
-        return Runs(skipped=f"no XLA device: {error}")
+    if runtime.unavailable is not None:
+        return Runs(skipped=runtime.unavailable)
     stages.start("run before", total=len(rewritten))
     before = [_run(stages, g.pinned.traced.graph_module, g, options) for g in rewritten]
     stages.start("run after", total=len(rewritten))
     after = [_run(stages, g.graph_module, g, options) for g in rewritten]
     records = {g.key: (b, a) for g, b, a in zip(rewritten, before, after)}
-    return Runs(MappingProxyType(records), runtime)
+    return Runs(MappingProxyType(records), runtime.info)
 
 
 def _run(stages: Stages, gm: torch.fx.GraphModule, graph: RewrittenGraph, options: ExplainOptions) -> RunRecord:

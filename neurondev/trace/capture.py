@@ -16,7 +16,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from neurondev._compat import DYNAMIC_MARKS, dynamo_break_of, keystr, tree_flatten_with_path, tree_leaves, tree_unflatten
+from neurondev._compat import DYNAMIC_MARKS, concrete, dynamo_break_of, keystr, tree_flatten_with_path, tree_leaves, tree_unflatten
 from neurondev.errors import (
     CaptureInputError,
     InvalidOptionError,
@@ -238,7 +238,7 @@ class _Recorder:
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable:
         self.graphs.append(gm)
-        self.example_inputs.append(list(example_inputs))
+        self.example_inputs.append([concrete(value) for value in example_inputs])
         found = dynamo_break_of(gm)
         if found is not None:
             self.breaks.append(_dynamo_break(*found))
@@ -351,7 +351,9 @@ def _keep_dynamic_marks(value: torch.Tensor, copied: torch.Tensor, path: str, no
         setattr(copied, name, copy.copy(mark))
     if "_dynamo_dynamic_indices" in marks:
         dims = sorted(marks["_dynamo_dynamic_indices"])
-        notes.append(f"input {path}: dimension(s) {dims} marked dynamic by you stay dynamic in the graph")
+        notes.append(
+            f"input {path}: dimension(s) {dims} marked dynamic by you stay dynamic in the graph (traced with a dynamic dimension; runs use the size it had)"
+        )
 
 
 def _module_copy(module: torch.nn.Module, moved: list[MovedInput], device: torch.device) -> torch.nn.Module:

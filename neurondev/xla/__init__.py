@@ -5,7 +5,16 @@ runtime's and the counters' own functions, re-exported here.
 """
 
 from neurondev.xla.counters import Counts, counts, keep_counters, settle, sync
-from neurondev.xla.runtime import RuntimeChoice, choose_runtime, describe, device, load_torch_xla, planned_runtime, to_device
+from neurondev.xla.runtime import (
+    RuntimeChoice,
+    choose_runtime,
+    describe,
+    device,
+    device_count,
+    load_torch_xla,
+    planned_runtime,
+    to_device,
+)
 
 __all__ = [
     "Counts",
@@ -14,6 +23,7 @@ __all__ = [
     "counts",
     "describe",
     "device",
+    "device_count",
     "keep_counters",
     "load_torch_xla",
     "planned_runtime",

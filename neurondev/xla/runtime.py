@@ -19,6 +19,7 @@ __all__ = [
     "choose_runtime",
     "describe",
     "device",
+    "device_count",
     "load_torch_xla",
     "planned_runtime",
     "to_device",
@@ -122,6 +123,14 @@ def device() -> torch.device:
             f"{choice.reason}. PJRT_DEVICE={os.environ.get('PJRT_DEVICE')!r} ({owner}); "
             "set PJRT_DEVICE=CPU for the CPU XLA device"
         ) from error
+
+
+def device_count() -> int:
+    """How many XLA devices this process can address (PJRT CPU: 1 unless CPU_NUM_DEVICES says more)."""
+    device()
+    import torch_xla.runtime as xr
+
+    return int(xr.addressable_runtime_device_count())
 
 
 def describe() -> dict[str, str]:

@@ -119,7 +119,7 @@ def test_progress_goes_to_stderr_per_stage_unless_quiet(capsys):
     fn, args, _ = examples.get("seed").build()
     neurondev.explain(fn, *args)
     err = capsys.readouterr().err
-    for stage in ("trace (1/6)", "find pins (2/6)", "rewrite (3/6)", "start XLA (4/6)", "run before (5/6)", "run after (6/6)"):
+    for stage in ("trace (1/6)", "find pins (2/6)", "start XLA (3/6)", "rewrite (4/6)", "run before (5/6)", "run after (6/6)"):
         assert stage in err
     neurondev.explain(fn, *args, run=False, quiet=True)
     assert capsys.readouterr().err == ""
@@ -241,7 +241,7 @@ def test_aten_level_with_native_matches_sections_by_key_not_by_position():
 
 
 def test_without_torch_xla_everything_but_the_runs_works_and_says_why():
-    from tests.xla.test_runtime import HIDE_TORCH_XLA, run_python
+    from tests.helpers import HIDE_TORCH_XLA, run_python
 
     result = run_python(
         textwrap.dedent(HIDE_TORCH_XLA)

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from neurondev.xla import choose_runtime
+from tests.helpers import HIDE_TORCH_XLA, run_python
 
 NO_NEURON = ModuleNotFoundError("No module named 'torch_neuronx'")
 
@@ -37,11 +38,6 @@ def test_cpu_is_set_only_when_nothing_else_decided():
     choice = choose_runtime(neuron_error=NO_NEURON, environ={}, xla_imported=False)
     assert (choice.runtime, choice.set_pjrt_device) == ("pjrt", "CPU")
     assert "No module named 'torch_neuronx'" in choice.reason
-
-
-def run_python(code: str, **environ: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "PJRT_DEVICE"} | environ
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env, timeout=300)
 
 
 @pytest.mark.xla
@@ -78,14 +74,6 @@ def test_a_pjrt_device_the_user_set_is_kept_even_when_it_cannot_start():
     assert result.stdout.strip().splitlines()[-1] == "PJRT_DEVICE NOSUCHDEVICE"
 
 
-HIDE_TORCH_XLA = """
-    import sys
-    class HideTorchXla:
-        def find_spec(self, name, path=None, target=None):
-            if name == "torch_xla" or name.startswith("torch_xla."):
-                raise ImportError("torch_xla hidden by the test")
-    sys.meta_path.insert(0, HideTorchXla())
-"""
 
 
 def test_cpu_side_works_without_torch_xla_and_a_run_says_how_to_install_it():

@@ -1,0 +1,102 @@
+"""explain never kills the process: a custom op with autograd after a pin (every MoE model), a
+dimension marked dynamic. Each case runs in a fresh Python, as a notebook kernel would, with
+torch_xla not imported before neurondev needs it (a crash there would take pytest down too)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import HIDE_TORCH_XLA, run_python
+
+pytestmark = pytest.mark.xla
+
+# The minimal form of transformers' MoE experts: a torch.library.custom_op with register_autograd,
+# an input that requires grad, downstream of a pin.
+CUSTOM_OP = """
+import torch, neurondev
+
+@torch.library.custom_op("nd_test::scale", mutates_args=())
+def scale(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return x * w
+
+@scale.register_fake
+def _(x, w):
+    return torch.empty_like(x)
+
+def setup(ctx, inputs, output):
+    ctx.save_for_backward(*inputs)
+
+def backward(ctx, grad):
+    x, w = ctx.saved_tensors
+    return grad * w, grad * x
+
+scale.register_autograd(backward, setup_context=setup)
+
+def experts(x, w):
+    bias = torch.ones(x.shape[-1], device=x.device)
+    return scale(x + bias, w)
+
+x, w = torch.randn(4, 8), torch.randn(8, requires_grad=True)
+"""
+
+
+def test_a_custom_op_with_autograd_after_a_pin_never_aborts_in_any_entry_point():
+    result = run_python(CUSTOM_OP + """
+import sys
+print("explain:", neurondev.explain(experts, x, w, quiet=True).totals("after").graph_breaks)
+print("native:", neurondev.explain(experts, x, w, quiet=True, native=True).traces is not None)
+try:
+    neurondev.check(experts, x, w)
+except neurondev.DevicePinsError as error:
+    print("check:", [f.node for f in error.findings])
+graph, rewrites = neurondev.rewrite_copy(neurondev.capture(experts, x, w).graphs[0])
+print("rewrite_copy:", [r.node for r in rewrites])
+""")
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    assert "explain: 0" in lines and "native: True" in lines
+    assert "check: ['bias']" in lines and "rewrite_copy: ['bias']" in lines
+
+
+def test_without_torch_xla_the_rewrite_leaves_node_meta_as_traced_instead_of_aborting():
+    result = run_python(HIDE_TORCH_XLA + CUSTOM_OP + """
+pass_ = neurondev.DeviceRewriterPass()
+result = pass_(neurondev.capture(experts, x, w).graphs[0])
+print("modified:", result.modified, "meta refreshed:", pass_.meta_refreshed)
+""")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "modified: True meta refreshed: False" in result.stdout
+
+
+def test_a_tiny_mixtral_is_explained_without_importing_torch_xla_first():
+    result = run_python("""
+import torch, neurondev
+from transformers import MixtralConfig, MixtralForCausalLM
+config = MixtralConfig(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4,
+                       num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2, max_position_embeddings=64)
+torch.manual_seed(0)
+model = MixtralForCausalLM(config).eval()
+ids = torch.randint(0, 128, (1, 8))
+ex = neurondev.explain(model, ids, use_cache=False, quiet=True)
+print("pins:", len(ex.pins), "runs:", len(ex.after), "failures:", ex.totals("after").failures)
+""")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "runs: 1 failures: 0" in result.stdout
+
+
+def test_a_dimension_marked_dynamic_runs_with_its_concrete_size():
+    result = run_python("""
+import torch, neurondev
+def accumulate(x):
+    out = torch.zeros(x.shape[0], device=x.device)
+    out.copy_(x.sum(1))
+    return out
+x = torch.randn(6, 4)
+torch._dynamo.mark_dynamic(x, 0)
+ex = neurondev.explain(accumulate, x, quiet=True)
+print("breaks:", ex.totals("before").graph_breaks, ex.totals("after").graph_breaks, "failures:", ex.totals("after").failures)
+print("note:", any("marked dynamic" in note for note in ex.notes))
+print("card:", "traced with a dynamic dimension" in ex._repr_html_())
+""")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "breaks: 1 0 failures: 0" in result.stdout and "note: True" in result.stdout and "card: True" in result.stdout
