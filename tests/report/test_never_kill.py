@@ -41,7 +41,9 @@ x, w = torch.randn(4, 8), torch.randn(8, requires_grad=True)
 
 
 def test_a_custom_op_with_autograd_after_a_pin_never_aborts_in_any_entry_point():
-    result = run_python(CUSTOM_OP + """
+    result = run_python(
+        CUSTOM_OP
+        + """
 import sys
 print("explain:", neurondev.explain(experts, x, w, quiet=True).totals("after").graph_breaks)
 print("native:", neurondev.explain(experts, x, w, quiet=True, native=True).traces is not None)
@@ -51,7 +53,8 @@ except neurondev.DevicePinsError as error:
     print("check:", [f.node for f in error.findings])
 graph, rewrites = neurondev.rewrite_copy(neurondev.capture(experts, x, w).graphs[0])
 print("rewrite_copy:", [r.node for r in rewrites])
-""")
+"""
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.splitlines()
     assert "explain: 0" in lines and "native: True" in lines
@@ -59,11 +62,15 @@ print("rewrite_copy:", [r.node for r in rewrites])
 
 
 def test_without_torch_xla_the_rewrite_leaves_node_meta_as_traced_instead_of_aborting():
-    result = run_python(HIDE_TORCH_XLA + CUSTOM_OP + """
+    result = run_python(
+        HIDE_TORCH_XLA
+        + CUSTOM_OP
+        + """
 pass_ = neurondev.DeviceRewriterPass()
 result = pass_(neurondev.capture(experts, x, w).graphs[0])
 print("modified:", result.modified, "meta refreshed:", pass_.meta_refreshed)
-""")
+"""
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "modified: True meta refreshed: False" in result.stdout
 

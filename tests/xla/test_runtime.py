@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -72,8 +69,6 @@ def test_a_pjrt_device_the_user_set_is_kept_even_when_it_cannot_start():
     assert "ERROR torch_xla imported but its device could not start" in result.stdout, result.stderr
     assert "not set by neurondev, left as it was" in result.stdout
     assert result.stdout.strip().splitlines()[-1] == "PJRT_DEVICE NOSUCHDEVICE"
-
-
 
 
 def test_cpu_side_works_without_torch_xla_and_a_run_says_how_to_install_it():
