@@ -8,7 +8,6 @@ through torch_xla's own openxla bridge to compare its constructor mover with neu
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -17,6 +16,7 @@ import torch
 import torch.fx
 
 from neurondev._compat import extract_compiled_graph, make_boxed_func, tree_leaves
+from neurondev.fx.graphs import copy_graph
 from neurondev.gallery.catalogue import Outcome
 from neurondev.gallery.models import tiny_gpt2
 from neurondev.integrations.backend import backend
@@ -104,7 +104,7 @@ def bridge_report(gm: torch.fx.GraphModule, *inputs: Any, rewrite: bool) -> Brid
     inner = observed_openxla(seen)
     device_inputs = runtime.to_device(inputs, device)
     report = BridgeReport("neurondev" if rewrite else "openxla")
-    graph = copy.deepcopy(gm)
+    graph = copy_graph(gm)
     try:
         with counters.keep_counters():
             compiled = backend(graph, device_inputs, inner=inner, target=device) if rewrite else inner(graph, device_inputs)

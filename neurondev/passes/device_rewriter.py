@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import logging
 from typing import Any
@@ -13,6 +12,7 @@ from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
 from neurondev.errors import InvalidOptionError
 from neurondev.fx.devices import Slot, device_slots, graph_module_of, on_target, parse_target, slot_device
+from neurondev.fx.graphs import copy_graph
 from neurondev.passes.fake_meta import refresh_meta
 
 __all__ = ["DeviceRewriterPass", "Rewrite", "rewrite_copy"]
@@ -141,5 +141,5 @@ def rewrite_copy(
     is untouched. Returns (rewritten GraphModule, rewrites)."""
     original = graph_module_of(graph_module, purpose="rewrite_copy copies and rewrites a traced graph, got")
     rewriter = DeviceRewriterPass(target=target, rewrite_positional=rewrite_positional)
-    result = rewriter(copy.deepcopy(original))
+    result = rewriter(copy_graph(original))
     return result.graph_module, rewriter.rewrites

@@ -22,6 +22,7 @@ from neurondev.notebook.progress import Stages
 from neurondev.passes.device_rewriter import Rewrite, rewrite_copy
 from neurondev.report.model import Explanation, NativeTiming, Section, SectionKey
 from neurondev.trace.capture import Capture, capture, check_level, required_inputs
+from neurondev.trace.copies import kept_rng
 from neurondev.xla.native import TraceComparison
 from neurondev.xla.run import RunRecord, run_on_xla
 from neurondev.xla.values import Comparison, check_tolerances, compare_outputs
@@ -180,7 +181,7 @@ def rerun(explanation: Explanation, *, target: str | torch.device, on_step: Call
     options = ExplainOptions(parse_target(target), True, True, explanation.rtol, explanation.atol, False, explanation.level)
     stages = Stages((), quiet=True, on_step=on_step)
     traced = tuple(TracedGraph(s.key, s.traced, s.inputs) for s in explanation.sections)
-    with stages:
+    with kept_rng(), stages:
         pinned = pin_stage(traced, options.target, stages)
         runtime = runtime_stage(stages)
         rewritten = rewrite_stage(pinned, options.target, stages)
@@ -193,7 +194,7 @@ def _explain(subject: Any, options: ExplainOptions, call: tuple[tuple, dict] | N
     """The whole pipeline; ``call`` is (args, kwargs) of ``subject`` (a function), None for a Capture."""
     names = ("trace", "find pins", "start XLA", "rewrite", "run before", "run after") + (("trace on XLA",) if options.native else ())
     name = subject.name if isinstance(subject, Capture) else getattr(subject, "__name__", type(subject).__name__)
-    with Stages(names if call is not None else names[1:], quiet=options.quiet, name=name) as stages:
+    with kept_rng(), Stages(names if call is not None else names[1:], quiet=options.quiet, name=name) as stages:
         captured = subject if call is None else _trace(subject, call, options, stages)
         traced = trace_stage(captured, options.level)
         pinned = pin_stage(traced, options.target, stages)

@@ -45,6 +45,11 @@ class AtenRecorder:
         self._recorded: list[_Recorded] = []
 
     @property
+    def has_backward(self) -> bool:
+        """Whether a backward graph was compiled already (the traced function back-propagated itself)."""
+        return any(r.part == "backward" for r in self._recorded)
+
+    @property
     def graphs(self) -> tuple[AtenGraph, ...]:
         """What was recorded so far, each with the inputs of its first call."""
         return tuple(AtenGraph(r.dynamo_graph, r.part, r.graph_module, tuple(r.inputs)) for r in self._recorded)

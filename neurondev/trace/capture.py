@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import contextlib
-import copy
 import dataclasses
 import inspect
 import logging
-import types
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -16,9 +14,8 @@ from typing import Any
 import torch
 import torch.fx
 
-from neurondev._compat import DYNAMIC_MARKS, concrete, dynamo_break_of, keystr, tree_flatten_with_path, tree_leaves, tree_unflatten
+from neurondev._compat import concrete, dynamo_break_of, tree_leaves
 from neurondev.errors import (
-    CaptureInputError,
     InvalidOptionError,
     MissingInputsError,
     NoGraphWarning,
@@ -26,6 +23,7 @@ from neurondev.errors import (
     TraceError,
 )
 from neurondev.trace.aten import AtenGraph, AtenRecorder, run_backward
+from neurondev.trace.copies import MovedInput, fresh_function, kept_rng, traced_copies
 from neurondev.trace.source import SourceLine, source_line
 
 __all__ = [
@@ -71,14 +69,6 @@ class DynamoBreak:
 
 
 @dataclasses.dataclass(frozen=True)
-class MovedInput:
-    """An input (or module state) that was not on CPU and was copied there for the trace."""
-
-    path: str
-    device: str
-
-
-@dataclasses.dataclass(frozen=True)
 class Capture:
     """What tracing ``fn`` produced (on CPU unless ``device`` says otherwise); set once, never changed.
 
@@ -89,6 +79,9 @@ class Capture:
     ``notes``: what the capture did that a user should know (an already compiled function was
     unwrapped, dimensions marked dynamic were kept, why no graph was recorded).
     ``aten_graphs``: with ``level="aten"``, aot_autograd's forward and backward graphs.
+    ``owners``: the traced copies (function state, arguments); dynamo's graphs read some of
+    their tensors as attributes held weakly (an optimizer's parameters), so they live as long
+    as the capture.
     """
 
     name: str
@@ -101,6 +94,7 @@ class Capture:
     aten_graphs: tuple[AtenGraph, ...] = ()
     level: str = "dynamo"
     device: str = "cpu"
+    owners: tuple[Any, ...] = dataclasses.field(default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for name in ("graphs", "dynamo_breaks", "moved_inputs", "notes", "aten_graphs"):
@@ -119,14 +113,17 @@ def capture(fn: Callable, *args: Any, level: str = "dynamo", **kwargs: Any) -> C
 
     ``fn`` is a function or an ``nn.Module``. Inputs may be tensors, nested lists/tuples/dicts of
     tensors, and other values; tensors on another device are copied to CPU (see ``moved_inputs``).
-    Nothing the user passed is modified: inputs are cloned and a module is traced as a deep copy.
+    Nothing the user passed is modified: the function's own state (a module, a callable object)
+    and every argument (modules, optimizers, caches, dataclasses, containers) are traced as one
+    deep copy; the global random state is given back afterwards.
 
     ``level="aten"`` also records what aot_autograd makes of each graph (``aten_graphs``): the
     forward and, when inputs or parameters require grad, the backward graph (the traced copies'
     outputs are back-propagated with ones to make it), each with the real inputs it ran with.
     """
     recorder = _Recorder(aten=check_level(level) == "aten")
-    output, moved, notes = _trace(fn, args, kwargs, recorder)
+    with kept_rng():
+        output, moved, notes = _trace(fn, args, kwargs, recorder)
     if not recorder.graphs:
         notes.append(_why_no_graph(args, kwargs))
         warnings.warn(f"capture of {_name(fn)} recorded no graph: {notes[-1]}", NoGraphWarning, stacklevel=2)
@@ -160,13 +157,13 @@ def _trace(
     notes = [] if notes is None else notes
     fn = _unwrap_compiled(fn, notes)
     check_inputs(fn, args, kwargs)
-    traced_fn = _module_copy(fn, moved, device) if isinstance(fn, torch.nn.Module) else _fresh_function(fn)
-    copied_args, copied_kwargs = (_clone(tree, prefix, moved, notes, device) for tree, prefix in ((args, "args"), (kwargs, "kwargs")))
+    traced_fn, copied_args, copied_kwargs = traced_copies(fn, args, kwargs, device, moved, notes)
+    recorder.owners = (traced_fn, copied_args, copied_kwargs)
     try:
         with _quiet_dynamo():
             output = _compiled_entry(traced_fn, recorder)(*copied_args, **copied_kwargs)
-            if recorder.aten is not None:
-                run_backward(output)
+            if recorder.aten is not None and not recorder.aten.has_backward:
+                run_backward(output)  # the function did not back-propagate itself
             return output, moved, notes
     except Exception as error:
         if recorder.stop and recorder.graphs:
@@ -235,6 +232,7 @@ class _Recorder:
         self.example_inputs: list[list[Any]] = []
         self.breaks: list[DynamoBreak] = []
         self.aten = AtenRecorder() if aten else None
+        self.owners: tuple[Any, ...] = ()
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable:
         self.graphs.append(gm)
@@ -252,7 +250,8 @@ class _Recorder:
         """The frozen record of what this recorder saw."""
         aten = self.aten.graphs if self.aten is not None else ()
         inputs = tuple(tuple(graph_inputs) for graph_inputs in self.example_inputs)
-        return Capture(name, tuple(self.graphs), inputs, tuple(self.breaks), tuple(moved), output, tuple(notes), aten, **extra)
+        graphs, breaks = tuple(self.graphs), tuple(self.breaks)
+        return Capture(name, graphs, inputs, breaks, tuple(moved), output, tuple(notes), aten, owners=self.owners, **extra)
 
 
 class _Traced(Exception):
@@ -276,17 +275,7 @@ def _compiled_entry(fn: Callable, recorder: _Recorder) -> Callable:
     def entry(*args: Any, **kwargs: Any) -> Any:
         return fn(*args, **kwargs)
 
-    return torch.compile(_fresh_function(entry), backend=recorder, dynamic=False, fullgraph=False)
-
-
-def _fresh_function(fn: Callable) -> Callable:
-    """The same Python function with its own code object (same file and lines); others unchanged."""
-    if not isinstance(fn, types.FunctionType):
-        return fn
-    fresh = types.FunctionType(fn.__code__.replace(), fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
-    fresh.__kwdefaults__ = copy.copy(fn.__kwdefaults__)
-    fresh.__qualname__ = fn.__qualname__
-    return fresh
+    return torch.compile(fresh_function(entry), backend=recorder, dynamic=False, fullgraph=False)
 
 
 def _check_callable(fn: Any) -> None:
@@ -320,48 +309,6 @@ def check_inputs(fn: Callable, args: tuple, kwargs: dict) -> None:
             f"{_name(fn)} needs example inputs for {', '.join(required)}; pass them after the function, "
             f"e.g. neurondev.capture({_name(fn)}, torch.randn(64))"
         )
-
-
-def _clone(tree: Any, prefix: str, moved: list[MovedInput], notes: list[str], device: torch.device) -> Any:
-    """Copy every tensor of a nested structure onto ``device``, recording the ones that were elsewhere."""
-    leaves, spec = tree_flatten_with_path(tree)
-    cloned = [_tensor_copy(value, prefix + keystr(path), moved, notes, device) for path, value in leaves]
-    return tree_unflatten(cloned, spec)
-
-
-def _tensor_copy(value: Any, path: str, moved: list[MovedInput], notes: list[str], device: torch.device) -> Any:
-    if not isinstance(value, torch.Tensor):
-        return value
-    if value.device.type == "meta":
-        raise CaptureInputError(
-            f"input {path} is a meta tensor: it has a shape but no values, and tracing runs the function; "
-            f"pass a tensor with values of the same shape, e.g. torch.randn{tuple(value.shape)}"
-        )
-    if value.device.type != device.type:
-        moved.append(MovedInput(path, str(value.device)))
-    copied = value.detach().to(device, copy=True)
-    _keep_dynamic_marks(value, copied, path, notes)
-    return copied.requires_grad_(value.requires_grad)
-
-
-def _keep_dynamic_marks(value: torch.Tensor, copied: torch.Tensor, path: str, notes: list[str]) -> None:
-    """Carry ``torch._dynamo.mark_dynamic`` (and its relatives) over to the traced copy."""
-    marks = {name: getattr(value, name) for name in DYNAMIC_MARKS if hasattr(value, name)}
-    for name, mark in marks.items():
-        setattr(copied, name, copy.copy(mark))
-    if "_dynamo_dynamic_indices" in marks:
-        dims = sorted(marks["_dynamo_dynamic_indices"])
-        notes.append(
-            f"input {path}: dimension(s) {dims} marked dynamic by you stay dynamic in the graph (traced with a dynamic dimension; runs use the size it had)"
-        )
-
-
-def _module_copy(module: torch.nn.Module, moved: list[MovedInput], device: torch.device) -> torch.nn.Module:
-    """A deep copy of the module on ``device``: its parameters, buffers and training flag stay the user's."""
-    for name, tensor in [*module.named_parameters(), *module.named_buffers()]:
-        if tensor.device.type != device.type:
-            moved.append(MovedInput(f"module.{name}", str(tensor.device)))
-    return copy.deepcopy(module).to(device)
 
 
 def _name(fn: Any) -> str:

@@ -11,7 +11,6 @@ the native one.
 from __future__ import annotations
 
 import collections
-import copy
 import dataclasses
 import statistics
 import time
@@ -22,8 +21,10 @@ import torch
 import torch.fx
 
 from neurondev.fx.devices import as_device, function_name
+from neurondev.fx.graphs import copy_graph
 from neurondev.passes.device_rewriter import rewrite_copy
 from neurondev.trace.capture import Capture, capture, capture_on_device
+from neurondev.trace.copies import kept_rng
 from neurondev.trace.source import SourceLine, source_of
 from neurondev.xla import counters, runtime
 from neurondev.xla.run import RunError, run_on_xla
@@ -124,7 +125,8 @@ def compare_traces(fn: Callable, *args: Any, **kwargs: Any) -> TraceComparison:
     A module is traced as a copy, its state moved to the device for the native trace; the
     native trace's graphs are kept even when running them on the device fails (``native_error``).
     """
-    return compare_with_native(capture(fn, *args, **kwargs), fn, args, kwargs)
+    with kept_rng():
+        return compare_with_native(capture(fn, *args, **kwargs), fn, args, kwargs)
 
 
 def compare_with_native(cpu: Capture, fn: Callable, args: tuple, kwargs: dict) -> TraceComparison:
@@ -204,7 +206,7 @@ def side_by_side_seconds(runs: dict[str, tuple[torch.fx.GraphModule, Any]], *, r
     """Per-call seconds of each (graph, inputs) on XLA, calls interleaved round by round, medians
     (fair on a noisy machine). Each graph gets its own inputs: a native trace may take more."""
     device = runtime.device()
-    placed = {name: (copy.deepcopy(gm).to(device), runtime.to_device(inputs, device)) for name, (gm, inputs) in runs.items()}
+    placed = {name: (copy_graph(gm).to(device), runtime.to_device(inputs, device)) for name, (gm, inputs) in runs.items()}
     times: dict[str, list[float]] = {name: [] for name in placed}
     with torch.no_grad():
         for round_ in range(rounds + 2):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import statistics
 import time
@@ -15,6 +14,7 @@ import torch.fx
 from neurondev._compat import tree_leaves
 from neurondev.errors import InputCountError, InvalidOptionError, InvalidSubjectError
 from neurondev.fx.devices import describe_object, function_name
+from neurondev.fx.graphs import copy_graph
 from neurondev.passes.device_rewriter import rewrite_copy
 from neurondev.trace.capture import Capture
 from neurondev.trace.source import SourceLine, source_of
@@ -254,7 +254,7 @@ def run_on_xla(
     _check_repeat(repeat)
     check_tolerances(rtol, atol)
     target = runtime.device()
-    graph = copy.deepcopy(gm).to(target)
+    graph = copy_graph(gm).to(target)
     wait = barrier or _no_barrier
     with torch.no_grad():
         first = _call(graph, inputs, target, wait)

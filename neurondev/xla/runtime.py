@@ -20,6 +20,7 @@ __all__ = [
     "describe",
     "device",
     "device_count",
+    "initial_rng_state",
     "load_torch_xla",
     "planned_runtime",
     "to_device",
@@ -100,9 +101,32 @@ def load_torch_xla() -> Any:
     return _import_torch_xla()
 
 
-def _import_torch_xla() -> Any:
+_initial_rng: int | None = None
+
+
+def initial_rng_state() -> int | None:
+    """XLA's random state when neurondev first loaded torch_xla (None: neurondev did not load it)."""
+    return _initial_rng
+
+
+def _rng_state() -> int | None:
+    """XLA's random state, or None when the device cannot start (device() then says why)."""
     try:
-        return importlib.import_module("torch_xla")
+        import torch_xla.core.xla_model as xm
+
+        return int(xm.get_rng_state())
+    except Exception:
+        return None
+
+
+def _import_torch_xla() -> Any:
+    global _initial_rng
+    try:
+        loaded = "torch_xla" in sys.modules
+        module = importlib.import_module("torch_xla")
+        if not loaded:
+            _initial_rng = _rng_state()
+        return module
     except Exception as error:
         minor = ".".join(torch.__version__.split("+")[0].split(".")[:2])
         raise XlaUnavailableError(

@@ -76,3 +76,18 @@ def test_rerun_of_an_aten_explanation_keeps_its_forward_and_backward(step):
     assert [s.label for s in again.sections] == ["graph 0 forward", "graph 0 backward"]
     assert all(s.after.ok for s in again.sections) and str(again.target) == "xla:0"
     assert explanation.before == [] and str(explanation.target) == "xla"  # the first one is as it was
+
+
+@pytest.mark.xla
+def test_a_training_step_that_back_propagates_itself_is_explained_at_aten_level(step):
+    model, x, y = step
+
+    def train_step(model, x, y):
+        loss = model(x, y)
+        loss.backward()
+        return loss
+
+    explanation = neurondev.explain(train_step, model, x, y, level="aten", quiet=True)
+    assert {s.key.part for s in explanation.sections} >= {"forward", "backward"}
+    assert all(s.after is not None and s.after.error is None for s in explanation.sections)
+    assert model.lin.weight.grad is None  # the user's module never ran a backward

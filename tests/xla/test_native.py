@@ -95,3 +95,30 @@ def test_explain_native_shows_device_specialised_lines_in_the_card():
     card = explanation._repr_html_()
     assert "Tensor.float" in card and "Tensor.int" in card and "fails on XLA" in card
     assert explanation.sections[0].native is None  # no yardstick where the traces differ
+
+
+class Decoder(torch.nn.Module):
+    """A module that appends to a KV cache it is given, as a decoder step does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = torch.nn.Linear(4, 4)
+
+    def forward(self, x, cache):
+        cache.append(self.proj(x))
+        return torch.cat(cache) * torch.ones(1, 4, device=x.device)
+
+
+def test_module_and_cache_arguments_go_to_xla_for_the_native_trace_and_stay_the_users():
+    model, cache = Decoder(), [torch.zeros(1, 4)]
+
+    def step(model, x, cache):
+        return model(x, cache)
+
+    comparison = neurondev.compare_traces(step, model, torch.randn(1, 4), cache)
+    assert comparison.native_error is None and comparison.native.graphs
+    assert len(cache) == 1 and model.proj.weight.device.type == "cpu"
+    with pytest.raises(neurondev.DevicePinsError):  # never a TraceError from the second trace
+        neurondev.check(step, model, torch.randn(1, 4), cache)
+    ex = neurondev.explain(step, model, torch.randn(1, 4), cache, native=True, quiet=True)
+    assert ex.traces is not None and ex.traces.native_error is None and len(cache) == 1
