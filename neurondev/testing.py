@@ -53,7 +53,7 @@ def outcome_of(explanation: Explanation) -> Outcome:
         fails_at=failed,
         uploads_before=tuple(u.node for r in before for u in r.uploads),
         uploads_after=tuple(u.node for r in after for u in r.uploads),
-        outputs_equal=bool(explanation.outputs_match),
+        outputs_equal=explanation.rewrite_preserves_values is not False and explanation.xla_matches_cpu is True,
     )
 
 

@@ -62,7 +62,7 @@ The same in plain text, for a terminal or a log:""",
     ("code", """print(ex.summary())"""),
     (
         "md",
-        """Everything on the card is data too: `ex.frozen` is a pandas DataFrame (one row per pin),
+        """Everything on the card is data too: `ex.pin_table()` is a pandas DataFrame (one row per pin),
 `ex.before` / `ex.after` hold one `RunRecord` per graph.""",
     ),
     ("code", """ex.pin_table()[["node", "function", "device", "kind", "line", "code"]]"""),
@@ -71,7 +71,8 @@ The same in plain text, for a terminal or a log:""",
         """before, after = ex.before[0], ex.after[0]
 print("breaks before:", [b.node for b in before.graph_breaks], "| transfers to host:", before.transfers_to_host)
 print("breaks after: ", [b.node for b in after.graph_breaks], "| transfers to host:", after.transfers_to_host)
-print("outputs on:", before.output_devices, "->", after.output_devices, "| outputs match:", ex.outputs_match)""",
+print("outputs on:", before.output_devices, "->", after.output_devices)
+print("the rewrite changed no values:", ex.rewrite_preserves_values, "| XLA agrees with CPU:", ex.xla_matches_cpu)""",
     ),
     (
         "md",
@@ -515,7 +516,7 @@ model, x, y = Regressor(), torch.randn(5, 8), torch.randn(5, 4)
 training = neurondev.explain(model, x, y, level="aten", quiet=True)
 for section in training.sections:
     print(f"{section.label}: pins {[p.function for p in section.pins]}, "
-          f"after the pass: {len(section.after.graph_breaks)} breaks, values match: {section.values.matches}")""",
+          f"after the pass: {len(section.after.graph_breaks)} breaks, XLA agrees with CPU: {section.cpu_verdict.matches}")""",
     ),
     (
         "code",

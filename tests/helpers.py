@@ -11,7 +11,8 @@ import torch.fx
 
 
 def build_graph(*calls):
-    """A GraphModule with one placeholder ``x`` and one node per call, all returned.
+    """A GraphModule with one placeholder ``x`` and one node per call, all gathered into one list
+    that is returned (so no node is a result handed straight back to the host).
 
     Each call is ``(op, target, args, kwargs)``; the string "x" in args stands for the placeholder.
     """
@@ -21,7 +22,7 @@ def build_graph(*calls):
     for op, target, args, kwargs in calls:
         args = tuple(x if a == "x" else a for a in args)
         outputs.append(graph.create_node(op, target, args, kwargs))
-    graph.output(tuple(outputs))
+    graph.output(graph.call_function(list, (tuple(outputs),)))
     return torch.fx.GraphModule(torch.nn.Module(), graph)
 
 

@@ -155,7 +155,8 @@ def _verdict(explanation: Explanation) -> int:
     if explanation.skipped:
         return EXIT_CLEAN
     after = explanation.totals("after")
-    clean = after["graph_breaks"] == 0 and after["failures"] == 0 and explanation.outputs_match is not False
+    agree = explanation.rewrite_preserves_values is not False and explanation.xla_matches_cpu is not False
+    clean = after["graph_breaks"] == 0 and after["failures"] == 0 and agree
     return EXIT_CLEAN if clean else EXIT_FINDINGS
 
 

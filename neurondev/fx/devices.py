@@ -19,6 +19,7 @@ __all__ = [
     "function_name",
     "graph_module_of",
     "is_assertion",
+    "is_output_transfer",
     "on_target",
     "parse_target",
     "slot_device",
@@ -27,7 +28,9 @@ __all__ = [
 _MOVE_METHODS = ("cpu", "cuda")
 _TENSOR_TO = torch.Tensor.to
 _ATEN_TO = torch.ops.aten.to
+_ATEN_TO_COPY = torch.ops.aten._to_copy
 _DEVICE = torch.device
+_ENTER_AUTOCAST = torch.amp.autocast_mode._enter_autocast  # what dynamo writes for `with torch.autocast(device_type=...)`
 _ASSERT_METADATA = getattr(torch.ops.aten, "_assert_tensor_metadata", None)
 
 
@@ -35,8 +38,9 @@ class Slot(NamedTuple):
     """One device argument of a node: what kind of place it sits in, its index there, and its value.
 
     ``kind`` is 'kwarg' (``device=``), 'arg' (positional, at ``position`` in the node's args),
-    'kwarg[type]' (``torch.device(type=...)``) or 'method' (``.cpu()`` / ``.cuda()``);
-    ``location`` is how a table writes it: ``kwarg``, ``arg[1]``, ``kwarg[type]``, ``method``.
+    'kwarg[type]' (``torch.device(type=...)``), 'method' (``.cpu()`` / ``.cuda()``) or 'type'
+    (a device type at ``position``: ``torch.autocast(device_type=...)``); ``location`` is how a
+    table writes it: ``kwarg``, ``arg[1]``, ``kwarg[type]``, ``method``.
     """
 
     kind: str
@@ -45,7 +49,7 @@ class Slot(NamedTuple):
 
     @property
     def location(self) -> str:
-        return f"arg[{self.position}]" if self.kind == "arg" else self.kind
+        return f"arg[{self.position}]" if self.kind in ("arg", "type") else self.kind
 
 
 def parse_target(target: str | torch.device) -> torch.device:
@@ -152,6 +156,8 @@ def device_slots(node: torch.fx.Node, positional: bool = True) -> tuple[Slot, ..
         loose = target == "to"
     elif target is _DEVICE:
         return _device_call_slot(args, kwargs)
+    elif target is _ENTER_AUTOCAST:
+        return (Slot("type", args[0], 0),) if args and isinstance(args[0], str) and as_device(args[0]) is not None else ()
     else:
         loose = target is _TENSOR_TO or (target.__class__ is OpOverload and target.overloadpacket is _ATEN_TO)
     if device is None and not loose:
@@ -204,6 +210,22 @@ def slot_device(node: torch.fx.Node, slot: Slot) -> torch.device:
     return device
 
 
+def is_output_transfer(node: torch.fx.Node, device: torch.device) -> bool:
+    """A move to the host whose value only leaves the graph: results handed back to the host on
+    purpose (``return logits.cpu()``), not a value the rest of the graph waits for. Only moves
+    (``.to``, ``.cpu()``) count: a constructor returned as it is was made for the model's device."""
+    return device.type == "cpu" and _is_move(node) and bool(node.users) and all(user.op == "output" for user in node.users)
+
+
+def _is_move(node: torch.fx.Node) -> bool:
+    if node.op == "call_method":
+        return node.target in ("to", "cpu")
+    target = node.target
+    return node.op == "call_function" and (
+        target is _TENSOR_TO or (isinstance(target, OpOverload) and target.overloadpacket in (_ATEN_TO, _ATEN_TO_COPY))
+    )
+
+
 def is_assertion(node: torch.fx.Node) -> bool:
     """``aten._assert_tensor_metadata``: a check of a tensor's device (torch.export), not a placement."""
     return (
@@ -219,6 +241,8 @@ def function_name(node: torch.fx.Node) -> str:
         return f"Tensor.{node.target}"
     if node.op != "call_function":
         return str(node.target)
+    if node.target is _ENTER_AUTOCAST:
+        return "torch.autocast"
     if isinstance(node.target, (OpOverload, OpOverloadPacket)):
         return str(node.target)
     try:

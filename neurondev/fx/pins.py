@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import linecache
 from collections.abc import Iterable
 from typing import Any
 
@@ -16,12 +17,13 @@ from neurondev.fx.devices import (
     function_name,
     graph_module_of,
     is_assertion,
+    is_output_transfer,
     on_target,
     parse_target,
     slot_device,
 )
 from neurondev.trace.capture import Capture
-from neurondev.trace.source import SourceLine, judge_kind, source_of
+from neurondev.trace.source import SourceLine, judge_kind, source_line, source_of
 
 __all__ = ["COLUMNS", "DevicePin", "diagnose", "find_pins", "graphs_of", "pin_table"]
 
@@ -34,6 +36,8 @@ class DevicePin:
     written in the graph; ``location`` where it sits (``kwarg``, ``arg[1]``, ``kwarg[type]``,
     ``method``); ``kind`` how the user's line made it (frozen, literal, variable, unknown,
     assertion); ``source`` the user's line. ``graph``/``part`` name the graph it is in.
+    ``output_transfer``: a move to the host whose value only leaves the graph (results handed
+    back on purpose; the default pass keeps it). ``unused``: no node uses the value (it costs nothing).
     """
 
     graph: int
@@ -49,6 +53,11 @@ class DevicePin:
     users: tuple[str, ...]
     source: SourceLine | None = None
     part: str = "whole"
+    output_transfer: bool = False
+
+    @property
+    def unused(self) -> bool:
+        return not self.users
 
     @property
     def file(self) -> str | None:
@@ -87,6 +96,8 @@ COLUMNS = (
     "line",
     "code",
     "users",
+    "unused",
+    "output_transfer",
 )
 
 
@@ -107,7 +118,7 @@ def find_pins(gm: Any, *, target: str | torch.device = "xla", graph: int = 0, pa
 
 
 def _pin(node: torch.fx.Node, slot: Slot, device: torch.device, graph: int, part: str) -> DevicePin:
-    source = source_of(node)
+    source = source_of(node) or (_with_statement(node) if slot.kind == "type" else None)
     rewritable = device.type != "meta"
     method = slot.kind == "method"
     return DevicePin(
@@ -119,12 +130,28 @@ def _pin(node: torch.fx.Node, slot: Slot, device: torch.device, graph: int, part
         format="other" if method else device_format(slot.value),
         location=slot.location,
         kwargs_pass=rewritable and (slot.kind == "kwarg" or (method and "device" in node.kwargs)),
-        default_pass=rewritable,
+        default_pass=rewritable and not is_output_transfer(node, device),
         kind="assertion" if is_assertion(node) else judge_kind(source, slot.location, device_call=node.target is torch.device),
         users=tuple(user.name for user in node.users),
         source=source,
         part=part,
+        output_transfer=is_output_transfer(node, device),
     )
+
+
+def _with_statement(node: torch.fx.Node, lookback: int = 10) -> SourceLine | None:
+    """The ``with torch.autocast(...)`` line of an autocast node, which dynamo records without a
+    stack trace: found above the first line inside the block."""
+    inside = node.next
+    while inside.op != "root" and source_of(inside) is None:
+        inside = inside.next
+    first = source_of(inside) if inside.op != "root" else None
+    if first is None:
+        return None
+    for line in range(first.line - 1, max(first.line - lookback, 0), -1):
+        if "autocast(" in linecache.getline(first.file, line):
+            return source_line(first.file, line, first.function)
+    return None
 
 
 def pin_table(pins: Iterable[DevicePin]) -> Any:
@@ -185,6 +212,9 @@ def diagnose(subject: Any, target: str | torch.device = "xla") -> Any:
       file, line    the user's source location (from the node's stack trace)
       code          the source statement
       users         names of the nodes that use the node's value
+      unused        no node uses the value: it costs nothing (listed, not alarmed about)
+      output_transfer  a move to the host whose value only leaves the graph (results handed back on
+                    purpose): the default pass keeps it, the documented kwargs-only pass does not
     """
     graphs = graphs_of(subject)
     device = parse_target(target)

@@ -11,7 +11,7 @@ import torch.fx
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
 from neurondev.errors import InvalidOptionError
-from neurondev.fx.devices import Slot, device_slots, graph_module_of, on_target, parse_target, slot_device
+from neurondev.fx.devices import Slot, device_slots, graph_module_of, is_output_transfer, on_target, parse_target, slot_device
 from neurondev.fx.graphs import copy_graph
 from neurondev.passes.fake_meta import refresh_meta
 
@@ -45,7 +45,11 @@ class DeviceRewriterPass(PassBase):
 
     ``rewrite_positional=False`` is exactly the documented algorithm: only ``device=`` kwargs.
     The default also rewrites positional devices: ``Tensor.to(dev)``, ``Tensor.to(dev, dtype)``,
-    ``torch.device(...)`` calls and ``.cpu()`` / ``.cuda()`` calls (which become ``.to(target)``).
+    ``torch.device(...)`` calls, ``.cpu()`` / ``.cuda()`` calls (which become ``.to(target)``) and
+    the device type of ``torch.autocast`` (which becomes the target's type, ``'xla'``).
+
+    ``keep_host_outputs`` (default: as ``rewrite_positional``) leaves a move to the host whose only
+    user is the graph's output alone: ``return logits.cpu()`` hands results back on purpose.
 
     The fake tensors in ``node.meta['val']`` / ``['example_value']`` of the rewritten nodes, and of
     every node downstream of them, are propagated again so that later passes read the new device
@@ -58,15 +62,18 @@ class DeviceRewriterPass(PassBase):
     what the last call changed.
     """
 
-    def __init__(self, target: str | torch.device = "xla", rewrite_positional: bool = True) -> None:
+    def __init__(self, target: str | torch.device = "xla", rewrite_positional: bool = True, keep_host_outputs: bool | None = None) -> None:
         super().__init__()
         if not isinstance(rewrite_positional, bool):
             raise InvalidOptionError(
                 f"rewrite_positional is True (also Tensor.to(dev), torch.device(...), .cpu()) or False "
                 f"(the documented kwargs-only algorithm), got {rewrite_positional!r}"
             )
+        if keep_host_outputs is not None and not isinstance(keep_host_outputs, bool):
+            raise InvalidOptionError(f"keep_host_outputs is True, False or None (as rewrite_positional), got {keep_host_outputs!r}")
         self.target = parse_target(target)
         self.rewrite_positional = rewrite_positional
+        self.keep_host_outputs = rewrite_positional if keep_host_outputs is None else keep_host_outputs
         self.rewrites: list[Rewrite] = []
         self.meta_refreshed: bool | None = None
 
@@ -95,6 +102,10 @@ class DeviceRewriterPass(PassBase):
 
     def _needs_rewrite(self, node: torch.fx.Node, slot: Slot) -> bool:
         device = slot_device(node, slot)
+        if self.keep_host_outputs and is_output_transfer(node, device):
+            return False
+        if slot.kind == "type":
+            return device.type != self.target.type
         return device.type != "meta" and not on_target(device, self.target)
 
     def _rewrite(self, node: torch.fx.Node, slots: list[Slot]) -> None:
@@ -129,17 +140,19 @@ class DeviceRewriterPass(PassBase):
         self.rewrites.append(Rewrite(node.name, slot.location, slot.value, new))
 
     def _new_value(self, slot: Slot) -> Any:
+        if slot.kind == "type":
+            return self.target.type
         if isinstance(slot.value, torch.device) and slot.kind != "method":
             return self.target
         return str(self.target)
 
 
 def rewrite_copy(
-    graph_module: Any, *, target: str | torch.device = "xla", rewrite_positional: bool = True
+    graph_module: Any, *, target: str | torch.device = "xla", rewrite_positional: bool = True, keep_host_outputs: bool | None = None
 ) -> tuple[torch.fx.GraphModule, list[Rewrite]]:
     """Rewrite a deep copy of ``graph_module`` (or of an ExportedProgram's graph module); the original
     is untouched. Returns (rewritten GraphModule, rewrites)."""
     original = graph_module_of(graph_module, purpose="rewrite_copy copies and rewrites a traced graph, got")
-    rewriter = DeviceRewriterPass(target=target, rewrite_positional=rewrite_positional)
+    rewriter = DeviceRewriterPass(target=target, rewrite_positional=rewrite_positional, keep_host_outputs=keep_host_outputs)
     result = rewriter(copy_graph(original))
     return result.graph_module, rewriter.rewrites

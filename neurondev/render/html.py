@@ -14,7 +14,9 @@ from neurondev.trace.source import SourceLine
 from neurondev.xla.run import RunRecord
 
 if TYPE_CHECKING:
+    from neurondev.fx.pins import DevicePin
     from neurondev.report.model import Explanation, Section
+    from neurondev.report.verdicts import Verdict
 
 __all__ = ["CSS", "card", "code_diff", "metrics_table", "report"]
 
@@ -63,9 +65,9 @@ def _where(source: SourceLine | None) -> str:
 
 
 def _headline(explanation: Explanation) -> str:
-    match = explanation.outputs_match
+    verdicts = (explanation.rewrite_preserves_values, explanation.xla_matches_cpu)
     before, after = explanation.totals("before"), explanation.totals("after")
-    after_class = "nd-good" if match and not after.graph_breaks else "nd-bad" if match is False else ""
+    after_class = "nd-bad" if False in verdicts or after.graph_breaks or after.failures else "nd-good" if True in verdicts else ""
     before_class = "nd-bad" if before.graph_breaks or before.failures else ""
     return (
         f'<p class="nd-headline">{_e(pins_text(explanation))} &rarr; '
@@ -86,16 +88,67 @@ def _runtime(explanation: Explanation) -> str:
 
 
 def _pin_table(section: Section) -> str:
+    """One row per source line and advice (with a count), the full list of pins behind a disclosure."""
     if not section.pins:
         return '<p class="nd-good">No device pin in this graph: nothing to rewrite.</p>'
+    groups: dict[tuple[str, str, str, str], list[DevicePin]] = {}
+    for pin in section.pins:
+        groups.setdefault((_where(pin.source), pin.function, _role(pin), fix_for(pin)), []).append(pin)
+    rows = "".join(
+        f"<tr><td>{_e(where)}</td><td><code>{_e(pins[0].code)}</code></td><td><code>{_e(function)}</code></td>"
+        f"<td>{len(pins)}</td><td>{_e(role)}</td><td>{_e(fix)}</td></tr>"
+        for (where, function, role, fix), pins in groups.items()
+    )
+    head = "<tr><th>line</th><th>your code</th><th>function</th><th>pins</th><th>kind</th><th>write instead</th></tr>"
+    return f'<table class="nd-pins">{head}{rows}</table>' + _every_pin(section.pins)
+
+
+def _role(pin: DevicePin) -> str:
+    if pin.unused:
+        return f"{pin.kind}, unused (costs nothing)"
+    if pin.output_transfer:
+        return "results handed back to the host (kept)"
+    return pin.kind
+
+
+def _every_pin(pins: tuple[DevicePin, ...]) -> str:
     rows = "".join(
         f"<tr><td><code>{_e(pin.node)}</code></td><td><code>{_e(pin.function)}</code></td><td><code>{_e(pin.device)}</code></td>"
-        f"<td>{_e(pin.location)}</td><td>{_e(pin.kind)}</td><td>{_e(_where(pin.source))}</td>"
-        f"<td><code>{_e(pin.code)}</code></td><td>{_e(fix_for(pin))}</td></tr>"
-        for pin in section.pins
+        f"<td>{_e(pin.location)}</td><td>{_e(_role(pin))}</td><td>{_e(_where(pin.source))}</td></tr>"
+        for pin in pins
     )
-    head = "<tr><th>node</th><th>function</th><th>device</th><th>location</th><th>kind</th><th>line</th><th>your code</th><th>write instead</th></tr>"
-    return f'<table class="nd-pins">{head}{rows}</table>'
+    head = "<tr><th>node</th><th>function</th><th>device</th><th>location</th><th>kind</th><th>line</th></tr>"
+    return f'<details class="nd-all-pins"><summary>Every pin ({len(pins)})</summary><table>{head}{rows}</table></details>'
+
+
+def _host_values(section: Section) -> str:
+    if not section.host_values:
+        return ""
+    rows = "".join(
+        f"<tr><td><code>{_e(value.origin)}</code></td><td>{_e(value.kind)}</td><td>{_e(value.where)}</td>"
+        f"<td><code>{_e(value.source.code if value.source else '')}</code></td><td>{_e(value.fix)}</td></tr>"
+        for value in section.host_values
+    )
+    head = "<tr><th>value</th><th>held in</th><th>used at</th><th>your code</th><th>write instead</th></tr>"
+    return (
+        f'<p class="nd-bad">{len(section.host_values)} host value(s): tensors read from outside the arguments and the '
+        "module's parameters and buffers. They stay on the CPU when the model moves to XLA (each call uploads them; "
+        f'torch.compile on XLA refuses them: two different devices).</p><table class="nd-host">{head}{rows}</table>'
+    )
+
+
+def _cpu_kernels(section: Section) -> str:
+    if not section.cpu_kernels:
+        return ""
+    rows = "".join(
+        f"<tr><td><code>{_e(kernel.node)}</code></td><td><code>{_e(kernel.function)}</code></td><td>{_e(kernel.where)}</td></tr>"
+        for kernel in section.cpu_kernels
+    )
+    head = "<tr><th>node</th><th>kernel</th><th>your line</th></tr>"
+    return (
+        f'<p class="nd-bad">{len(section.cpu_kernels)} CPU kernel(s) chosen while tracing on CPU: {_e(section.cpu_kernels[0].fix)}.</p>'
+        f'<table class="nd-kernels">{head}{rows}</table>'
+    )
 
 
 def _graphs(explanation: Explanation, section: Section) -> str:
@@ -139,11 +192,16 @@ def metrics_table(section: Section) -> str:
     if section.before is None and section.after is None:
         return ""
     rows = "".join(f"<tr><th>{_e(a)}</th><td>{_e(b)}</td><td>{_e(c)}</td></tr>" for a, b, c in _metric_rows(section.before, section.after))
-    verdict = ""
-    if section.values is not None:
-        css = "nd-good" if section.values.matches else "nd-bad"
-        verdict = f'<p>Values after the pass, against {_e(section.values_against)}: <span class="{css}">{_e(section.values.describe())}</span></p>'
-    return f'<table class="nd-metrics"><tr><th></th><th>before</th><th>after</th></tr>{rows}</table>{verdict}'
+    verdicts = "".join(
+        f'<p class="nd-verdict">{_e(label)}: <span class="{_verdict_class(verdict)}">{_e(verdict.describe(figures=True))}</span></p>'
+        for label, verdict in (("The rewrite", section.rewrite_verdict), ("XLA against CPU", section.cpu_verdict))
+        if verdict is not None
+    )
+    return f'<table class="nd-metrics"><tr><th></th><th>before</th><th>after</th></tr>{rows}</table>{verdicts}'
+
+
+def _verdict_class(verdict: Verdict) -> str:
+    return {True: "nd-good", False: "nd-bad", None: "nd-muted"}[verdict.matches]
 
 
 def code_diff(before: str, after: str) -> str:
@@ -213,6 +271,8 @@ def _section(explanation: Explanation, section: Section) -> str:
     return (
         f"<h4>{_e(section.label.capitalize())} ({section.nodes} nodes, {len(section.pins)} pin(s))</h4>"
         + _pin_table(section)
+        + _host_values(section)
+        + _cpu_kernels(section)
         + _graphs(explanation, section)
         + metrics_table(section)
         + "<details><summary>Generated code, before vs after</summary>"

@@ -52,8 +52,10 @@ def _section(section: Section) -> dict[str, Any]:
             "code_after": section.rewritten.code,
             "before": section.before.to_dict() if section.before else None,
             "after": section.after.to_dict() if section.after else None,
-            "values": section.values.to_dict() if section.values else None,
-            "values_against": section.values_against,
+            "rewrite_verdict": section.rewrite_verdict.to_dict() if section.rewrite_verdict else None,
+            "cpu_verdict": section.cpu_verdict.to_dict() if section.cpu_verdict else None,
+            "host_values": [value.to_dict() for value in section.host_values],
+            "cpu_kernels": [kernel.to_dict() for kernel in section.cpu_kernels],
         }
     )
 
@@ -66,7 +68,8 @@ def explanation_dict(explanation: Explanation) -> dict[str, Any]:
             "target": str(explanation.target),
             "level": explanation.level,
             "summary": summary(explanation),
-            "outputs_match": explanation.outputs_match,
+            "rewrite_preserves_values": explanation.rewrite_preserves_values,
+            "xla_matches_cpu": explanation.xla_matches_cpu,
             "skipped": explanation.skipped,
             "runtime": dict(explanation.runtime),
             "pins": len(explanation.pins),

@@ -29,6 +29,11 @@ _LIKE = {
 def fix_for(pin: DevicePin) -> str:
     """One sentence: what to write in the user's code instead of this pin."""
     function, kind, location = pin.function, pin.kind, pin.location
+    if function == "torch.autocast":
+        return (
+            "torch.autocast(device_type=x.device.type) is decided while tracing: write the device type the model runs on "
+            "(device_type='xla'), or compile through the neurondev backend, which rewrites it"
+        )
     if kind == "assertion":
         return "a device check torch.export wrote for a .to()/constructor above; it is rewritten with them"
     if location == "method":

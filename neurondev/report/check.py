@@ -25,7 +25,7 @@ _SPECIALISED_FIX = "no device rewrite changes Python that branches on the device
 class Finding:
     """One thing check reports: a device pin, or a line traced differently on XLA."""
 
-    kind: str  # "pin" or "device-specialised"
+    kind: str  # "pin", "host value", "cpu kernel" or "device-specialised"
     node: str
     function: str
     source: SourceLine | None
@@ -64,7 +64,8 @@ class Finding:
 
 
 def findings_of(explanation: Explanation) -> list[Finding]:
-    """Every pin of an Explanation, and every device-specialised line of its native trace."""
+    """Every pin that costs something (unused pins and results handed back at the end are not
+    findings), every host value and CPU kernel, and every device-specialised line of the native trace."""
     found = [
         Finding(
             "pin",
@@ -75,6 +76,22 @@ def findings_of(explanation: Explanation) -> list[Finding]:
             fix_for(pin),
         )
         for pin in explanation.pins
+        if not pin.unused and not pin.output_transfer
+    ]
+    found += [
+        Finding(
+            "host value",
+            value.placeholder,
+            value.origin,
+            value.source,
+            f"{value.describe()} stays on the CPU when the model moves to XLA",
+            value.fix,
+        )
+        for value in explanation.host_values
+    ]
+    found += [
+        Finding("cpu kernel", kernel.node, kernel.function, kernel.source, f"{kernel.function} is a kernel for the CPU", kernel.fix)
+        for kernel in explanation.cpu_kernels
     ]
     if explanation.traces is not None:
         found += [
@@ -121,16 +138,21 @@ def _rules(allow: Any) -> list[str]:
     return rules
 
 
+_HEADINGS = {
+    "pin": "device pin(s) frozen into the graph of {name} when traced on CPU:",
+    "host value": "host value(s) of {name} that stay on the CPU when the model moves to XLA:",
+    "cpu kernel": "CPU kernel(s) chosen while tracing {name} on CPU:",
+    "device-specialised": "line(s) of {name} traced differently on XLA (device-specialised code):",
+}
+
+
 def _message(name: str, findings: list[Finding]) -> str:
-    pins = [f for f in findings if f.kind == "pin"]
-    lines = [f for f in findings if f.kind != "pin"]
     parts = []
-    if pins:
-        parts.append(f"{len(pins)} device pin(s) frozen into the graph of {name} when traced on CPU:")
-        parts += [f.describe() for f in pins]
-    if lines:
-        parts.append(f"{len(lines)} line(s) of {name} traced differently on XLA (device-specialised code):")
-        parts += [f.describe() for f in lines]
+    for kind, heading in _HEADINGS.items():
+        of_kind = [f for f in findings if f.kind == kind]
+        if of_kind:
+            parts.append(f"{len(of_kind)} " + heading.format(name=name))
+            parts += [f.describe() for f in of_kind]
     example = findings[0].where
     parts.append(f'Fix them, or allow one: neurondev.check(..., allow=["{example}"])')
     return "\n".join(parts)

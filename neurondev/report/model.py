@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -20,12 +20,14 @@ import torch
 import torch.fx
 
 from neurondev.errors import InvalidOptionError
+from neurondev.fx.kernels import CpuKernel
 from neurondev.fx.pins import DevicePin, pin_table
 from neurondev.passes.device_rewriter import Rewrite
+from neurondev.report.verdicts import Verdict
 from neurondev.trace.capture import Capture
+from neurondev.trace.inputs import HostValue
 from neurondev.xla.native import TraceComparison
 from neurondev.xla.run import RunRecord
-from neurondev.xla.values import Comparison
 
 if TYPE_CHECKING:
     from neurondev.notebook.widgets import Explorer
@@ -65,9 +67,12 @@ class Section:
     """One graph: as traced (``traced``) and after DeviceRewriterPass (``rewritten``), its pins and
     rewrites, its runs on the XLA device before and after the pass, and the values verdict.
 
-    ``values`` compares the run after the pass with the run before it on the same device when both
-    ran (the rewrite did not change the values); otherwise the run after with the CPU reference
-    (``values_against`` says which). Each run's own ``comparison`` against CPU is kept beside it.
+    ``host_values`` are inputs read from a global, a closure or a plain attribute: they stay on
+    the host in both runs, as they would in the user's model moved to XLA.
+    Two verdicts, never merged: ``rewrite_verdict`` (the run after the pass against the run before
+    it, same device, same seed: did the rewrite change the values?) and ``cpu_verdict`` (the run
+    after the pass against the graph run eagerly on CPU: does XLA agree with CPU?).
+    ``cpu_kernels`` are ATen kernels a CPU trace chose for the CPU (no rewrite changes them).
     """
 
     key: SectionKey
@@ -78,9 +83,11 @@ class Section:
     rewrites: tuple[Rewrite, ...] = ()
     before: RunRecord | None = None
     after: RunRecord | None = None
-    values: Comparison | None = None
-    values_against: str | None = None
+    rewrite_verdict: Verdict | None = None
+    cpu_verdict: Verdict | None = None
     native: NativeTiming | None = None
+    host_values: tuple[HostValue, ...] = ()
+    cpu_kernels: tuple[CpuKernel, ...] = ()
 
     @property
     def label(self) -> str:
@@ -93,7 +100,9 @@ class Section:
 
 @dataclasses.dataclass(frozen=True)
 class Totals:
-    """Breaks, executions, transfers, uploads and failures summed over the runs of every section."""
+    """Breaks, executions, transfers, uploads and failures summed over the runs of every section;
+    ``output_transfers`` are the transfers to the host of results handed back at the end (part of
+    ``transfers_to_host``, but no break)."""
 
     graphs_run: int = 0
     graph_breaks: int = 0
@@ -103,6 +112,7 @@ class Totals:
     uploads: int = 0
     fallbacks: int = 0
     failures: int = 0
+    output_transfers: int = 0
 
     @classmethod
     def of(cls, records: list[RunRecord]) -> Totals:
@@ -115,6 +125,7 @@ class Totals:
             uploads=sum(len(r.uploads) for r in records),
             fallbacks=sum(sum(r.fallback_ops.values()) for r in records),
             failures=sum(1 for r in records if r.error is not None),
+            output_transfers=sum(t.transfers_to_host for r in records for t in r.output_transfers),
         )
 
     def __getitem__(self, name: str) -> int:  # totals["graph_breaks"] reads as it did when this was a dict
@@ -122,6 +133,14 @@ class Totals:
 
     def to_dict(self) -> dict[str, int]:
         return dataclasses.asdict(self)
+
+
+def _all_of(verdicts: Iterable[Verdict | None]) -> bool | None:
+    """False when any verdict says the values differ, True when every compared one agrees, else None."""
+    answers = [verdict.matches for verdict in verdicts if verdict is not None and verdict.matches is not None]
+    if not answers:
+        return None
+    return all(answers)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,6 +186,11 @@ class Explanation:
         return self.pin_table()
 
     @property
+    def host_values(self) -> tuple[HostValue, ...]:
+        """Tensors read from a global, a closure or a plain attribute: they stay on the host on XLA."""
+        return tuple(value for section in self.sections for value in section.host_values)
+
+    @property
     def rewrites(self) -> tuple[Rewrite, ...]:
         return tuple(rewrite for section in self.sections for rewrite in section.rewrites)
 
@@ -181,10 +205,31 @@ class Explanation:
         return [s.after for s in self.sections if s.after is not None]
 
     @property
+    def rewrite_preserves_values(self) -> bool | None:
+        """Did the rewrite leave every section's values as they were (False: it changed some; None:
+        nothing could be compared: runs skipped or failed, or random values)."""
+        return _all_of(s.rewrite_verdict for s in self.sections)
+
+    @property
+    def xla_matches_cpu(self) -> bool | None:
+        """Does every section's run after the pass agree with CPU (None: nothing could be compared)."""
+        return _all_of(s.cpu_verdict for s in self.sections)
+
+    @property
     def outputs_match(self) -> bool | None:
-        """One verdict for the whole function: every section's values agree (None: nothing compared)."""
-        verdicts = [s.values.matches for s in self.sections if s.values is not None]
-        return all(verdicts) if verdicts else None
+        """Deprecated: one verdict merged two questions; use rewrite_preserves_values and xla_matches_cpu."""
+        warnings.warn(
+            "Explanation.outputs_match merged two verdicts: use rewrite_preserves_values (did the rewrite change the values) "
+            "and xla_matches_cpu (does XLA agree with CPU)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.rewrite_preserves_values
+
+    @property
+    def cpu_kernels(self) -> tuple[CpuKernel, ...]:
+        """ATen kernels a CPU trace chose for the CPU, section by section."""
+        return tuple(kernel for section in self.sections for kernel in section.cpu_kernels)
 
     def section(self, which: int | SectionKey) -> Section:
         """A section by its position in ``sections`` or by its key; InvalidOptionError otherwise."""

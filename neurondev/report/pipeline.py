@@ -15,19 +15,24 @@ from typing import Any
 import torch
 import torch.fx
 
-from neurondev.errors import InvalidOptionError, InvalidTargetError, NotCallableError, XlaUnavailableError
+from neurondev.errors import InvalidOptionError, InvalidTargetError, NotCallableError, TraceError, XlaUnavailableError
 from neurondev.fx.devices import parse_target
+from neurondev.fx.kernels import CpuKernel, cpu_kernels
 from neurondev.fx.pins import DevicePin, find_pins
 from neurondev.notebook.progress import Stages
 from neurondev.passes.device_rewriter import Rewrite, rewrite_copy
 from neurondev.report.model import Explanation, NativeTiming, Section, SectionKey
+from neurondev.report.verdicts import Verdict, cpu_verdict, rewrite_verdict
 from neurondev.trace.capture import Capture, capture, check_level, required_inputs
 from neurondev.trace.copies import kept_rng
+from neurondev.trace.inputs import HostValue
 from neurondev.xla.native import TraceComparison
 from neurondev.xla.run import RunRecord, run_on_xla
-from neurondev.xla.values import Comparison, check_tolerances, compare_outputs
+from neurondev.xla.values import check_tolerances
 
 __all__ = ["ExplainOptions", "explain", "rerun"]
+
+_SEED = 0  # both runs of a graph draw from generators seeded alike (random ops compare where they draw on one device)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,12 +91,14 @@ class TracedGraph:
     key: SectionKey
     graph_module: torch.fx.GraphModule
     inputs: tuple[Any, ...]
+    host_values: tuple[HostValue, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
 class PinnedGraph:
     traced: TracedGraph
     pins: tuple[DevicePin, ...]
+    cpu_kernels: tuple[CpuKernel, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,12 +136,6 @@ class Native:
     traces: TraceComparison | None = None
     skipped: str | None = None
     timings: Mapping[SectionKey, NativeTiming] = dataclasses.field(default_factory=dict)
-
-
-@dataclasses.dataclass(frozen=True)
-class Verdict:
-    values: Comparison | None = None
-    against: str | None = None
 
 
 # --- the entry points -----------------------------------------------------------------------------
@@ -180,7 +181,7 @@ def rerun(explanation: Explanation, *, target: str | torch.device, on_step: Call
     """The stages after the trace again, for ``target``: a new Explanation from the same graphs."""
     options = ExplainOptions(parse_target(target), True, True, explanation.rtol, explanation.atol, False, explanation.level)
     stages = Stages((), quiet=True, on_step=on_step)
-    traced = tuple(TracedGraph(s.key, s.traced, s.inputs) for s in explanation.sections)
+    traced = tuple(TracedGraph(s.key, s.traced, s.inputs, s.host_values) for s in explanation.sections)
     with kept_rng(), stages:
         pinned = pin_stage(traced, options.target, stages)
         runtime = runtime_stage(stages)
@@ -219,14 +220,19 @@ def trace_stage(captured: Capture, level: str) -> tuple[TracedGraph, ...]:
             raise InvalidOptionError("this Capture holds dynamo's graphs only: make it with neurondev.capture(fn, *args, level='aten')")
         return tuple(TracedGraph(SectionKey(g.dynamo_graph, g.part), g.graph_module, g.inputs) for g in captured.aten_graphs)
     return tuple(
-        TracedGraph(SectionKey(i), gm, tuple(inputs)) for i, (gm, inputs) in enumerate(zip(captured.graphs, captured.example_inputs))
+        TracedGraph(SectionKey(i), gm, tuple(inputs), tuple(v for v in captured.host_values if v.graph == i))
+        for i, (gm, inputs) in enumerate(zip(captured.graphs, captured.example_inputs))
     )
 
 
 def pin_stage(traced: tuple[TracedGraph, ...], target: torch.device, stages: Stages) -> tuple[PinnedGraph, ...]:
     stages.start("find pins")
     return tuple(
-        PinnedGraph(graph, tuple(find_pins(graph.graph_module, target=target, graph=graph.key.graph, part=graph.key.part)))
+        PinnedGraph(
+            graph,
+            tuple(find_pins(graph.graph_module, target=target, graph=graph.key.graph, part=graph.key.part)),
+            tuple(cpu_kernels(graph.graph_module, graph=graph.key.graph, part=graph.key.part)),
+        )
         for graph in traced
     )
 
@@ -271,7 +277,10 @@ def run_stage(rewritten: tuple[RewrittenGraph, ...], runtime: Runtime, options: 
 
 
 def _run(stages: Stages, gm: torch.fx.GraphModule, graph: RewrittenGraph, options: ExplainOptions) -> RunRecord:
-    record = run_on_xla(gm, *graph.pinned.traced.inputs, rtol=options.rtol, atol=options.atol)
+    """One run on XLA; host values stay on the host, where the user's code would have them."""
+    traced = graph.pinned.traced
+    host = [value.index for value in traced.host_values]
+    record = run_on_xla(gm, *traced.inputs, rtol=options.rtol, atol=options.atol, keep_on_host=host, seed=_SEED)
     stages.advance()
     return record
 
@@ -288,6 +297,8 @@ def native_stage(
         traces = compare_with_native(captured, fn, *call)
     except XlaUnavailableError as error:
         return Native(skipped=f"no XLA device: {error}")
+    except TraceError as error:  # the second trace failed before dynamo recorded any graph
+        return Native(skipped=f"the trace on XLA failed before any graph was recorded: {error}")
     return Native(traces, None, native_timings(traces, rewritten, runs))
 
 
@@ -306,26 +317,23 @@ def native_timings(traces: TraceComparison | None, rewritten: tuple[RewrittenGra
     return MappingProxyType(timings)
 
 
-def verdict_stage(runs: Runs, options: ExplainOptions) -> dict[SectionKey, Verdict]:
-    """Per key: the run after the pass against the run before it (same device), else against CPU."""
-    return {key: _verdict(before, after, options) for key, (before, after) in runs.records.items()}
-
-
-def _verdict(before: RunRecord, after: RunRecord, options: ExplainOptions) -> Verdict:
-    if after.error is not None:
-        return Verdict()
-    if before.error is None:
-        values = compare_outputs(after.outputs, before.outputs, rtol=options.rtol, atol=options.atol)
-        return Verdict(values, "the frozen graph's run on the same device")
-    if after.comparison is not None:
-        return Verdict(after.comparison, "the CPU reference (the frozen graph did not run)")
-    return Verdict()
+def verdict_stage(rewritten: tuple[RewrittenGraph, ...], runs: Runs, options: ExplainOptions) -> dict[SectionKey, tuple[Verdict, Verdict]]:
+    """Per key, two verdicts: did the rewrite change the values (after vs before, same device),
+    and does XLA agree with CPU (after vs the graph run eagerly on CPU)."""
+    verdicts = {}
+    for graph in rewritten:
+        if graph.key not in runs.records:
+            continue
+        before, after = runs.records[graph.key]
+        traced = graph.pinned.traced.graph_module
+        verdicts[graph.key] = (rewrite_verdict(traced, before, after, options.rtol, options.atol), cpu_verdict(traced, before, after))
+    return verdicts
 
 
 def _assemble(
     captured: Capture, rewritten: tuple[RewrittenGraph, ...], runs: Runs, native: Native, options: ExplainOptions, stages: Stages
 ) -> Explanation:
-    verdicts = verdict_stage(runs, options)
+    verdicts = verdict_stage(rewritten, runs, options)
     sections = tuple(_section(graph, runs, native, verdicts) for graph in rewritten)
     return Explanation(
         name=captured.name,
@@ -344,10 +352,10 @@ def _assemble(
     )
 
 
-def _section(graph: RewrittenGraph, runs: Runs, native: Native, verdicts: dict[SectionKey, Verdict]) -> Section:
+def _section(graph: RewrittenGraph, runs: Runs, native: Native, verdicts: dict[SectionKey, tuple[Verdict, Verdict]]) -> Section:
     traced, key = graph.pinned.traced, graph.key
     before, after = runs.records.get(key, (None, None))
-    verdict = verdicts.get(key, Verdict())
+    rewrite, cpu = verdicts.get(key, (None, None))
     return Section(
         key,
         traced.graph_module,
@@ -357,7 +365,9 @@ def _section(graph: RewrittenGraph, runs: Runs, native: Native, verdicts: dict[S
         graph.rewrites,
         before,
         after,
-        verdict.values,
-        verdict.against,
+        rewrite,
+        cpu,
         native.timings.get(key),
+        traced.host_values,
+        graph.pinned.cpu_kernels,
     )

@@ -24,6 +24,7 @@ from neurondev.errors import (
 )
 from neurondev.trace.aten import AtenGraph, AtenRecorder, run_backward
 from neurondev.trace.copies import MovedInput, fresh_function, kept_rng, traced_copies
+from neurondev.trace.inputs import HostValue, host_values
 from neurondev.trace.source import SourceLine, source_line
 
 __all__ = [
@@ -79,6 +80,8 @@ class Capture:
     ``notes``: what the capture did that a user should know (an already compiled function was
     unwrapped, dimensions marked dynamic were kept, why no graph was recorded).
     ``aten_graphs``: with ``level="aten"``, aot_autograd's forward and backward graphs.
+    ``host_values``: graph inputs read from a global, a closure or a plain attribute, which stay
+    on the host when the user's model moves to XLA (see ``neurondev.trace.inputs``).
     ``owners``: the traced copies (function state, arguments); dynamo's graphs read some of
     their tensors as attributes held weakly (an optimizer's parameters), so they live as long
     as the capture.
@@ -94,10 +97,11 @@ class Capture:
     aten_graphs: tuple[AtenGraph, ...] = ()
     level: str = "dynamo"
     device: str = "cpu"
+    host_values: tuple[HostValue, ...] = ()
     owners: tuple[Any, ...] = dataclasses.field(default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        for name in ("graphs", "dynamo_breaks", "moved_inputs", "notes", "aten_graphs"):
+        for name in ("graphs", "dynamo_breaks", "moved_inputs", "notes", "aten_graphs", "host_values"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         object.__setattr__(self, "example_inputs", tuple(tuple(inputs) for inputs in self.example_inputs))
 
@@ -251,7 +255,14 @@ class _Recorder:
         aten = self.aten.graphs if self.aten is not None else ()
         inputs = tuple(tuple(graph_inputs) for graph_inputs in self.example_inputs)
         graphs, breaks = tuple(self.graphs), tuple(self.breaks)
-        return Capture(name, graphs, inputs, breaks, tuple(moved), output, tuple(notes), aten, owners=self.owners, **extra)
+        host = (
+            tuple(value for i, gm in enumerate(graphs) for value in host_values(i, gm, list(inputs[i]), self.owners[0]))
+            if self.owners
+            else ()
+        )
+        return Capture(
+            name, graphs, inputs, breaks, tuple(moved), output, tuple(notes), aten, host_values=host, owners=self.owners, **extra
+        )
 
 
 class _Traced(Exception):

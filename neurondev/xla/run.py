@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
@@ -13,7 +13,7 @@ import torch.fx
 
 from neurondev._compat import tree_leaves
 from neurondev.errors import InputCountError, InvalidOptionError, InvalidSubjectError
-from neurondev.fx.devices import describe_object, function_name
+from neurondev.fx.devices import describe_object, function_name, is_output_transfer
 from neurondev.fx.graphs import copy_graph
 from neurondev.passes.device_rewriter import rewrite_copy
 from neurondev.trace.capture import Capture
@@ -137,6 +137,8 @@ class RunRecord:
     of torch_xla.debug.metrics, never reset. ``executions``/``compilations`` are the ones forced
     mid-graph (before the graph's own end); ``graph_breaks`` attributes them (and transfers to the
     host) to nodes, ``uploads`` attributes transfers to the device that come with no break.
+    ``output_transfers`` are moves to the host whose value only leaves the graph (``return
+    x.cpu()``): results handed back on purpose, counted apart from breaks.
     ``comparison`` holds the figures against the CPU reference (``matches_reference`` its verdict,
     ``mismatch`` its message); ``not_compared`` says why there is none.
     """
@@ -148,6 +150,7 @@ class RunRecord:
     transfers_to_device: int = 0
     fallback_ops: dict[str, int] = dataclasses.field(default_factory=dict)
     graph_breaks: tuple[GraphBreak, ...] = ()
+    output_transfers: tuple[GraphBreak, ...] = ()
     uploads: tuple[Upload, ...] = ()
     node_devices: dict[str, Any] = dataclasses.field(default_factory=dict)
     crossings: tuple[Crossing, ...] = ()
@@ -174,7 +177,8 @@ class RunRecord:
         """The graph stays on the device: it ran, with no graph break, no transfer to the host and
         no CPU fallback. Uploads of host-built constants (``uploads``) are allowed and noted; how the
         values compare is ``matches_reference`` (XLA fuses what eager rounds step by step)."""
-        return self.error is None and not self.graph_breaks and self.transfers_to_host == 0 and not self.fallback_ops
+        expected = sum(t.transfers_to_host for t in self.output_transfers)
+        return self.error is None and not self.graph_breaks and self.transfers_to_host == expected and not self.fallback_ops
 
     def summary(self) -> str:
         """One paragraph a user can read: failure, or breaks with their nodes, transfers, uploads, values."""
@@ -215,6 +219,7 @@ class RunRecord:
         return {
             **plain,
             "graph_breaks": [b.to_dict() for b in self.graph_breaks],
+            "output_transfers": [t.to_dict() for t in self.output_transfers],
             "uploads": [u.to_dict() for u in self.uploads],
             "crossings": [dataclasses.asdict(c) for c in self.crossings],
             "node_devices": {k: list(v) if isinstance(v, tuple) else v for k, v in self.node_devices.items()},
@@ -236,6 +241,8 @@ def run_on_xla(
     rtol: float | None = None,
     atol: float | None = None,
     barrier: Callable[[], None] | None = None,
+    keep_on_host: Iterable[int] = (),
+    seed: int | None = None,
 ) -> RunRecord:
     """Run ``gm`` on the XLA device and record what crossed and what executed, node by node.
 
@@ -245,6 +252,12 @@ def run_on_xla(
     are the tolerances of that comparison, given together (None: assert_close's for the dtype).
     ``repeat`` calls are timed for ``seconds`` (0 skips timing). A failing run is recorded in
     ``error``, not raised; inputs that cannot move to the device raise XlaInputError.
+
+    ``seed``: set on the CPU and the XLA generator before each call (and before the CPU
+    reference), so that two runs of graphs with random ops draw alike where they draw on the same device.
+
+    ``keep_on_host``: positions of inputs that stay where they are instead of going to the device,
+    as the user's code would leave them (a global or a plain attribute does not move with the model).
 
     ``barrier`` is for ranks that run in one process (a thread per device): called around each
     measured call, it keeps every rank's node-by-node phase apart from any rank's sync, since
@@ -256,22 +269,24 @@ def run_on_xla(
     target = runtime.device()
     graph = copy_graph(gm).to(target)
     wait = barrier or _no_barrier
+    placed = _Placement(inputs, target, frozenset(keep_on_host), seed)
     with torch.no_grad():
-        first = _call(graph, inputs, target, wait)
+        first = _call(graph, placed, wait)
         if first.error is not None:
             return RunRecord(device=str(target), error=first.error, first_call=first.counts)
-        measured = _call(graph, inputs, target, wait)
-        comparison, not_compared = _compare(gm, inputs, measured.outputs, reference, rtol, atol)
-        seconds = _steady_seconds(graph, inputs, target, repeat)
+        measured = _call(graph, placed, wait)
+        comparison, not_compared = _compare(gm, placed, measured.outputs, reference, rtol, atol)
+        seconds = _steady_seconds(graph, placed, repeat)
     return _record(str(target), graph, measured, first.counts, comparison, not_compared, seconds)
 
 
 def _compare(
-    gm: torch.fx.GraphModule, inputs: tuple, outputs: Any, reference: Any, rtol: float | None, atol: float | None
+    gm: torch.fx.GraphModule, placed: _Placement, outputs: Any, reference: Any, rtol: float | None, atol: float | None
 ) -> tuple[Comparison | None, str | None]:
     """The outputs against ``reference`` (by default the graph on CPU), or why there is no comparison."""
     if reference is None:
-        reference, not_compared = _cpu_reference(gm, inputs)
+        placed.seed_generators()
+        reference, not_compared = _cpu_reference(gm, placed.inputs)
         if not_compared is not None:
             return None, not_compared
     return compare_outputs(outputs, reference, rtol=rtol, atol=atol), None
@@ -347,8 +362,33 @@ def _no_barrier() -> None:
     pass
 
 
-def _call(graph: torch.fx.GraphModule, inputs: tuple, target: torch.device, barrier: Callable[[], None]) -> _Call:
-    device_inputs = runtime.to_device(inputs, target)
+@dataclasses.dataclass(frozen=True)
+class _Placement:
+    """The inputs of a run and where they go: the device, except the positions kept on the host."""
+
+    inputs: tuple
+    target: torch.device
+    keep_on_host: frozenset[int]
+    seed: int | None = None
+
+    def seed_generators(self) -> None:
+        """The same random stream for every call of a run (CPU's and XLA's), when a seed was given."""
+        if self.seed is None:
+            return
+        import torch_xla.core.xla_model as xm
+
+        torch.manual_seed(self.seed)
+        xm.set_rng_state(self.seed)
+
+    def copies(self) -> list[Any]:
+        """Fresh copies of the inputs (a graph may write to them), each where it belongs."""
+        host = torch.device("cpu")
+        return [runtime.to_device([value], host if i in self.keep_on_host else self.target)[0] for i, value in enumerate(self.inputs)]
+
+
+def _call(graph: torch.fx.GraphModule, placed: _Placement, barrier: Callable[[], None]) -> _Call:
+    device_inputs = placed.copies()
+    placed.seed_generators()
     counters.settle()
     barrier()
     before = counters.counts()
@@ -385,6 +425,8 @@ def _record(
     counts = call.counts
     measured = [(node, call.per_node[node.name]) for node in graph.graph.nodes if node.name in call.per_node]
     node_devices = {name: device for name, device in call.devices.items() if device is not None}
+    forced = [(node, delta) for node, delta in measured if delta.forced]
+    handed_back = [(node, delta) for node, delta in forced if _hands_back(node, node_devices)]
     return RunRecord(
         device=device,
         executions=counts.executions,
@@ -392,7 +434,8 @@ def _record(
         transfers_to_host=counts.transfers_to_host,
         transfers_to_device=counts.transfers_to_device,
         fallback_ops=dict(counts.fallbacks),
-        graph_breaks=tuple(_graph_break(node, delta) for node, delta in measured if delta.forced),
+        graph_breaks=tuple(_graph_break(node, delta) for node, delta in forced if (node, delta) not in handed_back),
+        output_transfers=tuple(_graph_break(node, delta) for node, delta in handed_back),
         uploads=tuple(_upload(node, delta) for node, delta in measured if not delta.forced and delta.transfers_to_device),
         node_devices=node_devices,
         crossings=tuple(_crossings(graph, node_devices)),
@@ -403,6 +446,12 @@ def _record(
         first_call=first,
         outputs=call.outputs,
     )
+
+
+def _hands_back(node: torch.fx.Node, devices: dict[str, Any]) -> bool:
+    """A node whose value went to the host only to leave the graph (``return x.cpu()``)."""
+    device = devices.get(node.name)
+    return isinstance(device, str) and is_output_transfer(node, torch.device(device))
 
 
 def _graph_break(node: torch.fx.Node, delta: Counts) -> GraphBreak:
@@ -443,11 +492,11 @@ def _cpu_reference(gm: torch.fx.GraphModule, inputs: tuple) -> tuple[Any, str | 
         return None, f"not compared: the graph does not run on CPU ({type(error).__name__}: {error})"
 
 
-def _steady_seconds(graph: torch.fx.GraphModule, inputs: tuple, target: torch.device, repeat: int) -> float | None:
+def _steady_seconds(graph: torch.fx.GraphModule, placed: _Placement, repeat: int) -> float | None:
     """Median wall time of a plain call plus its sync, after the two measured calls warmed it up."""
     if repeat <= 0:
         return None
-    device_inputs = runtime.to_device(inputs, target)
+    device_inputs = placed.copies()
     counters.settle()
     times = []
     for _ in range(repeat):

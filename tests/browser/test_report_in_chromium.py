@@ -37,7 +37,7 @@ def test_the_seed_report_shows_the_headline_both_graphs_and_the_pin_table(page, 
     assert blocked == []  # nothing but the file itself was asked for
     headline = page.locator(".nd-headline").first.inner_text()
     assert "1 frozen device pin(s)" in headline and "1 graph break(s) on xla:0" in headline
-    assert "outputs match" in page.locator(".nd-headline").nth(1).inner_text()
+    assert "the rewrite changed no values; XLA agrees with CPU" in page.locator(".nd-headline").nth(1).inner_text()
     before, after = page.locator("figure.nd-before svg"), page.locator("figure.nd-after svg")
     assert before.count() == 1 and after.count() == 1
     assert before.bounding_box()["width"] > 200 and after.bounding_box()["height"] > 200
@@ -60,5 +60,8 @@ def test_the_gpt2_report_draws_a_readable_focus_view_with_every_pin(page, tmp_pa
         assert pin in texts, pin
     assert any("not shown" in t for t in texts)  # the focus view, not all 154 nodes
     assert page.locator("figure.nd-before svg g.node").count() < 60
-    assert page.locator("table.nd-pins tr").count() == 1 + len(explanation.pins)
+    lines = {(pin.where, pin.function) for pin in explanation.pins}
+    assert page.locator("table.nd-pins tr").count() == 1 + len(lines)  # one row per line of code
+    assert page.locator("details.nd-all-pins summary").inner_text() == f"Every pin ({len(explanation.pins)})"
+    assert page.locator("details.nd-all-pins table tr").count() == 1 + len(explanation.pins)
     assert_not_blank(page, tmp_path)

@@ -95,7 +95,7 @@ def test_explain_a_function_in_a_file_writes_html_and_json_and_exits_0(folder, n
     assert result.returncode == 0, result.stderr
     assert "1 frozen device pin(s) (torch.empty at usercode.py:5) -> 1 graph break(s) on xla:0" in result.stdout
     data = json.loads((folder / "r.json").read_text())
-    assert data["graphs"][0]["pins"][0]["line"] == 5 and data["outputs_match"] is True
+    assert data["graphs"][0]["pins"][0]["line"] == 5 and data["rewrite_preserves_values"] is True
     assert "<svg" in (folder / "r.html").read_text()
 
 

@@ -167,3 +167,31 @@ def test_rewritten_seed_graph_runs_on_cpu_target_to_the_same_values(seed_capture
 
 def test_it_is_a_torch_fx_pass():
     assert isinstance(DeviceRewriterPass(), PassBase)
+
+
+def test_a_move_to_the_host_that_only_leaves_the_graph_is_kept_by_default_and_rewritten_by_the_documented_pass():
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    relu = graph.call_function(torch.relu, (x,))
+    graph.output(graph.call_method("to", (relu,), {"device": "cpu"}))
+    gm = torch.fx.GraphModule(torch.nn.Module(), graph)
+    (pin,) = neurondev.find_pins(gm)
+    assert pin.output_transfer and not pin.default_pass and pin.kwargs_pass
+    assert DeviceRewriterPass()(copy.deepcopy(gm)).modified is False
+    documented = DeviceRewriterPass(rewrite_positional=False)
+    assert documented(copy.deepcopy(gm)).modified and [r.new for r in documented.rewrites] == ["xla"]
+    assert DeviceRewriterPass(keep_host_outputs=False)(copy.deepcopy(gm)).modified
+
+
+def test_autocast_of_the_traced_device_becomes_autocast_of_the_target_type():
+    def mixed(x):
+        with torch.autocast(device_type=x.device.type, dtype=torch.bfloat16):
+            return x @ x.T
+
+    gm = neurondev.capture(mixed, torch.randn(4, 4)).graphs[0]
+    (pin,) = neurondev.find_pins(gm)
+    assert (pin.function, pin.location, pin.kind, pin.device) == ("torch.autocast", "arg[0]", "frozen", "cpu")
+    assert pin.line == mixed.__code__.co_firstlineno + 1  # the with-statement, which dynamo gives no line
+    pass_ = DeviceRewriterPass(target="xla:0")
+    pass_(gm)
+    assert [(r.old, r.new) for r in pass_.rewrites] == [("cpu", "xla")]  # a device type, never 'xla:0'

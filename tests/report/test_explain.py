@@ -30,8 +30,8 @@ def test_the_seed_explanation_holds_pins_rewrites_runs_and_the_verdict(seed_ex):
     assert [b.node for b in before.graph_breaks] == ["copy_"] and before.output_devices == ("cpu",)
     assert after.graph_breaks == () and after.output_devices == ("xla:0",) and after.ok
     (section,) = seed_ex.sections
-    assert seed_ex.outputs_match is True and section.values.max_abs_error == 0
-    assert "frozen graph's run on the same device" in section.values_against
+    assert seed_ex.rewrite_preserves_values is True and section.rewrite_verdict.comparison.max_abs_error == 0
+    assert seed_ex.xla_matches_cpu is True and section.cpu_verdict.status in ("equal", "within tolerance")
     assert section.key == neurondev.SectionKey(0, "whole") and section.traced is not section.rewritten
     assert section.before is before and section.after is after
 
@@ -47,7 +47,7 @@ def test_an_explanation_cannot_be_written_to_after_it_is_built(seed_ex):
     with pytest.raises(dataclasses.FrozenInstanceError):
         seed_ex.skipped = "changed"
     with pytest.raises(dataclasses.FrozenInstanceError):
-        seed_ex.sections[0].values = None
+        seed_ex.sections[0].rewrite_verdict = None
     with pytest.raises(dataclasses.FrozenInstanceError):
         seed_ex.before[0].error = None
     with pytest.raises(TypeError):
@@ -65,7 +65,8 @@ def test_the_summary_is_the_headline_a_terminal_shows(seed_ex):
     line = line_of(examples.seed_function, "torch.empty")
     assert seed_ex.summary() == (
         f"1 frozen device pin(s) (torch.empty at patterns.py:{line}) -> 1 graph break(s) on xla:0 "
-        "(copy_ pulls a value to the host). After DeviceRewriterPass: 0 breaks, 0 transfers to the host, outputs match."
+        "(copy_ pulls a value to the host). After DeviceRewriterPass: 0 breaks, 0 transfers to the host; "
+        "the rewrite changed no values; XLA agrees with CPU."
     )
     assert repr(seed_ex) == "<Explanation of seed_function: 1 device pin(s) in 1 graph(s), 1 graph(s) run>"
 
@@ -95,9 +96,9 @@ def test_to_dict_and_to_json_hold_everything_as_plain_data(seed_ex):
     assert graph["pins"][0]["node"] == "out" and "new_empty" in graph["pins"][0]["fix"]
     assert graph["rewrites"] == [{"node": "out", "location": "kwarg", "old": "cpu", "new": "xla", "graph": 0, "part": "whole"}]
     assert graph["before"]["graph_breaks"][0]["node"] == "copy_" and graph["after"]["graph_breaks"] == []
-    assert graph["before"]["transfers_to_host"] == 1 and graph["values"]["matches"] is True
+    assert graph["before"]["transfers_to_host"] == 1 and graph["rewrite_verdict"]["matches"] is True
     assert data["totals"]["before"]["graph_breaks"] == 1 and data["totals"]["after"]["graph_breaks"] == 0
-    assert data["outputs_match"] is True and data["runtime"]["device"] == "xla:0"
+    assert data["rewrite_preserves_values"] is True and data["runtime"]["device"] == "xla:0"
 
 
 def test_dot_and_svg_of_either_graph(seed_ex, tmp_path):
@@ -129,7 +130,7 @@ def test_run_false_still_finds_rewrites_and_draws_and_says_why_no_run():
     fn, args, _ = examples.get("seed").build()
     ex = neurondev.explain(fn, *args, run=False, quiet=True)
     assert ex.before == [] and ex.after == [] and ex.skipped.startswith("run=False")
-    assert len(ex.rewrites) == 1 and ex.outputs_match is None
+    assert len(ex.rewrites) == 1 and ex.rewrite_preserves_values is None and ex.xla_matches_cpu is None
     assert "not run" in ex.summary() and ex._repr_html_().count("<svg") == 2
 
 
@@ -151,8 +152,8 @@ def test_a_function_without_pins_says_so_and_both_runs_are_identical():
     assert ex.pins == () and ex.pin_table().empty and ex.rewrites == ()
     assert "No device pin" in ex.summary() and "No device pin in this graph" in ex._repr_html_()
     (before,), (after,) = ex.before, ex.after
-    assert before.ok and after.ok and ex.outputs_match is True
-    assert ex.sections[0].values.max_abs_error == 0
+    assert before.ok and after.ok and ex.rewrite_preserves_values is True
+    assert ex.sections[0].rewrite_verdict.status == "equal"
 
 
 def split(x):
@@ -168,7 +169,7 @@ def test_every_dynamo_graph_is_explained_with_dynamos_breaks_and_totals():
     assert [p.graph for p in ex.pins] == [0, 1] and [r.graph for r in ex.rewrites] == [0, 1]
     (brk,) = ex.capture.dynamo_breaks
     assert brk.line == line_of(split, "print(")
-    assert ex.totals("after").graphs_run == 2 and ex.outputs_match is True
+    assert ex.totals("after").graphs_run == 2 and ex.rewrite_preserves_values is True
     card = ex._repr_html_()
     assert "Graph 0 " in card and "Graph 1 " in card and "Dynamo's own graph breaks (1)" in card
     assert "Totals over 2 graphs" in card and "<tr><th>graphs run</th><td>2</td><td>2</td></tr>" in card
@@ -185,8 +186,8 @@ def test_a_graph_that_fails_on_xla_before_the_pass_shows_the_failure_and_its_lin
     (before,), (after,) = ex.before, ex.after
     assert before.error is not None and before.error.node == "embedding"
     assert before.error.line == line_of(fails_frozen, "embedding(")
-    assert after.error is None and after.ok and ex.outputs_match is True
-    assert "the CPU reference" in ex.sections[0].values_against
+    assert after.error is None and after.ok and ex.xla_matches_cpu is True
+    assert ex.rewrite_preserves_values is None and "the frozen graph failed on xla:0 at embedding" in ex.sections[0].rewrite_verdict.reason
     assert "fails on xla:0 at embedding" in ex.summary() and "FAILED: " in ex.to_dot("before")
 
 

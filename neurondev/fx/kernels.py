@@ -1,0 +1,59 @@
+"""ATen kernels a CPU trace picks for the CPU: on XLA they fall back to the host, whatever the devices say."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import torch.fx
+
+from neurondev._compat import OpOverload, OpOverloadPacket
+from neurondev.trace.source import SourceLine, source_of
+
+__all__ = ["CpuKernel", "cpu_kernels"]
+
+_CPU_KERNEL = re.compile(r"(_for_cpu|_cpu)(\.|$)")
+
+
+@dataclasses.dataclass(frozen=True)
+class CpuKernel:
+    """A node that calls an ATen kernel chosen for the CPU while tracing (at ATen level a CPU trace
+    picks ``aten._scaled_dot_product_flash_attention_for_cpu``); no device rewrite changes it."""
+
+    graph: int
+    part: str
+    node: str
+    function: str
+    source: SourceLine | None
+
+    @property
+    def where(self) -> str:
+        return self.source.where if self.source else "no source line"
+
+    @property
+    def fix(self) -> str:
+        return (
+            "a CPU trace at ATen level chose this CPU kernel and XLA runs it on the host (a break no device rewrite "
+            "removes): trace on XLA (neurondev.compare_traces, or explain(native=True)) or compile at dynamo level "
+            'through the neurondev backend (torch.compile(model, backend="neurondev")), which lets XLA choose'
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "graph": self.graph,
+            "part": self.part,
+            "node": self.node,
+            "function": self.function,
+            "where": self.where,
+            "code": self.source.code if self.source else None,
+            "fix": self.fix,
+        }
+
+
+def cpu_kernels(gm: torch.fx.GraphModule, *, graph: int = 0, part: str = "whole") -> list[CpuKernel]:
+    """The nodes of ``gm`` that call an ATen kernel specialised for the CPU."""
+    return [
+        CpuKernel(graph, part, node.name, str(node.target), source_of(node))
+        for node in gm.graph.nodes
+        if node.op == "call_function" and isinstance(node.target, (OpOverload, OpOverloadPacket)) and _CPU_KERNEL.search(str(node.target))
+    ]

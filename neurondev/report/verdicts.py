@@ -1,0 +1,141 @@
+"""Two questions about values, never merged: did the rewrite change them, and does XLA agree with CPU.
+
+The first compares the graph after the pass with the graph before it, run on the same XLA device
+with the same random seed. The second compares the graph after the pass on XLA with the same graph
+run eagerly on CPU. A model whose XLA kernels are wrong (torch_xla's grouped mm in MoE experts)
+passes the first and fails the second; a frozen graph whose own XLA run was wrong is fixed by the
+rewrite. Random ops are named, never called a difference.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch.fx
+
+from neurondev.fx.random import random_nodes
+from neurondev.trace.source import source_of
+from neurondev.xla.run import RunRecord
+from neurondev.xla.values import Comparison, compare_outputs
+
+__all__ = ["Verdict", "cpu_verdict", "rewrite_verdict"]
+
+_MATCHING = ("equal", "within tolerance", "fixed")
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """One answer about values: ``status`` is 'equal', 'within tolerance', 'differ', 'fixed' (the
+    rewrite repaired a wrong frozen run), 'not comparable' (random values) or 'not compared'.
+    ``question`` is 'rewrite' or 'cpu'; ``reason`` says why, or what a difference rests on."""
+
+    question: str
+    status: str
+    comparison: Comparison | None = None
+    reason: str | None = None
+
+    @property
+    def matches(self) -> bool | None:
+        """True when the values agree, False when they differ, None when nothing could be compared."""
+        if self.status in _MATCHING:
+            return True
+        return False if self.status == "differ" else None
+
+    def to_dict(self) -> dict[str, object]:
+        comparison = self.comparison.to_dict() if self.comparison is not None else None
+        return {
+            "question": self.question,
+            "status": self.status,
+            "matches": self.matches,
+            "reason": self.reason,
+            "text": self.describe(),
+            "comparison": comparison,
+        }
+
+    def describe(self, *, figures: bool = False) -> str:
+        """One line; equal and within tolerance read alike (which one depends on the processor's
+        rounding), unless ``figures`` asks for the measured errors."""
+        shown = figures or self.status == "differ"
+        measured = f" ({self.comparison.describe()})" if shown and self.comparison is not None and self.status != "equal" else ""
+        reason = f": {self.reason}" if self.reason else ""
+        if self.question == "rewrite":
+            text = {
+                "equal": "the rewrite changed no values",
+                "within tolerance": "the rewrite changed no values",
+                "differ": "the rewrite CHANGED the values",
+                "fixed": "the rewrite fixed the values",
+                "not comparable": "values before and after the rewrite are not comparable",
+                "not compared": "values before and after the rewrite not compared",
+            }[self.status]
+        else:
+            text = {
+                "equal": "XLA agrees with CPU",
+                "within tolerance": "XLA agrees with CPU",
+                "differ": "XLA DIFFERS from CPU",
+                "not comparable": "XLA and CPU values are not comparable",
+                "not compared": "XLA not compared with CPU",
+            }[self.status]
+        return text + measured + reason
+
+
+def _status(comparison: Comparison) -> str:
+    if not comparison.matches:
+        return "differ"
+    return "equal" if comparison.max_abs_error == 0 else "within tolerance"
+
+
+def _random_reason(gm: torch.fx.GraphModule, names: set[str] | None, where: str) -> str | None:
+    """'random node rand (f.py:3) ...' for the first random node (of ``names`` when given)."""
+    drawn = [node for node in random_nodes(gm) if names is None or node.name in names]
+    if not drawn:
+        return None
+    source = source_of(drawn[0])
+    more = f" and {len(drawn) - 1} more" if len(drawn) > 1 else ""
+    return f"random node {drawn[0].name} ({source.where if source else 'no source line'}){more} {where}"
+
+
+def rewrite_verdict(traced: torch.fx.GraphModule, before: RunRecord, after: RunRecord, rtol: float | None, atol: float | None) -> Verdict:
+    """The run after the pass against the run before it, on the same device and with the same seed."""
+    if after.error is not None:
+        return Verdict("rewrite", "not compared", reason=f"the rewritten graph failed at {after.error.node}")
+    if before.error is not None:
+        return Verdict("rewrite", "not compared", reason=f"the frozen graph failed on {before.device} at {before.error.node}")
+    moved = {name for name, device in before.node_devices.items() if _type(device) != _type(after.node_devices.get(name))}
+    random = _random_reason(traced, moved, "draws on the host before the pass and on XLA after")
+    if random is not None:
+        return Verdict("rewrite", "not comparable", reason=random)
+    comparison = compare_outputs(after.outputs, before.outputs, rtol=rtol, atol=atol)
+    if comparison.matches:
+        return Verdict("rewrite", _status(comparison), comparison)
+    if before.matches_reference is False and after.matches_reference is True and before.comparison is not None:
+        wrong = before.comparison.describe()
+        return Verdict(
+            "rewrite",
+            "fixed",
+            comparison,
+            reason=f"the frozen graph's own run on XLA was wrong ({wrong} against CPU); the rewritten one agrees with CPU",
+        )
+    return Verdict("rewrite", "differ", comparison)
+
+
+def cpu_verdict(traced: torch.fx.GraphModule, before: RunRecord | None, after: RunRecord) -> Verdict:
+    """The run after the pass on XLA against the same graph run eagerly on CPU."""
+    if after.error is not None:
+        return Verdict("cpu", "not compared", reason=f"the rewritten graph failed at {after.error.node}")
+    random = _random_reason(traced, None, "draws from XLA's generator, which is not CPU's")
+    if random is not None:
+        return Verdict("cpu", "not comparable", reason=random)
+    if after.comparison is None:
+        return Verdict("cpu", "not compared", reason=after.not_compared)
+    status = _status(after.comparison)
+    both = before is not None and before.error is None and before.matches_reference is False
+    reason = (
+        "the run before the pass differs from CPU too: not the rewrite (an XLA kernel or lowering)" if status == "differ" and both else None
+    )
+    return Verdict("cpu", status, after.comparison, reason)
+
+
+def _type(device: object) -> str | None:
+    """A node's device type ('xla', 'cpu'), its first tensor's for several, None for no tensor."""
+    first = device[0] if isinstance(device, tuple) and device else device
+    return str(first).split(":")[0] if isinstance(first, str) else None
