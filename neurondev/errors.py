@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+import warnings
+from pathlib import Path
 from typing import Any
 
 __all__ = [
@@ -14,6 +17,7 @@ __all__ = [
     "InvalidSubjectError",
     "InputCountError",
     "InvalidOptionError",
+    "OptionShadowsArgumentError",
     "MixedDeviceInputsError",
     "XlaUnavailableError",
     "XlaInputError",
@@ -23,7 +27,10 @@ __all__ = [
     "DotUnavailableError",
     "InputSpecError",
     "NoGraphWarning",
+    "warn_user",
 ]
+
+_PACKAGE = str(Path(__file__).resolve().parent)
 
 
 class NeurondevError(Exception):
@@ -60,6 +67,10 @@ class InputCountError(NeurondevError, TypeError):
 
 class InvalidOptionError(NeurondevError, ValueError):
     """An option has a value that cannot be used (a negative repeat count, ...)."""
+
+
+class OptionShadowsArgumentError(NeurondevError, TypeError):
+    """An option of explain or check has the name of one of the function's own arguments."""
 
 
 class MixedDeviceInputsError(NeurondevError, ValueError):
@@ -103,3 +114,13 @@ class InputSpecError(NeurondevError, ValueError):
 
 class NoGraphWarning(UserWarning):
     """A capture recorded no graph: the reason is in the message and in ``Capture.notes``."""
+
+
+def warn_user(message: str, category: type[Warning]) -> None:
+    """Warn, pointing at the user's own call (the first frame outside neurondev), wherever in
+    neurondev the warning is raised."""
+    level, frame = 2, sys._getframe(1)  # stacklevel 2 is warn_user's caller
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        level += 1
+        frame = frame.f_back  # type: ignore[assignment]
+    warnings.warn(message, category, stacklevel=level)

@@ -32,6 +32,10 @@ def one_input(x):
     return torch.zeros(4, device=x.device) + x
 
 
+def takes_run(x, run=False):
+    return torch.zeros(4, device=x.device) + x if run else x
+
+
 # (id, call, error class, built-in it also is, a phrase of the message)
 # fmt: off
 CATALOGUE = [
@@ -75,6 +79,8 @@ CATALOGUE = [
     ("check-target-cpu", lambda: neurondev.check(one_input, torch.randn(4), target="cpu"), neurondev.InvalidTargetError, ValueError, "got target 'cpu'"),
     ("explain-rtol-nan", lambda: neurondev.explain(one_input, torch.randn(4), rtol=float("nan"), atol=float("nan")), neurondev.InvalidOptionError, ValueError, "a finite number >= 0"),
     ("explain-atol-inf", lambda: neurondev.explain(one_input, torch.randn(4), rtol=0.1, atol=float("inf")), neurondev.InvalidOptionError, ValueError, "a finite number >= 0"),
+    ("explain-option-shadows-argument", lambda: neurondev.explain(takes_run, torch.randn(4), run=True), neurondev.OptionShadowsArgumentError, TypeError, "neurondev.explain(fn, run=...)(inputs..., run=...)"),
+    ("check-allow-int", lambda: neurondev.check(one_input, torch.randn(4), allow=5), neurondev.InvalidOptionError, ValueError, "allow is a list of strings"),
     ("explain-run-not-bool", lambda: neurondev.explain(one_input, torch.randn(4), run=1), neurondev.InvalidOptionError, ValueError, "run is True or False"),
     ("explain-atol-alone", lambda: neurondev.explain(one_input, torch.randn(4), atol=1e-3), neurondev.InvalidOptionError, ValueError, "atol was given alone"),
     ("explain-level", lambda: neurondev.explain(one_input, torch.randn(4), level="fx"), neurondev.InvalidOptionError, ValueError, "'dynamo' (the graphs dynamo makes) or 'aten'"),

@@ -30,6 +30,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_ERROR
     try:
+        _check_report_paths(options)
         return options.run(options)
     except UsageError as error:
         return _fail(str(error), options)
@@ -40,9 +41,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(f"{kind}{error}", options)
 
 
+def _check_report_paths(options: argparse.Namespace) -> None:
+    """Refuse a report path that cannot be written before anything runs (not after a long run)."""
+    for flag in ("html", "json"):
+        value = getattr(options, flag, None)
+        if not isinstance(value, str):
+            continue
+        folder = Path(value).expanduser().resolve().parent
+        if not folder.is_dir():
+            raise UsageError(f"--{flag} {value}: the folder {folder} does not exist")
+        if Path(value).is_dir():
+            raise UsageError(f"--{flag} {value} is a folder: give a file name, e.g. {Path(value) / ('report.' + flag)}")
+
+
 def _fail(message: str, options: argparse.Namespace) -> int:
     if getattr(options, "debug", False):
         traceback.print_exc()
+    if getattr(options, "command", None) == "check" and getattr(options, "json", False):
+        import json
+
+        print(json.dumps({"clean": None, "error": message}))  # a machine reading stdout gets an answer too
     print(f"neurondev: error: {message}", file=sys.stderr)
     if not getattr(options, "debug", False):
         print("neurondev: run again with --debug for the traceback", file=sys.stderr)
@@ -50,9 +68,13 @@ def _fail(message: str, options: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from neurondev import __version__
+    from neurondev.cli.inputs import SPEC_HELP
+
     parser = argparse.ArgumentParser(
         prog="neurondev", description="See and fix device pins that torch.compile freezes into graphs traced on CPU."
     )
+    parser.add_argument("--version", action="version", version=f"neurondev {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     demo = commands.add_parser("demo", help="the seed example end to end: summary and an HTML report")
     demo.add_argument("--html", default="neurondev-report.html", help="where to write the report (default: %(default)s)")
@@ -66,10 +88,10 @@ def _parser() -> argparse.ArgumentParser:
     explain.set_defaults(run=_explain)
     guard = commands.add_parser("check", help="a CI guard: exit 1 when MODULE:FUNC has device pins not allowed")
     guard.add_argument("function", metavar="MODULE:FUNC")
-    guard.add_argument("--input", action="append", default=[], metavar="SPEC", help="an example input, in order")
+    guard.add_argument("--input", action="append", default=[], metavar="SPEC", help=f"an example input, in order: {SPEC_HELP}")
     guard.add_argument("--allow", action="append", default=[], metavar="RULE", help="a node name, file:line or glob to allow")
     guard.add_argument("--target", default="xla", help="the target device (default: %(default)s)")
-    guard.add_argument("--json", action="store_true", help="print the findings as JSON")
+    guard.add_argument("--json", action="store_true", help='print the findings as JSON (an error as {"clean": null, "error": ...})')
     guard.set_defaults(run=_check)
     listing = commands.add_parser("examples", help="the gallery of device-placement patterns")
     listing.set_defaults(run=_examples)
@@ -177,6 +199,10 @@ def load_callable(spec: str) -> Callable:
             return obj()
         except TypeError as error:
             raise UsageError(f"{name} is an nn.Module class that cannot be built with no arguments ({error})") from None
+    if isinstance(obj, type):
+        raise UsageError(
+            f"{name} is a class but not an nn.Module: name a function (MODULE:function) or an nn.Module class that builds with no arguments"
+        )
     if not callable(obj):
         raise UsageError(f"{spec} is a {type(obj).__name__}, not a function or nn.Module")
     return obj

@@ -15,11 +15,11 @@ from neurondev.errors import InputSpecError
 
 __all__ = ["InputSpecError", "SPEC_HELP", "parse_input"]
 
+_DTYPES = {name: getattr(torch, name) for name in ("float32", "float16", "bfloat16", "float64", "int64", "int32", "int8", "bool")}
 SPEC_HELP = (
     "randn(shape), rand(shape), zeros(shape), ones(shape), full(shape, value), arange(n), "
-    "randint(low, high, shape); shape as numbers or a tuple; optional dtype=float32|float16|bfloat16|int64|int32|bool"
+    "randint(low, high, shape); shape as numbers or a tuple; optional dtype=" + "|".join(_DTYPES)
 )
-_DTYPES = {name: getattr(torch, name) for name in ("float32", "float16", "bfloat16", "float64", "int64", "int32", "int8", "bool")}
 
 
 def parse_input(spec: str, *, seed: int = 0) -> torch.Tensor:

@@ -7,6 +7,11 @@
     def test_model_is_clean():
         pass
 
+    @pytest.mark.neurondev_check(fn=takes_no_inputs)   # the keyword form: a lone callable as the
+    def test_no_inputs():                             # marker's only argument is taken by pytest
+        pass                                          # as the function it decorates
+
+
 A failure reads like pytest's own: which pin, which line, what to write instead; no traceback
 from inside neurondev.
 """
@@ -26,17 +31,17 @@ _MARKER = "neurondev_check"
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        f"{_MARKER}(fn, *inputs, allow=(), target='xla'): fail the test when fn has device pins (neurondev.check); "
-        "without fn, set allow/target for the neurondev_check fixture",
+        f"{_MARKER}(fn, *inputs, allow=(), target='xla') or {_MARKER}(fn=fn, inputs=(...), allow=()): fail the test "
+        "when fn has device pins (neurondev.check); without fn, set allow/target for the neurondev_check fixture",
     )
 
 
 def _run(fn: Callable, args: tuple, kwargs: dict) -> Any:
-    from neurondev import DevicePinsError, check
+    from neurondev import NeurondevError, check
 
     try:
         return check(fn, *args, **kwargs)
-    except DevicePinsError as error:
+    except NeurondevError as error:  # pins, or a wrong call of the guard itself: a test failure, not a traceback
         message = str(error)
     pytest.fail(message, pytrace=False)  # outside the except: no "during handling" chain
 
@@ -47,7 +52,7 @@ def neurondev_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
     ``fn`` has device pins or device-specialised lines; returns the Explanation otherwise. The
     test's ``@pytest.mark.neurondev_check(allow=..., target=...)`` gives defaults."""
     marker = request.node.get_closest_marker(_MARKER)
-    defaults = dict(marker.kwargs) if marker is not None and not marker.args else {}
+    defaults = dict(marker.kwargs) if marker is not None and not _marked_function(marker) else {}
 
     def run(fn: Callable, *args: Any, **kwargs: Any) -> Any:
         return _run(fn, args, {**defaults, **kwargs})
@@ -58,6 +63,16 @@ def neurondev_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_call(item: pytest.Item) -> None:
     marker = item.get_closest_marker(_MARKER)
-    if marker is not None and marker.args:
-        fn, *args = marker.args
-        _run(fn, tuple(args), dict(marker.kwargs))
+    if marker is not None and _marked_function(marker):
+        kwargs = dict(marker.kwargs)
+        if "fn" in kwargs:
+            fn, args = kwargs.pop("fn"), tuple(kwargs.pop("inputs", ()))
+        else:
+            fn, *rest = marker.args
+            args = tuple(rest)
+        _run(fn, args, kwargs)
+
+
+def _marked_function(marker: pytest.Mark) -> bool:
+    """The marker names the function to check (positionally, or as fn=) rather than the fixture's defaults."""
+    return bool(marker.args) or "fn" in marker.kwargs

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -12,6 +13,7 @@ import torch
 from neurondev.errors import DevicePinsError, InvalidOptionError
 from neurondev.report.advice import fix_for
 from neurondev.report.model import Explanation
+from neurondev.report.options import default, refuse_shadowing, value_of
 from neurondev.report.pipeline import explain
 from neurondev.trace.capture import check_inputs
 from neurondev.trace.source import SourceLine
@@ -109,7 +111,12 @@ def findings_of(explanation: Explanation) -> list[Finding]:
 
 
 def check(
-    fn: Callable[..., Any], *args: Any, target: str | torch.device = "xla", allow: Iterable[str] = (), native: bool = True, **kwargs: Any
+    fn: Callable[..., Any],
+    *args: Any,
+    target: str | torch.device = default("xla"),
+    allow: Iterable[str] = default(()),
+    native: bool = default(True),
+    **kwargs: Any,
 ) -> Explanation:
     """Raise DevicePinsError (an AssertionError too) listing every pin and device-specialised line of
     ``fn(*args, **kwargs)`` not in ``allow``; return the Explanation when there is none.
@@ -119,10 +126,11 @@ def check(
     also traces on XLA to find device-specialised code (skipped, with a note, without torch_xla).
     Nothing runs on the device otherwise and nothing is drawn: check is about what the graph says.
     """
-    rules = _rules(allow)
     if callable(fn):
         check_inputs(fn, args, kwargs)  # check has no callable form: it needs the inputs now
-    explanation = explain(fn, *args, target=target, run=False, quiet=True, native=native, **kwargs)
+        refuse_shadowing(fn, {"target": target, "allow": allow, "native": native}, verb="check")
+    rules = _rules(value_of(allow))
+    explanation = explain(fn, *args, target=value_of(target), run=False, quiet=True, native=value_of(native), **kwargs)
     left = [finding for finding in findings_of(explanation) if not finding.allowed_by(rules)]
     if left:
         raise DevicePinsError(_message(explanation.name, left), left)
@@ -130,12 +138,24 @@ def check(
 
 
 def _rules(allow: Any) -> list[str]:
+    """The allow rules as strings; a file:line rule is also read as the file's absolute path."""
     if isinstance(allow, str):
-        return [allow]
-    rules = list(allow)
+        allow = [allow]
+    try:
+        rules = list(allow)
+    except TypeError:
+        rules = [allow]
     if not all(isinstance(rule, str) for rule in rules):
         raise InvalidOptionError(f"allow is a list of strings (node names, file:line, or patterns), got {allow!r}")
-    return rules
+    return [spelling for rule in rules for spelling in _spellings(rule)]
+
+
+def _spellings(rule: str) -> list[str]:
+    """``./models/net.py:12`` also as the file's absolute path, which is how a finding names it."""
+    path, _, line = rule.rpartition(":")
+    if not path or not line.isdigit() or not path.endswith(".py") or any(c in path for c in "*?["):
+        return [rule]
+    return [rule, f"{os.path.abspath(path)}:{line}"]
 
 
 _HEADINGS = {

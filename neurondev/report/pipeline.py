@@ -15,72 +15,24 @@ from typing import Any
 import torch
 import torch.fx
 
-from neurondev.errors import InvalidOptionError, InvalidTargetError, NotCallableError, TraceError, XlaUnavailableError
+from neurondev.errors import InvalidOptionError, NotCallableError, TraceError, XlaUnavailableError
 from neurondev.fx.devices import parse_target
 from neurondev.fx.kernels import CpuKernel, cpu_kernels
 from neurondev.fx.pins import DevicePin, find_pins
 from neurondev.notebook.progress import Stages
 from neurondev.passes.device_rewriter import Rewrite, rewrite_copy
 from neurondev.report.model import Explanation, NativeTiming, Section, SectionKey
+from neurondev.report.options import ExplainOptions, default, refuse_shadowing
 from neurondev.report.verdicts import Verdict, cpu_verdict, rewrite_verdict
-from neurondev.trace.capture import Capture, capture, check_level, required_inputs
+from neurondev.trace.capture import Capture, capture, required_inputs
 from neurondev.trace.copies import kept_rng
 from neurondev.trace.inputs import HostValue
 from neurondev.xla.native import TraceComparison
 from neurondev.xla.run import RunRecord, run_on_xla
-from neurondev.xla.values import check_tolerances
 
 __all__ = ["ExplainOptions", "explain", "rerun"]
 
 _SEED = 0  # both runs of a graph draw from generators seeded alike (random ops compare where they draw on one device)
-
-
-@dataclasses.dataclass(frozen=True)
-class ExplainOptions:
-    """The options of one explain call, checked once and passed along as one value."""
-
-    target: torch.device
-    run: bool = True
-    quiet: bool = False
-    rtol: float | None = None
-    atol: float | None = None
-    native: bool = False
-    level: str = "dynamo"
-
-    @classmethod
-    def checked(cls, target: Any, *, run: Any, quiet: Any, rtol: Any, atol: Any, native: Any, level: Any) -> ExplainOptions:
-        for name, value in (("run", run), ("quiet", quiet), ("native", native)):
-            if not isinstance(value, bool):
-                raise InvalidOptionError(f"{name} is True or False, got {value!r}")
-        check_tolerances(rtol, atol)
-        return cls(check_target(parse_target(target)), run, quiet, rtol, atol, native, check_level(level))
-
-
-def check_target(target: torch.device) -> torch.device:
-    """The target of explain: an XLA device that exists here (when the XLA runtime can tell).
-
-    explain runs graphs on the XLA device, so its pins are rewritten for XLA; another device
-    (``meta``, ``cuda``, ``cpu``) would give a graph for somewhere the runs never go.
-    """
-    if target.type != "xla":
-        raise InvalidTargetError(
-            f"explain rewrites device pins for the XLA device it runs the graphs on, got target {str(target)!r}; "
-            "pass target='xla' (or 'xla:N'). To rewrite a graph for another device, use "
-            f"neurondev.DeviceRewriterPass(target={str(target)!r}) on the graph itself"
-        )
-    if target.index is not None:
-        from neurondev import xla
-
-        try:
-            count = xla.device_count()
-        except XlaUnavailableError:
-            return target  # no runtime to ask: the runs are skipped and say why
-        if target.index >= count:
-            have = ", ".join(f"xla:{i}" for i in range(count))
-            raise InvalidTargetError(
-                f"target {str(target)!r} does not exist here: this XLA runtime has {have}; pass one of those, or 'xla'"
-            )
-    return target
 
 
 # --- what each stage hands on -------------------------------------------------------------------
@@ -142,13 +94,13 @@ class Native:
 def explain(
     fn: Callable[..., Any] | Capture,
     *args: Any,
-    target: str | torch.device = "xla",
-    run: bool = True,
-    quiet: bool = False,
-    rtol: float | None = None,
-    atol: float | None = None,
-    native: bool = False,
-    level: str = "dynamo",
+    target: str | torch.device = default("xla"),
+    run: bool = default(True),
+    quiet: bool = default(False),
+    rtol: float | None = default(None),
+    atol: float | None = default(None),
+    native: bool = default(False),
+    level: str = default("dynamo"),
     **kwargs: Any,
 ) -> Any:
     """Explain the device pins of ``fn(*args, **kwargs)``: trace on CPU, find, rewrite, run before and after.
@@ -161,10 +113,17 @@ def explain(
     code, and the rewritten graph's time per call against the native one's. ``level="aten"``
     explains aot_autograd's forward and backward graphs instead of dynamo's.
     Nothing of the user's is mutated and the user's torch_xla counters are never cleared.
+
+    When ``fn`` takes an argument named like one of these options, passing the option is refused
+    (OptionShadowsArgumentError): write ``explain(fn, run=False)(x, run=True)`` instead, where the
+    first call takes explain's options and the second only ``fn``'s inputs.
     """
+    given_options = {"target": target, "run": run, "quiet": quiet, "rtol": rtol, "atol": atol, "native": native, "level": level}
     options = ExplainOptions.checked(target, run=run, quiet=quiet, rtol=rtol, atol=atol, native=native, level=level)
+    if callable(fn) and not isinstance(fn, Capture) and (args or kwargs):
+        refuse_shadowing(fn, given_options, verb="explain")
     if isinstance(fn, Capture):
-        if native:
+        if options.native:
             raise InvalidOptionError("native=True traces the function again on XLA: pass the function and its inputs, not a Capture")
         return _explain(fn, options, None)
     if not callable(fn):

@@ -6,7 +6,6 @@ import contextlib
 import dataclasses
 import inspect
 import logging
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,11 +20,12 @@ from neurondev.errors import (
     NoGraphWarning,
     NotCallableError,
     TraceError,
+    warn_user,
 )
 from neurondev.trace.aten import AtenGraph, AtenRecorder, run_backward
 from neurondev.trace.copies import MovedInput, fresh_function, kept_rng, traced_copies
 from neurondev.trace.inputs import HostValue, host_values
-from neurondev.trace.source import SourceLine, source_line
+from neurondev.trace.source import SourceLine, source_line, user_line_of_error
 
 __all__ = [
     "LEVELS",
@@ -130,7 +130,7 @@ def capture(fn: Callable, *args: Any, level: str = "dynamo", **kwargs: Any) -> C
         output, moved, notes = _trace(fn, args, kwargs, recorder)
     if not recorder.graphs:
         notes.append(_why_no_graph(args, kwargs))
-        warnings.warn(f"capture of {_name(fn)} recorded no graph: {notes[-1]}", NoGraphWarning, stacklevel=2)
+        warn_user(f"capture of {_name(fn)} recorded no graph: {notes[-1]}", NoGraphWarning)
     return recorder.capture(_name(fn), output, moved, notes, level=level)
 
 
@@ -173,7 +173,9 @@ def _trace(
         if recorder.stop and recorder.graphs:
             return None, moved, notes
         message = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        raise TraceError(f"tracing {_name(fn)} on {device.type.upper()} raised {type(error).__name__}: {message}") from error
+        line = user_line_of_error(error)
+        where = f" at {line.where} ({line.code})" if line is not None else ""
+        raise TraceError(f"tracing {_name(fn)} on {device.type.upper()} raised {type(error).__name__}{where}: {message}") from error
 
 
 def capture_on_device(fn: Callable, args: tuple, kwargs: dict, device: torch.device) -> tuple[Capture, BaseException | None]:

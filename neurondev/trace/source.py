@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import linecache
+import os
 import re
+import sysconfig
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +15,7 @@ import torch.fx
 
 from neurondev._compat import ipython_cell_number
 
-__all__ = ["SourceLine", "judge_kind", "short_location", "source_line", "source_of", "statement_at"]
+__all__ = ["SourceLine", "judge_kind", "short_location", "source_line", "source_of", "statement_at", "user_line_of_error"]
 
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>[^\n]+)\n(?P<code>[^\n]*)')
 _KWARG_DEVICE = re.compile(r"\bdevice\s*=\s*(?P<expr>[^,)]+)")
@@ -21,6 +24,7 @@ _DEVICE_CALL = re.compile(r"torch\.device\(\s*(?:type\s*=\s*)?(?P<expr>[^,)]*)")
 _PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
 _USER_CODE_IN_PACKAGE = ("gallery/catalogue.py", "gallery/patterns.py")  # the gallery's functions are user code
 _LITERAL = re.compile(r"""^(['"][a-z]+(:\d+)?['"]|\d+)$""")
+_STDLIB = sysconfig.get_paths()["stdlib"]
 _NOTEBOOK_CELL = re.compile(r"ipykernel_\d+[/\\]\d+\.py$")
 _MAX_STATEMENT_LINES = 20
 _MAX_LOOKBACK_LINES = 200
@@ -70,6 +74,28 @@ def source_of(node: torch.fx.Node) -> SourceLine | None:
         return None
     last = frames[-1]
     return source_line(last["file"], int(last["line"]), last["function"], last["code"])
+
+
+def user_line_of_error(error: BaseException) -> SourceLine | None:
+    """The innermost line of the user's code an error passed through: from dynamo's "from user
+    code:" block, else the tracebacks of the error and its causes (torch, neurondev and the
+    standard library left out)."""
+    frames: list[tuple[str, int, str]] = []
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        frames += [(m["file"], int(m["line"]), m["function"]) for m in _FRAME.finditer(str(current))]
+        frames += [(f.filename, f.lineno or 0, f.name) for f in traceback.extract_tb(current.__traceback__)]
+        current = current.__cause__ or current.__context__
+    mine = [frame for frame in frames if _is_users(frame[0])]
+    return source_line(*mine[-1]) if mine else None
+
+
+def _is_users(file: str) -> bool:
+    if _in_neurondev(file) or file.startswith("<frozen"):
+        return False
+    return not any(part in file for part in (f"{os.sep}torch{os.sep}", f"{os.sep}torch_xla{os.sep}", _STDLIB))
 
 
 def _in_neurondev(file: str) -> bool:

@@ -214,3 +214,38 @@ def test_the_input_language(spec, shape, dtype):
 def test_the_input_language_refuses_everything_else(spec):
     with pytest.raises(InputSpecError):
         parse_input(spec)
+
+
+def test_a_class_that_is_no_module_is_a_usage_error(folder, neurondev):
+    (folder / "plain.py").write_text("class Config:\n    pass\n")
+    result = neurondev(folder, "explain", "plain.py:Config", "--input", "randn(3)")
+    assert result.returncode == 2 and "is a class but not an nn.Module" in result.stderr
+
+
+def test_check_json_answers_an_error_as_json_too(folder, neurondev):
+    result = neurondev(folder, "check", "usercode.py:missing", "--input", "randn(3)", "--json")
+    assert result.returncode == 2 and json.loads(result.stdout) == {
+        "clean": None,
+        "error": result.stderr.splitlines()[0][len("neurondev: error: ") :],
+    }
+
+
+def test_a_report_path_that_cannot_be_written_is_refused_before_anything_runs(folder, neurondev):
+    result = neurondev(folder, "explain", "usercode.py:frozen", "--input", "randn(16)", "--html", "no/such/folder/r.html")
+    assert result.returncode == 2 and "the folder" in result.stderr and "does not exist" in result.stderr
+    assert result.stdout == ""  # nothing ran
+
+
+def test_version_and_the_input_language_in_check_help(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["--version"])
+    assert capsys.readouterr().out.startswith("neurondev 0.")
+    with pytest.raises(SystemExit):
+        cli.main(["check", "--help"])
+    assert "randint(low, high, shape)" in capsys.readouterr().out and "float64" in parse_help()
+
+
+def parse_help() -> str:
+    from neurondev.cli.inputs import SPEC_HELP
+
+    return SPEC_HELP

@@ -70,6 +70,9 @@ def pinned(x):
 
 def clean(x):
     return x.new_zeros(x.shape) + x
+
+def no_inputs():
+    return torch.zeros(4) + 1
 """
 
 PROJECT = (
@@ -92,6 +95,18 @@ def test_clean_with_the_marker():
 @pytest.mark.neurondev_check(allow=["out"])
 def test_allowed_by_the_marker(neurondev_check):
     neurondev_check(pinned, torch.randn(4))
+
+@pytest.mark.neurondev_check(fn=no_inputs)
+def test_a_function_without_inputs_by_keyword():
+    pass
+
+@pytest.mark.neurondev_check(fn=pinned, inputs=(torch.randn(4),), allow=["out"])
+def test_inputs_and_allow_by_keyword():
+    pass
+
+@pytest.mark.neurondev_check(fn=pinned)
+def test_a_missing_input_is_a_test_failure():
+    pass
 """
 )
 
@@ -99,8 +114,9 @@ def test_allowed_by_the_marker(neurondev_check):
 def test_the_pytest_plugin_fails_the_pinned_tests_like_pytest_and_passes_the_rest(pytester):
     pytester.makepyfile(test_project=PROJECT)
     result = pytester.runpytest_subprocess("--strict-markers", "-p", "no:cacheprovider")  # the marker is registered
-    result.assert_outcomes(passed=3, failed=2)
+    result.assert_outcomes(passed=5, failed=3)
     output = result.stdout.str()
+    assert "needs example inputs for x" in output and "Traceback" not in output
     assert "During handling" not in output and "DEBUG" not in output, output
     assert "test_project.py:4: out = torch.zeros(x.shape[0], device=x.device)" in output, output
     assert "write instead: write x.new_zeros(size)" in output
@@ -143,3 +159,23 @@ def test_check_draws_nothing_while_a_card_does(tmp_path, monkeypatch):
     assert not calls.exists()
     card = neurondev.explain(pinned, torch.randn(4), run=False, quiet=True)._repr_html_()
     assert card.count("<svg") == 2 and calls.read_text().count("called") == 2  # the recorder does record
+
+
+def test_allow_takes_a_path_as_the_shell_writes_it_and_refuses_what_is_no_rule(tmp_path, monkeypatch):
+    monkeypatch.chdir(Path(__file__).parent)
+    line = line_of(pinned, "torch.zeros")
+    neurondev.check(pinned, torch.randn(4), allow=[f"./test_check.py:{line}"])
+    neurondev.check(pinned, torch.randn(4), allow=f"../report/test_check.py:{line}")
+
+
+def takes_allow(x, allow=False):
+    return torch.zeros(4, device=x.device) + x if allow else x
+
+
+def test_an_option_named_like_the_functions_own_argument_is_refused_with_the_form_that_works():
+    import functools
+
+    with pytest.raises(neurondev.OptionShadowsArgumentError, match=r"functools.partial\(fn, allow=...\)"):
+        neurondev.check(takes_allow, torch.randn(4), allow=True)
+    with pytest.raises(neurondev.DevicePinsError):
+        neurondev.check(functools.partial(takes_allow, allow=True), torch.randn(4))

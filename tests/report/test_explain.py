@@ -269,3 +269,48 @@ def test_without_a_dot_program_the_card_shows_everything_else_and_how_to_install
     assert "<svg" not in card and card.count("Graph not drawn: no Graphviz") == 2
     assert "apt-get install -y graphviz" in card and "pip install graphviz-pure" in card
     assert "x.new_empty(size)" in card  # the rest is there
+
+
+def takes_run(x, run=False):
+    return torch.zeros(4, device=x.device) + x if run else x * 2
+
+
+def test_the_two_step_form_keeps_explains_options_and_the_functions_own_apart():
+    ex = neurondev.explain(takes_run, run=False, quiet=True)(torch.randn(4), run=True)
+    assert ex.skipped.startswith("run=False") and len(ex.pins) == 1  # run=True reached takes_run: its pin was traced
+    ex = neurondev.explain(takes_run, torch.randn(4), quiet=True)  # no clash when the option is not given
+    assert ex.pins == ()
+
+
+def test_a_warning_points_at_the_users_call_not_inside_neurondev():
+    with pytest.warns(neurondev.NoGraphWarning) as caught:
+        neurondev.explain(lambda x: 3, torch.randn(2), quiet=True)
+    assert caught[0].filename == __file__
+
+
+def test_a_trace_error_leads_with_the_users_line():
+    def broken(x):
+        y = x * 2
+        return y @ torch.randn(5, 5)
+
+    with pytest.raises(neurondev.TraceError) as caught:
+        neurondev.explain(broken, torch.randn(3, 3), quiet=True)
+    line = line_of(broken, "y @ torch")
+    assert f"at test_explain.py:{line} (return y @ torch.randn(5, 5))" in str(caught.value)
+
+
+def many_pins(x):
+    total = x
+    for _ in range(400):
+        total = total + torch.ones(4, device=x.device)  # 400 pins, one line
+    return total
+
+
+def test_a_card_with_400_pins_shows_one_row_per_line_and_stays_small():
+    ex = neurondev.explain(many_pins, torch.randn(4), run=False, quiet=True)
+    assert len(ex.pins) == 400
+    card = ex._repr_html_()
+    grouped = card.split('<table class="nd-pins">', 1)[1].split("</table>", 1)[0]
+    assert grouped.count("<tr>") == 2 and "<td>400</td>" in grouped
+    every = card.split('<details class="nd-all-pins">', 1)[1].split("</details>", 1)[0]
+    assert "Every pin (400)</summary>" in every and every.count("<tr>") == 401 and len(every) < 100_000

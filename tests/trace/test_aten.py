@@ -91,3 +91,26 @@ def test_a_training_step_that_back_propagates_itself_is_explained_at_aten_level(
     assert {s.key.part for s in explanation.sections} >= {"forward", "backward"}
     assert all(s.after is not None and s.after.error is None for s in explanation.sections)
     assert model.lin.weight.grad is None  # the user's module never ran a backward
+
+
+class Attention(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.qkv = torch.nn.Linear(8, 24)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).view(1, 4, 3, 2, 4).unbind(2)
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True).sum()
+
+
+@pytest.mark.xla
+def test_cpu_kernels_an_aten_trace_picks_are_named_with_the_users_line_and_why():
+    torch.manual_seed(0)
+    explanation = neurondev.explain(Attention(), torch.randn(1, 4, 8), level="aten", quiet=True)
+    kernels = explanation.cpu_kernels
+    assert kernels and all("_for_cpu" in k.function for k in kernels)
+    assert kernels[0].source.line == line_of(Attention.forward, "scaled_dot_product_attention")
+    assert "no device rewrite" in kernels[0].fix and "compare_traces" in kernels[0].fix
+    assert "CPU kernel(s) chosen while tracing on CPU" in explanation._repr_html_()
+    with pytest.raises(neurondev.DevicePinsError, match="CPU kernel"):
+        neurondev.check(Attention(), torch.randn(1, 4, 8), level="aten", native=False)

@@ -1,0 +1,119 @@
+"""The options of explain and check: checked once, passed along as one value, never hiding the user's own."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Mapping
+from typing import Any, TypeVar, cast
+
+import torch
+
+from neurondev.errors import InvalidOptionError, InvalidTargetError, OptionShadowsArgumentError, XlaUnavailableError
+from neurondev.fx.devices import parse_target
+from neurondev.trace.capture import check_level
+from neurondev.xla.values import check_tolerances
+
+__all__ = ["ExplainOptions", "check_target", "default", "given", "refuse_shadowing", "value_of"]
+
+T = TypeVar("T")
+
+
+class _Unset:
+    """A default that remembers it was not given; it reads as the default's value (for help())."""
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
+def default(value: T) -> T:
+    """An option's default, told apart from the same value passed on purpose."""
+    return cast(T, _Unset(value))
+
+
+def given(value: object) -> bool:
+    return not isinstance(value, _Unset)
+
+
+def value_of(value: T) -> T:
+    return cast(T, value.value) if isinstance(value, _Unset) else value
+
+
+def refuse_shadowing(fn: Any, options: Mapping[str, object], *, verb: str) -> None:
+    """OptionShadowsArgumentError when an option was given whose name ``fn`` itself takes: the value
+    would go to neurondev, never to ``fn``. explain's two-step form keeps them apart; for check,
+    bind the function's own argument first."""
+    clashing = [name for name, value in options.items() if given(value) and name in _parameters(fn)]
+    if not clashing:
+        return
+    name = clashing[0]
+    if verb == "explain":
+        instead = f"give explain's options first and your inputs after: neurondev.explain(fn, {name}=...)(inputs..., {name}=...)"
+    else:
+        instead = f"bind your own first: neurondev.{verb}(functools.partial(fn, {name}=...), inputs...)"
+    raise OptionShadowsArgumentError(f"{_name(fn)} takes its own {name!r} argument, and {verb}'s option {name}= would take it; {instead}")
+
+
+def _parameters(fn: Any) -> set[str]:
+    target = fn.forward if isinstance(fn, torch.nn.Module) else fn
+    try:
+        parameters = inspect.signature(target).parameters.values()
+    except (TypeError, ValueError):
+        return set()
+    return {p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+
+def _name(fn: Any) -> str:
+    return type(fn).__name__ if isinstance(fn, torch.nn.Module) else getattr(fn, "__qualname__", None) or type(fn).__name__
+
+
+@dataclasses.dataclass(frozen=True)
+class ExplainOptions:
+    """The options of one explain call, checked once and passed along as one value."""
+
+    target: torch.device
+    run: bool = True
+    quiet: bool = False
+    rtol: float | None = None
+    atol: float | None = None
+    native: bool = False
+    level: str = "dynamo"
+
+    @classmethod
+    def checked(cls, target: Any, *, run: Any, quiet: Any, rtol: Any, atol: Any, native: Any, level: Any) -> ExplainOptions:
+        target, run, quiet, rtol, atol, native, level = (value_of(v) for v in (target, run, quiet, rtol, atol, native, level))
+        for name, value in (("run", run), ("quiet", quiet), ("native", native)):
+            if not isinstance(value, bool):
+                raise InvalidOptionError(f"{name} is True or False, got {value!r}")
+        check_tolerances(rtol, atol)
+        return cls(check_target(parse_target(target)), run, quiet, rtol, atol, native, check_level(level))
+
+
+def check_target(target: torch.device) -> torch.device:
+    """The target of explain: an XLA device that exists here (when the XLA runtime can tell).
+
+    explain runs graphs on the XLA device, so its pins are rewritten for XLA; another device
+    (``meta``, ``cuda``, ``cpu``) would give a graph for somewhere the runs never go.
+    """
+    if target.type != "xla":
+        raise InvalidTargetError(
+            f"explain rewrites device pins for the XLA device it runs the graphs on, got target {str(target)!r}; "
+            "pass target='xla' (or 'xla:N'). To rewrite a graph for another device, use "
+            f"neurondev.DeviceRewriterPass(target={str(target)!r}) on the graph itself"
+        )
+    if target.index is not None:
+        from neurondev import xla
+
+        try:
+            count = xla.device_count()
+        except XlaUnavailableError:
+            return target  # no runtime to ask: the runs are skipped and say why
+        if target.index >= count:
+            have = ", ".join(f"xla:{i}" for i in range(count))
+            raise InvalidTargetError(
+                f"target {str(target)!r} does not exist here: this XLA runtime has {have}; pass one of those, or 'xla'"
+            )
+    return target
