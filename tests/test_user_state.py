@@ -203,3 +203,20 @@ def test_every_kind_of_argument_through_explain(case):
     before = snapshot((fn, args))
     _explain(fn, *args)
     assert_same(before, snapshot((fn, args)))
+
+
+@pytest.mark.slow
+def test_a_transformers_kv_cache_passed_as_cache_does_not_grow():
+    transformers = pytest.importorskip("transformers")
+    config = transformers.GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=100, bos_token_id=0, eos_token_id=0)
+    torch.manual_seed(0)
+    model = transformers.GPT2LMHeadModel(config).eval()
+    ids = torch.randint(0, 100, (1, 4))
+    cache = transformers.DynamicCache(config=config)
+    with torch.no_grad():
+        model(ids, cache=cache, use_cache=True)
+    before = (cache.get_seq_length(), snapshot(cache))
+    neurondev.explain(model, ids[:, :1], cache=cache, use_cache=True, quiet=True)
+    neurondev.compare_traces(model, ids[:, :1], cache=cache, use_cache=True)
+    assert cache.get_seq_length() == before[0] == 4
+    assert_same(before[1], snapshot(cache))

@@ -166,3 +166,17 @@ def test_the_json_is_strict_even_with_infinite_figures():
     text = ex.to_json()
     assert "Infinity" not in text and "NaN" not in text
     json.loads(text)
+
+
+def test_a_frozen_run_of_the_wrong_shape_is_a_shape_mismatch_the_rewrite_fixed():
+    from neurondev.report.verdicts import rewrite_verdict
+    from neurondev.xla.run import RunRecord
+    from neurondev.xla.values import compare_outputs
+
+    reference = torch.arange(4.0)
+    gm = torch.fx.symbolic_trace(lambda x: x * 2)
+    before = RunRecord("xla:0", outputs=torch.zeros(0), comparison=compare_outputs(torch.zeros(0), reference))
+    after = RunRecord("xla:0", outputs=reference.clone(), comparison=compare_outputs(reference.clone(), reference))
+    verdict = rewrite_verdict(gm, before, after, None, None)
+    assert verdict.status == "fixed" and "shapes DIFFER at output 0: (0,) vs (4,)" in verdict.reason
+    assert "0 of 0 elements off" not in verdict.describe()
