@@ -101,10 +101,14 @@ COLUMNS = (
 )
 
 
-def find_pins(gm: Any, *, target: str | torch.device = "xla", graph: int = 0, part: str = "whole") -> list[DevicePin]:
+def find_pins(
+    gm: Any, *, target: str | torch.device = "xla", graph: int = 0, part: str = "whole", traced_on_meta: bool = False
+) -> list[DevicePin]:
     """Every device pin of ``gm`` (a GraphModule or an ExportedProgram) not already on ``target``, in graph order.
 
     When the target names an index (``xla:0``), a device with another index (or none) is a pin too.
+    ``traced_on_meta``: the graph was traced on meta, where ``device=meta`` is the frozen device
+    (rewritable, as ``cpu`` is in a CPU trace).
     """
     module = graph_module_of(gm, purpose="find_pins needs a traced graph, got")
     wanted = parse_target(target)
@@ -113,13 +117,13 @@ def find_pins(gm: Any, *, target: str | torch.device = "xla", graph: int = 0, pa
         for slot in device_slots(node):
             device = slot_device(node, slot)
             if not on_target(device, wanted):
-                pins.append(_pin(node, slot, device, graph, part))
+                pins.append(_pin(node, slot, device, graph, part, traced_on_meta))
     return pins
 
 
-def _pin(node: torch.fx.Node, slot: Slot, device: torch.device, graph: int, part: str) -> DevicePin:
+def _pin(node: torch.fx.Node, slot: Slot, device: torch.device, graph: int, part: str, traced_on_meta: bool = False) -> DevicePin:
     source = source_of(node) or (_with_statement(node) if slot.kind == "type" else None)
-    rewritable = device.type != "meta"
+    rewritable = device.type != "meta" or traced_on_meta
     method = slot.kind == "method"
     return DevicePin(
         graph=graph,

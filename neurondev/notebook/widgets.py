@@ -115,11 +115,11 @@ class Explorer(widgets.VBox):
             self.picture.value = "<p>No graph was recorded.</p>"
             return
         svg, reason = svg_or_reason(self.explanation, self.which.value, self._selected_section(), radius=self.radius.value)
-        self.picture.value = (
-            f'<div class="nd-picture nd-{self.which.value}" style="max-width:100%;overflow:auto">{svg}</div>'
-            if svg is not None
-            else f"<p>Graph not drawn: {_e(reason)}</p>"
-        )
+        if svg is None:
+            self.picture.value = f"<p>Graph not drawn: {_e(reason)}</p>"
+            return
+        note = f"<p>Note: {_e(reason)}</p>" if reason else ""
+        self.picture.value = f'<div class="nd-picture nd-{self.which.value}" style="max-width:100%;overflow:auto">{svg}</div>{note}'
 
     def _metrics_html(self) -> str:
         from neurondev.render.html import CSS, metrics_table

@@ -50,6 +50,8 @@ class DeviceRewriterPass(PassBase):
 
     ``keep_host_outputs`` (default: as ``rewrite_positional``) leaves a move to the host whose only
     user is the graph's output alone: ``return logits.cpu()`` hands results back on purpose.
+    ``traced_on_meta``: the graph was traced on the meta device (a model too big to load), so
+    ``meta`` is the traced device, rewritten like ``cpu`` in a CPU trace (otherwise meta is left alone).
 
     The fake tensors in ``node.meta['val']`` / ``['example_value']`` of the rewritten nodes, and of
     every node downstream of them, are propagated again so that later passes read the new device
@@ -62,7 +64,13 @@ class DeviceRewriterPass(PassBase):
     what the last call changed.
     """
 
-    def __init__(self, target: str | torch.device = "xla", rewrite_positional: bool = True, keep_host_outputs: bool | None = None) -> None:
+    def __init__(
+        self,
+        target: str | torch.device = "xla",
+        rewrite_positional: bool = True,
+        keep_host_outputs: bool | None = None,
+        traced_on_meta: bool = False,
+    ) -> None:
         super().__init__()
         if not isinstance(rewrite_positional, bool):
             raise InvalidOptionError(
@@ -74,6 +82,7 @@ class DeviceRewriterPass(PassBase):
         self.target = parse_target(target)
         self.rewrite_positional = rewrite_positional
         self.keep_host_outputs = rewrite_positional if keep_host_outputs is None else keep_host_outputs
+        self.traced_on_meta = bool(traced_on_meta)
         self.rewrites: list[Rewrite] = []
         self.meta_refreshed: bool | None = None
 
@@ -106,7 +115,7 @@ class DeviceRewriterPass(PassBase):
             return False
         if slot.kind == "type":
             return device.type != self.target.type
-        return device.type != "meta" and not on_target(device, self.target)
+        return (device.type != "meta" or self.traced_on_meta) and not on_target(device, self.target)
 
     def _rewrite(self, node: torch.fx.Node, slots: list[Slot]) -> None:
         if node.target is torch.device:
@@ -148,11 +157,16 @@ class DeviceRewriterPass(PassBase):
 
 
 def rewrite_copy(
-    graph_module: Any, *, target: str | torch.device = "xla", rewrite_positional: bool = True, keep_host_outputs: bool | None = None
+    graph_module: Any,
+    *,
+    target: str | torch.device = "xla",
+    rewrite_positional: bool = True,
+    keep_host_outputs: bool | None = None,
+    traced_on_meta: bool = False,
 ) -> tuple[torch.fx.GraphModule, list[Rewrite]]:
     """Rewrite a deep copy of ``graph_module`` (or of an ExportedProgram's graph module); the original
     is untouched. Returns (rewritten GraphModule, rewrites)."""
     original = graph_module_of(graph_module, purpose="rewrite_copy copies and rewrites a traced graph, got")
-    rewriter = DeviceRewriterPass(target=target, rewrite_positional=rewrite_positional, keep_host_outputs=keep_host_outputs)
+    rewriter = DeviceRewriterPass(target, rewrite_positional, keep_host_outputs, traced_on_meta)
     result = rewriter(copy_graph(original))
     return result.graph_module, rewriter.rewrites

@@ -1,7 +1,10 @@
 """DOT text for an FX graph with its device pins and, after a run, devices, crossings and breaks (pure).
 
-Large graphs are drawn as a focus view: the marked nodes (pins, rewrites, breaks, the failure) and
-their k-hop neighbourhood, every other connected stretch collapsed into one counted placeholder.
+Large graphs are drawn as a focus view (``neurondev.render.focus``): the marked nodes (pins,
+rewrites, breaks, crossings, uploads, the failure) and their k-hop neighbourhood, a finding that
+repeats in every layer drawn once with its count, repeated layers and far stretches folded into
+counted boxes. ``level="modules"`` draws one box per module instead (the coarse view, for when
+drawing the focus view takes too long).
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ import torch.fx
 from neurondev.fx.devices import function_name
 from neurondev.fx.pins import DevicePin
 from neurondev.passes.device_rewriter import Rewrite
+from neurondev.render.focus import FocusPlan, finding_signature, layer_of, module_path, plan_focus
+from neurondev.trace.source import source_of
 from neurondev.xla.run import RunRecord
 
 __all__ = ["FOCUS_THRESHOLD", "DotOptions", "graph_dot", "side_by_side"]
@@ -33,6 +38,7 @@ class DotOptions:
     threshold: int = FOCUS_THRESHOLD
     radius: int = 2
     full: bool = False
+    level: str = "nodes"  # or "modules": one box per module, findings listed in it
 
 
 def _escape(text: str) -> str:
@@ -71,6 +77,8 @@ class _Marks:
     failed: str | None
     failure: str
     crossings: dict[tuple[str, str], Any]
+    uploads: set[str] = dataclasses.field(default_factory=set)
+    repeats: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 def _marks(pins: Iterable[DevicePin], rewrites: Iterable[Rewrite], record: RunRecord | None) -> _Marks:
@@ -83,12 +91,31 @@ def _marks(pins: Iterable[DevicePin], rewrites: Iterable[Rewrite], record: RunRe
         failed=error.node if error is not None else None,
         failure=type(error.exception).__name__ if error is not None else "",
         crossings={(c.source, c.node): c for c in record.crossings} if record is not None else {},
+        uploads={u.node for u in record.uploads} if record is not None else set(),
     )
 
 
+def _mark_names(marks: _Marks, name: str) -> list[str]:
+    """What is marked on a node: pin, rewrite, break, failure, crossing, upload."""
+    found = [
+        label
+        for label, hit in (
+            ("pin", name in marks.pins),
+            ("rewrite", name in marks.rewrites),
+            ("break", name in marks.breaks),
+            ("failed", name == marks.failed),
+            ("upload", name in marks.uploads),
+        )
+        if hit
+    ]
+    if any(name in edge for edge in marks.crossings):
+        found.append("crossing")
+    return found
+
+
 def _centre(marks: _Marks) -> set[str]:
-    """The nodes a focus view is centred on: pins, rewritten nodes, breaks, crossings, the failed node."""
-    named = set(marks.pins) | set(marks.rewrites) | marks.breaks | ({marks.failed} if marks.failed else set())
+    """The nodes a focus view is centred on: pins, rewrites, breaks, crossings, uploads, the failed node."""
+    named = set(marks.pins) | set(marks.rewrites) | marks.breaks | marks.uploads | ({marks.failed} if marks.failed else set())
     return named | {node for edge in marks.crossings for node in edge}
 
 
@@ -99,6 +126,11 @@ def _node_line(node: torch.fx.Node, prefix: str, marks: _Marks) -> str:
     if constants:
         label += f"\\n{_escape(constants)}"
     pin, rewrite = marks.pins.get(name), marks.rewrites.get(name)
+    if _mark_names(marks, name):
+        source = source_of(node)
+        label += f"\\nat {_escape(source.where)}" if source else ""
+    if name in marks.repeats:
+        label += f"\\n× {marks.repeats[name]} layers"
     if pin is not None:
         label += f"\\ndevice={_escape(str(pin.device))} ({pin.kind})"
     if rewrite is not None:
@@ -142,7 +174,9 @@ def graph_dot(
     marks = _marks(pins, rewrites, record)
     nodes = list(gm.graph.nodes)
     lines = [f'subgraph "cluster_{prefix}" {{', f'  label="{_escape(title)}"; fontsize=16;']
-    if options.full or len(nodes) <= options.threshold:
+    if options.level == "modules":
+        lines += _module_lines(nodes, prefix, marks)
+    elif options.full or len(nodes) <= options.threshold:
         lines += [_node_line(node, prefix, marks) for node in nodes]
         lines += [_edge_line(s.name, n.name, prefix, marks) for n in nodes for s in n.all_input_nodes]
     else:
@@ -151,68 +185,56 @@ def graph_dot(
 
 
 def _focus_lines(nodes: list, prefix: str, marks: _Marks, radius: int) -> list[str]:
-    centre = _centre(marks)
-    if not centre:
-        centre = {n.name for n in nodes if n.op in ("placeholder", "output")}
-    kept = _neighbourhood(nodes, centre, radius)
-    group = _collapsed_groups(nodes, kept)
-    lines = [_node_line(node, prefix, marks) for node in nodes if node.name in kept]
-    lines += _placeholder_lines(nodes, group, prefix)
-    seen: set[tuple[str, str]] = set()
+    by_name = {node.name: node for node in nodes}
+    centre = _centre(marks) or {n.name for n in nodes if n.op in ("placeholder", "output")}
+    signature = {name: finding_signature(by_name[name], "+".join(_mark_names(marks, name))) for name in centre if name in by_name}
+    plan = plan_focus(nodes, centre, radius, signature)
+    marks = dataclasses.replace(marks, repeats=plan.repeats)
+    lines = [_node_line(node, prefix, marks) for node in nodes if node.name in plan.shown]
+    lines += [_box_line(box.ident, box.label, [by_name[m] for m in box.members], prefix) for box in plan.boxes]
+    return lines + _edges(nodes, plan, prefix, marks)
+
+
+def _edges(nodes: list, plan: FocusPlan, prefix: str, marks: _Marks) -> list[str]:
+    """Every edge between drawn things once; edges inside one box disappear with it."""
+    lines, seen = [], set()
     for node in nodes:
         for source in node.all_input_nodes:
-            edge = (group.get(source.name, source.name), group.get(node.name, node.name))
+            edge = (plan.box_of.get(source.name, source.name), plan.box_of.get(node.name, node.name))
             if edge[0] != edge[1] and edge not in seen:
                 seen.add(edge)
                 lines.append(_edge_line(*edge, prefix, marks))
     return lines
 
 
-def _neighbourhood(nodes: list, centre: set[str], radius: int) -> set[str]:
-    """Every node within ``radius`` hops (either direction) of a centre node."""
-    by_name = {node.name: node for node in nodes}
-    kept, frontier = set(centre), [by_name[name] for name in centre if name in by_name]
-    for _ in range(max(radius, 0)):
-        following = []
-        for node in frontier:
-            for other in (*node.all_input_nodes, *node.users):
-                if other.name not in kept:
-                    kept.add(other.name)
-                    following.append(other)
-        frontier = following
-    return kept
+def _box_line(ident: str, label: str, members: list[torch.fx.Node], prefix: str) -> str:
+    ops = collections.Counter(function_name(n) for n in members if n.op not in ("placeholder", "output"))
+    common = ", ".join(f"{op} ×{count}" for op, count in ops.most_common(3))
+    text = _escape(label) + (f"\\n{_escape(common)}" if common else "")
+    return f'  "{prefix}{_escape(ident)}" [label="{text}", shape=box, style="filled,dashed", fillcolor="{_COLLAPSED}"];'
 
 
-def _collapsed_groups(nodes: list, kept: set[str]) -> dict[str, str]:
-    """Each node outside ``kept`` -> the id of its placeholder: one per connected stretch (union-find)."""
-    parent = {node.name: node.name for node in nodes if node.name not in kept}
-
-    def root(name: str) -> str:
-        while parent[name] != name:
-            parent[name] = parent[parent[name]]
-            name = parent[name]
-        return name
-
+def _module_lines(nodes: list, prefix: str, marks: _Marks) -> list[str]:
+    """The coarse view: one box per module (a stack of layers folded into one), its findings listed."""
+    groups: dict[str, list[torch.fx.Node]] = collections.defaultdict(list)
     for node in nodes:
-        if node.name in parent:
-            for source in node.all_input_nodes:
-                if source.name in parent:
-                    parent[root(source.name)] = root(node.name)
-    return {name: f"…{root(name)}" for name in parent}
-
-
-def _placeholder_lines(nodes: list, group: dict[str, str], prefix: str) -> list[str]:
-    members: dict[str, list[torch.fx.Node]] = collections.defaultdict(list)
-    for node in nodes:
-        if node.name in group:
-            members[group[node.name]].append(node)
+        layer = layer_of(node)
+        groups[f"{layer[0]}.*" if layer else (module_path(node).split(".")[0] or "(top level)")].append(node)
+    group_of = {node.name: name for name, members in groups.items() for node in members}
     lines = []
-    for ident, collapsed in members.items():
-        ops = collections.Counter(function_name(n) for n in collapsed if n.op not in ("placeholder", "output"))
-        common = ", ".join(f"{op} ×{count}" for op, count in ops.most_common(3))
-        label = f"… {len(collapsed)} node(s) not shown" + (f"\\n{_escape(common)}" if common else "")
-        lines.append(f'  "{prefix}{_escape(ident)}" [label="{label}", shape=box, style="filled,dashed", fillcolor="{_COLLAPSED}"];')
-    return lines
+    for name, members in groups.items():
+        found = sorted(
+            {
+                f"{'+'.join(_mark_names(marks, n.name))} {function_name(n)} at {source.where}"
+                for n in members
+                if _mark_names(marks, n.name) and (source := source_of(n)) is not None
+            }
+        )
+        label = f"{name}: {len(members)} node(s)" + "".join(f"\\n{_escape(f)}" for f in found[:12])
+        fill = _PIN if found else _COLLAPSED
+        lines.append(f'  "{prefix}{_escape(name)}" [label="{label}", shape=box, style=filled, fillcolor="{fill}"];')
+    edges = {(group_of[s.name], group_of[n.name]) for n in nodes for s in n.all_input_nodes if group_of[s.name] != group_of[n.name]}
+    return lines + [f'  "{prefix}{_escape(a)}" -> "{prefix}{_escape(b)}";' for a, b in sorted(edges)]
 
 
 def side_by_side(*clusters: str) -> str:

@@ -11,17 +11,21 @@ from neurondev.xla.run import RunRecord
 if TYPE_CHECKING:
     from neurondev.report.model import Explanation, SectionKey
 
-__all__ = ["dot_of", "svg_or_reason"]
+__all__ = ["DRAW_SECONDS", "dot_of", "svg_or_reason"]
 
 _WHICH = ("before", "after")
 
 
-def dot_of(explanation: Explanation, which: str, section: int | SectionKey, *, full: bool = False, radius: int = 2) -> str:
+def dot_of(
+    explanation: Explanation, which: str, section: int | SectionKey, *, full: bool = False, radius: int = 2, level: str = "nodes"
+) -> str:
     """DOT text of one section's graph before (pins marked) or after (rewrites marked) the pass, with its run."""
     if which not in _WHICH:
         raise InvalidOptionError(f"which is 'before' or 'after', got {which!r}")
     chosen = explanation.section(section)
-    options = DotOptions(full=full, radius=radius)
+    if level not in ("nodes", "modules"):
+        raise InvalidOptionError(f"level is 'nodes' (the focus view) or 'modules' (one box per module), got {level!r}")
+    options = DotOptions(full=full, radius=radius, level=level)
     if which == "before":
         title = _title("traced on CPU", chosen.before)
         body = graph_dot(chosen.traced, pins=chosen.pins, record=chosen.before, title=title, prefix="before_", options=options)
@@ -39,11 +43,27 @@ def _title(what: str, record: RunRecord | None) -> str:
     return f"{what}: {len(record.graph_breaks)} break(s) on {record.device}, output on {', '.join(record.output_devices) or '-'}"
 
 
-def svg_or_reason(explanation: Explanation, which: str, section: int | SectionKey, **options: Any) -> tuple[str | None, str | None]:
-    """(svg, None), or (None, why it could not be drawn: no dot program, dot failed or took too long)."""
+DRAW_SECONDS = 5.0  # a card never waits longer than this for one drawing
+
+
+def svg_or_reason(
+    explanation: Explanation, which: str, section: int | SectionKey, *, budget: float = DRAW_SECONDS, **options: Any
+) -> tuple[str | None, str | None]:
+    """(svg, None); (svg, what was drawn instead) when the focus view took longer than ``budget``
+    seconds and the coarser module view was drawn; or (None, why nothing could be drawn)."""
     from neurondev.render.svg import render_svg
 
     try:
-        return render_svg(dot_of(explanation, which, section, **options)), None
+        return render_svg(dot_of(explanation, which, section, **options), timeout=budget), None
     except DotUnavailableError as error:
-        return None, str(error)
+        if "longer than" not in str(error):
+            return None, str(error)
+    try:
+        coarse = render_svg(dot_of(explanation, which, section, level="modules"), timeout=budget)
+    except DotUnavailableError as error:
+        nodes = explanation.section(section).nodes
+        return None, (
+            f"not drawn within {budget:g} s ({nodes} nodes; {error}); open the graph in Model Explorer: "
+            "ex.save_model_explorer('folder') or ex.model_explorer()"
+        )
+    return coarse, f"the focus view took longer than {budget:g} s to draw: drawn module by module instead"

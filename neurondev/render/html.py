@@ -155,7 +155,10 @@ def _graphs(explanation: Explanation, section: Section) -> str:
     figures = []
     for which, caption in (("before", "before: pins orange, breaks red"), ("after", "after: rewritten blue")):
         svg, reason = svg_or_reason(explanation, which, section.key)
-        body = svg if svg is not None else f'<p class="nd-note">Graph not drawn: {_e(reason)}</p>'
+        if svg is None:
+            body = f'<p class="nd-note">Graph not drawn: {_e(reason)}</p>'
+        else:
+            body = svg + (f'<p class="nd-note">Note: {_e(reason)}</p>' if reason else "")
         figures.append(f'<figure class="nd-graph nd-{which}">{body}<figcaption>{_e(caption)}</figcaption></figure>')
     return f'<div class="nd-graphs">{"".join(figures)}</div>'
 

@@ -44,6 +44,7 @@ class TracedGraph:
     graph_module: torch.fx.GraphModule
     inputs: tuple[Any, ...]
     host_values: tuple[HostValue, ...] = ()
+    on_meta: bool = False  # traced on the meta device: device=meta is the frozen device, and nothing can run
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,7 +141,8 @@ def rerun(explanation: Explanation, *, target: str | torch.device, on_step: Call
     """The stages after the trace again, for ``target``: a new Explanation from the same graphs."""
     options = ExplainOptions(parse_target(target), True, True, explanation.rtol, explanation.atol, False, explanation.level)
     stages = Stages((), quiet=True, on_step=on_step)
-    traced = tuple(TracedGraph(s.key, s.traced, s.inputs, s.host_values) for s in explanation.sections)
+    on_meta = explanation.capture.device == "meta"
+    traced = tuple(TracedGraph(s.key, s.traced, s.inputs, s.host_values, on_meta) for s in explanation.sections)
     with kept_rng(), stages:
         pinned = pin_stage(traced, options.target, stages)
         runtime = runtime_stage(stages)
@@ -174,12 +176,15 @@ def _trace(fn: Callable[..., Any], call: tuple[tuple, dict], options: ExplainOpt
 
 def trace_stage(captured: Capture, level: str) -> tuple[TracedGraph, ...]:
     """The graphs to explain: dynamo's (one section each), or aot_autograd's forward and backward."""
+    on_meta = captured.device == "meta"
     if level == "aten":
         if captured.graphs and not captured.aten_graphs:
             raise InvalidOptionError("this Capture holds dynamo's graphs only: make it with neurondev.capture(fn, *args, level='aten')")
-        return tuple(TracedGraph(SectionKey(g.dynamo_graph, g.part), g.graph_module, g.inputs) for g in captured.aten_graphs)
+        return tuple(
+            TracedGraph(SectionKey(g.dynamo_graph, g.part), g.graph_module, g.inputs, on_meta=on_meta) for g in captured.aten_graphs
+        )
     return tuple(
-        TracedGraph(SectionKey(i), gm, tuple(inputs), tuple(v for v in captured.host_values if v.graph == i))
+        TracedGraph(SectionKey(i), gm, tuple(inputs), tuple(v for v in captured.host_values if v.graph == i), on_meta)
         for i, (gm, inputs) in enumerate(zip(captured.graphs, captured.example_inputs))
     )
 
@@ -189,7 +194,7 @@ def pin_stage(traced: tuple[TracedGraph, ...], target: torch.device, stages: Sta
     return tuple(
         PinnedGraph(
             graph,
-            tuple(find_pins(graph.graph_module, target=target, graph=graph.key.graph, part=graph.key.part)),
+            tuple(find_pins(graph.graph_module, target=target, graph=graph.key.graph, part=graph.key.part, traced_on_meta=graph.on_meta)),
             tuple(cpu_kernels(graph.graph_module, graph=graph.key.graph, part=graph.key.part)),
         )
         for graph in traced
@@ -201,7 +206,7 @@ def rewrite_stage(pinned: tuple[PinnedGraph, ...], target: torch.device, stages:
     rewritten = []
     for graph in pinned:
         key = graph.traced.key
-        after, rewrites = rewrite_copy(graph.traced.graph_module, target=target)
+        after, rewrites = rewrite_copy(graph.traced.graph_module, target=target, traced_on_meta=graph.traced.on_meta)
         rewritten.append(RewrittenGraph(graph, after, tuple(dataclasses.replace(r, graph=key.graph, part=key.part) for r in rewrites)))
         stages.advance()
     return tuple(rewritten)
@@ -225,6 +230,8 @@ def run_stage(rewritten: tuple[RewrittenGraph, ...], runtime: Runtime, options: 
         return Runs(skipped="run=False: the graphs were not run on an XLA device")
     if not rewritten:
         return Runs(skipped="no graph was recorded, so there is nothing to run")
+    if rewritten[0].pinned.traced.on_meta:
+        return Runs(skipped=_META_SKIP)
     if runtime.unavailable is not None:
         return Runs(skipped=runtime.unavailable)
     stages.start("run before", total=len(rewritten))
@@ -244,6 +251,12 @@ def _run(stages: Stages, gm: torch.fx.GraphModule, graph: RewrittenGraph, option
     return record
 
 
+_META_SKIP = (
+    "traced on the meta device: the weights are shapes without values, so nothing can run. To measure it on XLA, build "
+    "the same config with fewer layers (e.g. num_hidden_layers=2) and real or random weights, and explain that"
+)
+
+
 def native_stage(
     captured: Capture, fn: Any, call: tuple[tuple, dict] | None, rewritten: tuple[RewrittenGraph, ...], runs: Runs, stages: Stages
 ) -> Native:
@@ -252,6 +265,8 @@ def native_stage(
 
     stages.start("trace on XLA")
     assert call is not None  # explain refuses native=True for a Capture
+    if captured.device == "meta":
+        return Native(skipped="traced on the meta device: there are no values to trace with on XLA")
     try:
         traces = compare_with_native(captured, fn, *call)
     except XlaUnavailableError as error:

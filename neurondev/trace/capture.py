@@ -124,14 +124,36 @@ def capture(fn: Callable, *args: Any, level: str = "dynamo", **kwargs: Any) -> C
     ``level="aten"`` also records what aot_autograd makes of each graph (``aten_graphs``): the
     forward and, when inputs or parameters require grad, the backward graph (the traced copies'
     outputs are back-propagated with ones to make it), each with the real inputs it ran with.
+
+    A model whose parameters are on the ``meta`` device (built under ``with torch.device("meta")``),
+    or inputs given as meta tensors (shapes only), are traced on meta: not a single weight is
+    materialised, whatever the model's size. The graphs then say ``device=meta`` where a CPU
+    trace says ``cpu`` (``Capture.device`` is "meta"), and nothing can run (there are no values).
     """
     recorder = _Recorder(aten=check_level(level) == "aten")
+    device = trace_device(fn, args, kwargs)
     with kept_rng():
-        output, moved, notes = _trace(fn, args, kwargs, recorder)
+        output, moved, notes = _trace(fn, args, kwargs, recorder, device=device)
+    if device.type == "meta":
+        notes.insert(0, _META_NOTE)
     if not recorder.graphs:
         notes.append(_why_no_graph(args, kwargs))
         warn_user(f"capture of {_name(fn)} recorded no graph: {notes[-1]}", NoGraphWarning)
-    return recorder.capture(_name(fn), output, moved, notes, level=level)
+    return recorder.capture(_name(fn), output, moved, notes, level=level, device=str(device))
+
+
+_META_NOTE = (
+    "traced on the meta device (the model's weights or the inputs are meta: shapes without values), so no weight was "
+    "materialised; device=meta in the graphs is what a CPU trace shows as cpu"
+)
+
+
+def trace_device(fn: Any, args: tuple, kwargs: dict) -> torch.device:
+    """``meta`` when the module's parameters or buffers, or any input, are meta tensors; else CPU."""
+    tensors = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+    if isinstance(fn, torch.nn.Module):
+        tensors += [*fn.parameters(), *fn.buffers()]
+    return torch.device("meta") if any(t.device.type == "meta" for t in tensors) else _CPU
 
 
 def trace_only(fn: Callable, *args: Any, **kwargs: Any) -> Capture:

@@ -102,7 +102,7 @@ def _seed_tensors(tree: Any, prefix: str, memo: dict[int, Any], moved: list[Move
 
 
 def _tensor_copy(value: torch.Tensor, path: str, moved: list[MovedInput], notes: list[str], device: torch.device) -> torch.Tensor:
-    if value.device.type == "meta":
+    if value.device.type == "meta" and device.type != "meta":
         raise CaptureInputError(
             f"input {path} is a meta tensor: it has a shape but no values, and tracing runs the function; "
             f"pass a tensor with values of the same shape, e.g. torch.randn{tuple(value.shape)}"

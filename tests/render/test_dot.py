@@ -9,10 +9,10 @@ import pytest
 import torch
 
 import neurondev
-from neurondev import testing
+from neurondev import examples, testing
 from neurondev.render.dot import DotOptions, graph_dot, side_by_side
 from neurondev.render.svg import find_dot
-from tests.helpers import build_graph
+from tests.helpers import build_graph, line_of
 
 HERE = Path(__file__).parent
 
@@ -37,10 +37,11 @@ def test_a_run_marks_the_break_and_the_crossing(seed_capture):
     gm = seed_capture.graphs[0]
     record = neurondev.run_on_xla(gm, *seed_capture.example_inputs[0], repeat=0)
     text = graph_dot(gm, record=record, prefix="r_")
+    line = line_of(examples.seed_function, "out.copy_")
     assert (
-        '"r_copy_" [label="copy_\\nTensor.copy_\\non cpu", shape=box, fillcolor="#dde4f0", style="filled,bold", color="#d62728", penwidth=3];'
-        in text
-    )
+        f'"r_copy_" [label="copy_\\nTensor.copy_\\nat patterns.py:{line}\\non cpu", shape=box, fillcolor="#dde4f0", '
+        'style="filled,bold", color="#d62728", penwidth=3];'
+    ) in text
     assert '"r_mul" -> "r_copy_" [color="#d62728", penwidth=2, label="xla:0 → cpu"];' in text
     assert '"r_relu" [label="relu\\ntorch.relu\\non xla:0", shape=box, fillcolor="#d9f2d9", style=filled];' in text
 

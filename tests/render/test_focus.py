@@ -1,0 +1,100 @@
+"""The focus view of a deep model stays focused: a finding repeated in every layer is drawn once
+with its count, identical layers fold into one box, every distinct finding keeps its line; and a
+drawing that takes too long falls back to the module view, then to a pointer at Model Explorer."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import neurondev
+from neurondev.render.focus import layer_of, module_path
+
+pytestmark = pytest.mark.xla
+
+
+@pytest.fixture(scope="module")
+def deep():
+    transformers = pytest.importorskip("transformers")
+    config = transformers.LlamaConfig(
+        num_hidden_layers=8,
+        hidden_size=32,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        intermediate_size=64,
+        vocab_size=100,
+        max_position_embeddings=64,
+    )
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(config).eval()
+    return neurondev.explain(model, torch.randint(0, 100, (1, 8)), use_cache=False, quiet=True)
+
+
+def labels(dot: str) -> list[str]:
+    return re.findall(r'\[label="([^"]*(?:\\"[^"]*)*)"', dot)
+
+
+def test_nodes_know_their_module_and_layer(deep):
+    gm = deep.sections[0].traced
+    paths = {module_path(node) for node in gm.graph.nodes}
+    assert "model.layers.3.self_attn" in paths and "model.rotary_emb" in paths
+    assert {layer_of(node) for node in gm.graph.nodes} >= {("model.layers", i) for i in range(8)}
+
+
+def test_findings_repeated_in_every_layer_are_drawn_once_with_their_count(deep):
+    dot = deep.to_dot("before")
+    text = "\n".join(labels(dot))
+    assert "× 8 layers" in text
+    assert "model.layers.1–7: 7 identical layers" in text
+    assert len(labels(dot)) <= 80
+    for layer in range(1, 8):  # nothing of the folded layers is drawn one node at a time
+        assert f"model.layers.{layer}.self_attn" not in text
+
+
+def test_every_distinct_pin_and_break_stays_visible_with_its_line(deep):
+    text = "\n".join(labels(deep.to_dot("before")))
+    wanted = {(pin.node, pin.where) for pin in deep.pins} | {(b.node, b.where) for r in deep.before for b in r.graph_breaks}
+    for node, where in wanted:
+        assert f"{node}\\n" in text and f"at {where}" in text, (node, where)
+
+
+def test_the_card_stays_small_for_a_deep_model(deep):
+    assert len(deep._repr_html_().encode()) < 300_000
+
+
+def slow_dot(tmp_path: Path, *, slow_for: str) -> Path:
+    """A dot that sleeps (past any budget) when its input contains ``slow_for``, else draws."""
+    real = shutil.which("dot") or str(Path(sys.executable).with_name("graphviz-pure"))
+    script = tmp_path / "dot"
+    script.write_text(
+        f"#!{sys.executable}\nimport subprocess, sys, time\ntext = sys.stdin.read()\n"
+        f"if {slow_for!r} in text:\n    time.sleep(30)\n"
+        f"sys.exit(subprocess.run([{real!r}, *sys.argv[1:]], input=text.encode()).returncode)\n"
+    )
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return script
+
+
+def test_a_focus_view_too_slow_to_draw_falls_back_to_the_module_view(deep, tmp_path, monkeypatch):
+    from neurondev.render.graphs import svg_or_reason
+
+    monkeypatch.setenv("NEURONDEV_DOT", str(slow_dot(tmp_path, slow_for="identical layers")))
+    svg, note = svg_or_reason(deep, "before", 0, budget=2)
+    assert svg is not None and svg.startswith("<svg") and "model.layers.*" in svg
+    assert "took longer than 2 s to draw: drawn module by module instead" in note
+
+
+def test_a_graph_too_slow_either_way_says_so_and_points_at_model_explorer(deep, tmp_path, monkeypatch):
+    from neurondev.render.graphs import svg_or_reason
+
+    monkeypatch.setenv("NEURONDEV_DOT", str(slow_dot(tmp_path, slow_for="digraph")))
+    svg, reason = svg_or_reason(deep, "before", 0, budget=1)
+    assert svg is None and "not drawn within 1 s" in reason and "ex.save_model_explorer" in reason
+    assert os.environ["NEURONDEV_DOT"].endswith("dot")

@@ -1,0 +1,67 @@
+"""Full-size architectures without their weights: a model on the meta device (and inputs given as
+shapes) is traced on meta, its pins found and rewritten, no weight materialised, nothing run."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import neurondev
+
+pytestmark = pytest.mark.xla
+transformers = pytest.importorskip("transformers")
+
+
+def llama(layers: int, *, meta: bool):
+    config = transformers.LlamaConfig(
+        num_hidden_layers=layers,
+        hidden_size=64,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        intermediate_size=128,
+        vocab_size=512,
+        max_position_embeddings=64,
+    )
+    if meta:
+        with torch.device("meta"):
+            return transformers.LlamaForCausalLM(config).eval()
+    torch.manual_seed(0)
+    return transformers.LlamaForCausalLM(config).eval()
+
+
+@pytest.fixture(scope="module")
+def on_meta():
+    model = llama(6, meta=True)
+    ids = torch.randint(0, 512, (1, 8))
+    return model, neurondev.explain(model, ids, use_cache=False, quiet=True)
+
+
+def test_a_model_on_meta_is_traced_on_meta_without_materialising_a_weight(on_meta):
+    model, ex = on_meta
+    assert ex.capture.device == "meta" and "traced on the meta device" in ex.notes[0]
+    traced_copy = ex.capture.owners[0]
+    assert all(p.device.type == "meta" for p in [*traced_copy.parameters(), *model.parameters()])
+    assert len(ex.capture.graphs) == 1 and ex.pins
+
+
+def test_the_pins_are_those_of_the_same_config_with_two_layers_and_real_weights(on_meta):
+    _, ex = on_meta
+    small = neurondev.explain(llama(2, meta=False), torch.randint(0, 512, (1, 8)), use_cache=False, quiet=True, run=False)
+    assert {(p.function, p.where) for p in ex.pins} == {(p.function, p.where) for p in small.pins}
+    assert {p.device for p in ex.pins if not p.output_transfer} <= {torch.device("meta"), "meta"}
+
+
+def test_meta_pins_are_rewritten_to_xla_and_nothing_runs_with_how_to_run_a_slice(on_meta):
+    _, ex = on_meta
+    assert ex.rewrites and {str(r.new) for r in ex.rewrites} == {"xla"}
+    assert ex.before == [] and "num_hidden_layers=2" in ex.skipped
+    assert "traced on the meta device" in ex.summary() and ex._repr_html_().count("<svg") == 2
+
+
+def test_meta_inputs_alone_trace_on_meta_too():
+    def scale(x):
+        return x * torch.arange(x.shape[-1], device=x.device)
+
+    captured = neurondev.capture(scale, torch.empty(3, 8, device="meta"))
+    (pin,) = neurondev.find_pins(captured.graphs[0], traced_on_meta=True)
+    assert captured.device == "meta" and pin.device == torch.device("meta") and pin.default_pass
