@@ -25,6 +25,7 @@ __all__ = [
     "DevicePinsError",
     "UnknownExampleError",
     "DotUnavailableError",
+    "ModelExplorerUnavailableError",
     "InputSpecError",
     "NoGraphWarning",
     "warn_user",
@@ -106,6 +107,10 @@ class UnknownExampleError(NeurondevError, KeyError):
 
 class DotUnavailableError(NeurondevError, RuntimeError):
     """No Graphviz ``dot`` program could draw the graph: drawing is skipped, everything else works."""
+
+
+class ModelExplorerUnavailableError(NeurondevError, ImportError):
+    """Model Explorer (the optional extra neurondev[explorer]) is not installed, or its server did not start."""
 
 
 class InputSpecError(NeurondevError, ValueError):

@@ -1,32 +1,93 @@
-"""Take assets/explain-card.png: the seed example's explain() card, screenshotted in real Chromium."""
+"""Take the README's pictures in real Chromium: the seed example's card, the focus view of a
+32-layer Llama, and the tiny GPT-2 in Model Explorer.
+
+    .venv/bin/python scripts/make_picture.py                 # all three
+    .venv/bin/python scripts/make_picture.py model-explorer  # one
+"""
 
 from __future__ import annotations
 
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
+import torch
+
 import neurondev
-from neurondev import examples
+from neurondev import examples, testing
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--use-gl=swiftshader", "--enable-unsafe-swiftshader"]
 
 
-def main() -> None:
-    from playwright.sync_api import sync_playwright
-
+def card(browser) -> Path:
     fn, args, kwargs = examples.get("seed").build()
     explanation = neurondev.explain(fn, *args, **kwargs, quiet=True)
-    with tempfile.TemporaryDirectory() as folder, sync_playwright() as playwright:
-        page_path = explanation.save_html(Path(folder) / "report.html")
-        browser = playwright.chromium.launch(executable_path=shutil.which("chromium"), args=["--no-sandbox"])
+    with tempfile.TemporaryDirectory() as folder:
         page = browser.new_page(viewport={"width": 1200, "height": 900}, device_scale_factor=1)
-        page.goto(page_path.as_uri())
-        ASSETS.mkdir(exist_ok=True)
+        page.goto(explanation.save_html(Path(folder) / "report.html").as_uri())
         page.locator(".neurondev-card").screenshot(path=str(ASSETS / "explain-card.png"))
+    return ASSETS / "explain-card.png"
+
+
+def deep_focus_view(browser) -> Path:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        num_hidden_layers=32,
+        hidden_size=256,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        intermediate_size=512,
+        vocab_size=1000,
+        max_position_embeddings=128,
+    )
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config).eval()
+    explanation = neurondev.explain(model, torch.randint(0, 1000, (1, 16)), use_cache=False, quiet=True)
+    with tempfile.TemporaryDirectory() as folder:
+        svg = explanation.save_svg(Path(folder) / "before.svg", "before")
+        frame = Path(folder) / "frame.html"
+        frame.write_text(f'<html><body style="margin:0;background:#fff"><img id="g" src="{svg.name}" style="width:1400px"></body></html>')
+        page = browser.new_page(viewport={"width": 1400, "height": 1000}, device_scale_factor=1)
+        page.goto(frame.as_uri())
+        page.locator("#g").screenshot(path=str(ASSETS / "focus-view-32-layers.png"))
+    return ASSETS / "focus-view-32-layers.png"
+
+
+def model_explorer(browser) -> Path:
+    model, args, kwargs = testing.tiny_gpt2()
+    explanation = neurondev.explain(model, *args, **kwargs, quiet=True)
+    with tempfile.TemporaryDirectory() as folder:
+        server = explanation.model_explorer(Path(folder) / "model-explorer")
+        try:
+            page = browser.new_page(viewport={"width": 1500, "height": 950}, device_scale_factor=1)
+            page.goto(server.url)
+            page.wait_for_function(
+                "document.body.innerText.includes('graph 0 before') && document.body.innerText.includes('Node data')", timeout=90_000
+            )
+            page.locator("input[placeholder='regex to filter nodes']").last.fill("arange")
+            page.wait_for_function("document.body.innerText.includes('batch_arange')", timeout=30_000)
+            page.screenshot(path=str(ASSETS / "model-explorer.png"))
+        finally:
+            server.stop()
+    return ASSETS / "model-explorer.png"
+
+
+PICTURES = {"card": card, "focus-view": deep_focus_view, "model-explorer": model_explorer}
+
+
+def main(names: list[str]) -> None:
+    from playwright.sync_api import sync_playwright
+
+    ASSETS.mkdir(exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
+        for name in names or list(PICTURES):
+            print(PICTURES[name](browser))
         browser.close()
-    print(ASSETS / "explain-card.png")
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

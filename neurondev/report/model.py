@@ -30,7 +30,9 @@ from neurondev.xla.native import TraceComparison
 from neurondev.xla.run import RunRecord
 
 if TYPE_CHECKING:
+    from neurondev.notebook.model_explorer import ModelExplorerServer
     from neurondev.notebook.widgets import Explorer
+    from neurondev.render.model_explorer import ModelExplorerFiles
 
 __all__ = ["PARTS", "Explanation", "NativeTiming", "Section", "SectionKey", "Totals"]
 
@@ -297,6 +299,19 @@ class Explanation:
         path = Path(path)
         path.write_text(self.svg(which, section, **options), encoding="utf-8")
         return path
+
+    def save_model_explorer(self, folder: str | Path) -> ModelExplorerFiles:
+        """Write the graphs before and after the pass, and the overlays (pins, breaks, crossings, uploads,
+        fallbacks, devices), as Model Explorer files into ``folder``; needs ``neurondev[explorer]``."""
+        from neurondev.render.model_explorer import save_model_explorer
+
+        return save_model_explorer(self, folder)
+
+    def model_explorer(self, folder: str | Path | None = None, *, port: int | None = None) -> ModelExplorerServer:
+        """Start Model Explorer (on loopback) with this Explanation's graphs; in a notebook it shows embedded."""
+        from neurondev.notebook.model_explorer import open_model_explorer
+
+        return open_model_explorer(self, folder, port=port)
 
     def rerun(self, *, target: str | torch.device | None = None, on_step: Callable[[], None] | None = None) -> Explanation:
         """A new Explanation of the same trace, rewritten for ``target`` (default: the same) and run again.

@@ -149,6 +149,7 @@ class RunRecord:
     transfers_to_host: int = 0
     transfers_to_device: int = 0
     fallback_ops: dict[str, int] = dataclasses.field(default_factory=dict)
+    node_fallbacks: dict[str, int] = dataclasses.field(default_factory=dict)
     graph_breaks: tuple[GraphBreak, ...] = ()
     output_transfers: tuple[GraphBreak, ...] = ()
     uploads: tuple[Upload, ...] = ()
@@ -212,6 +213,7 @@ class RunRecord:
                 "transfers_to_host",
                 "transfers_to_device",
                 "fallback_ops",
+                "node_fallbacks",
                 "not_compared",
                 "seconds",
             )
@@ -434,6 +436,7 @@ def _record(
         transfers_to_host=counts.transfers_to_host,
         transfers_to_device=counts.transfers_to_device,
         fallback_ops=dict(counts.fallbacks),
+        node_fallbacks={node.name: sum(n for _, n in delta.fallbacks) for node, delta in measured if delta.fallbacks},
         graph_breaks=tuple(_graph_break(node, delta) for node, delta in forced if (node, delta) not in handed_back),
         output_transfers=tuple(_graph_break(node, delta) for node, delta in handed_back),
         uploads=tuple(_upload(node, delta) for node, delta in measured if not delta.forced and delta.transfers_to_device),

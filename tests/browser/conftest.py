@@ -14,6 +14,8 @@ CHROMIUM_ARGS = [
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
+    "--use-gl=swiftshader",  # WebGL in software: Model Explorer draws with it
+    "--enable-unsafe-swiftshader",
 ]
 
 

@@ -1,0 +1,165 @@
+"""An Explanation as Model Explorer files: graph JSON (namespaces from the module stack) and node-data overlays.
+
+Google's Model Explorer (``ai-edge-model-explorer``, the optional extra ``neurondev[explorer]``)
+reads big graphs well: a hierarchy by namespace, search, and per-node data. Each section becomes
+two graphs (before and after the pass); each overlay is one node-data file: the pins (and, after
+the pass, the rewrites), graph breaks, crossings, uploads, CPU fallbacks and the device each node
+ran on. Built with ``model_explorer.graph_builder`` and ``node_data_builder``; nothing is drawn here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch.fx
+
+from neurondev.errors import ModelExplorerUnavailableError
+from neurondev.fx.devices import function_name
+from neurondev.render.focus import module_path
+from neurondev.trace.source import source_of
+
+if TYPE_CHECKING:
+    from neurondev.report.model import Explanation, Section
+    from neurondev.xla.run import RunRecord
+
+__all__ = ["OVERLAYS", "ModelExplorerFiles", "graph_collection", "overlays", "save_model_explorer"]
+
+OVERLAYS = ("pins", "graph breaks", "crossings", "uploads", "cpu fallbacks", "ran on xla")
+_COLOURS = {"pins": "#ffb347", "graph breaks": "#d62728", "crossings": "#d62728", "uploads": "#9467bd", "cpu fallbacks": "#8c564b"}
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelExplorerFiles:
+    """What ``save_model_explorer`` wrote: the graph collection and one node-data file per overlay."""
+
+    graphs: Path
+    overlays: tuple[Path, ...]
+
+    def command(self, port: int = 8080) -> list[str]:
+        """The model-explorer command that opens them (loopback only, no browser)."""
+        node_data = ",".join(str(path) for path in self.overlays)
+        return [
+            "model-explorer",
+            str(self.graphs),
+            "--host=127.0.0.1",
+            f"--port={port}",
+            "--no_open_in_browser",
+            f"--node_data_paths={node_data}",
+        ]
+
+
+def _builders() -> tuple[Any, Any]:
+    try:
+        from model_explorer import graph_builder, node_data_builder
+    except ImportError as error:
+        raise ModelExplorerUnavailableError(
+            "Model Explorer is an optional extra: pip install 'neurondev[explorer]' (or pip install ai-edge-model-explorer)"
+        ) from error
+    return graph_builder, node_data_builder
+
+
+def graph_id(section: Section, which: str) -> str:
+    return f"{section.label} {which}"
+
+
+def graph_collection(explanation: Explanation) -> Any:
+    """A ``GraphCollection`` with the graph of every section before and after the pass."""
+    builder, _ = _builders()
+    graphs = [
+        builder.Graph(id=graph_id(section, which), nodes=_nodes(builder, gm, section, which))
+        for section in explanation.sections
+        for which, gm in (("before", section.traced), ("after", section.rewritten))
+    ]
+    return builder.GraphCollection(label=f"neurondev {explanation.name}", graphs=graphs)
+
+
+def _nodes(builder: Any, gm: torch.fx.GraphModule, section: Section, which: str) -> list[Any]:
+    pins = {pin.node: pin for pin in section.pins} if which == "before" else {}
+    rewrites = {r.node: r for r in section.rewrites} if which == "after" else {}
+    record = section.before if which == "before" else section.after
+    nodes = []
+    for node in gm.graph.nodes:
+        attrs = _attributes(node, pins.get(node.name), rewrites.get(node.name), record)
+        edges = [builder.IncomingEdge(sourceNodeId=source.name, targetNodeInputId=str(i)) for i, source in enumerate(node.all_input_nodes)]
+        namespace = module_path(node).replace(".", "/")
+        label = node.name  # the name the card and the pin table use; what it calls is an attribute
+        nodes.append(
+            builder.GraphNode(
+                id=node.name,
+                label=label,
+                namespace=namespace,
+                attrs=[builder.KeyValue(k, v) for k, v in attrs.items()],
+                incomingEdges=edges,
+            )
+        )
+    return nodes
+
+
+def _attributes(node: torch.fx.Node, pin: Any, rewrite: Any, record: RunRecord | None) -> dict[str, str]:
+    """What a person reads in Model Explorer's side panel: what the node calls, the user's line, the device."""
+    source = source_of(node)
+    attrs = {"node": node.name, "op": node.op, "function": function_name(node)}
+    if source is not None:
+        attrs.update({"line": source.where, "code": source.code})
+    if pin is not None:
+        attrs["device pin"] = f"device={pin.device} ({pin.kind}, {pin.location})"
+    if rewrite is not None:
+        attrs["rewritten"] = f"{rewrite.old} -> {rewrite.new}"
+    if record is not None and node.name in record.node_devices:
+        attrs["ran on"] = str(record.node_devices[node.name])
+    return attrs
+
+
+def overlays(explanation: Explanation) -> dict[str, Any]:
+    """One ``ModelNodeData`` per overlay in ``OVERLAYS``, each with data for every graph."""
+    _, data = _builders()
+    result = {}
+    for overlay in OVERLAYS:
+        graphs = {}
+        for section in explanation.sections:
+            for which, record in (("before", section.before), ("after", section.after)):
+                values = _values(overlay, section, which, record)
+                colour = _COLOURS.get(overlay, "#2ca02c")
+                results = {name: data.NodeDataResult(value=value, bgColor=colour if value else None) for name, value in values.items()}
+                graphs[graph_id(section, which)] = data.GraphNodeData(results=results, name=overlay)
+        result[overlay] = data.ModelNodeData(graphsData=graphs)
+    return result
+
+
+def _values(overlay: str, section: Section, which: str, record: RunRecord | None) -> dict[str, float]:
+    """The overlay's number per node: a pin (or rewrite) 1; a break's executions and host transfers;
+    crossings in or out; transfers up; fallbacks; 1 for a node on XLA, 0 on the host."""
+    if overlay == "pins":
+        return {p.node: 1 for p in section.pins} if which == "before" else {r.node: 1 for r in section.rewrites}
+    if record is None:
+        return {}
+    if overlay == "graph breaks":
+        return {b.node: b.executions + b.transfers_to_host for b in record.graph_breaks}
+    if overlay == "crossings":
+        counts: dict[str, float] = {}
+        for crossing in record.crossings:
+            counts[crossing.node] = counts.get(crossing.node, 0) + 1
+        return counts
+    if overlay == "uploads":
+        return {u.node: u.transfers_to_device for u in record.uploads}
+    if overlay == "cpu fallbacks":
+        return dict(record.node_fallbacks)
+    return {name: 1 if str(device).startswith(("xla", "('xla")) else 0 for name, device in record.node_devices.items()}
+
+
+def save_model_explorer(explanation: Explanation, folder: str | Path) -> ModelExplorerFiles:
+    """Write ``graphs.json`` and one ``overlay-<name>.json`` per overlay into ``folder`` (made if missing)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    collection = graph_collection(explanation)
+    graphs = folder / "graphs.json"
+    graphs.write_text(json.dumps(dataclasses.asdict(collection)), encoding="utf-8")
+    paths = []
+    for name, node_data in overlays(explanation).items():
+        path = folder / f"overlay-{name.replace(' ', '-')}.json"
+        node_data.save_to_file(str(path))
+        paths.append(path)
+    return ModelExplorerFiles(graphs, tuple(paths))
