@@ -110,6 +110,14 @@ def _run_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--html", help="write the self-contained report here")
     sub.add_argument("--json", help="write everything as JSON here")
     sub.add_argument("--no-run", action="store_true", help="do not run on the XLA device")
+    sub.add_argument(
+        "--model-explorer", metavar="FOLDER", help="write the graphs and overlays for Model Explorer here (neurondev[explorer])"
+    )
+    sub.add_argument(
+        "--meta",
+        action="store_true",
+        help="build the Module class on the meta device and trace on meta: no weight is materialised (nothing runs)",
+    )
 
 
 def _demo(options: argparse.Namespace) -> int:
@@ -144,11 +152,15 @@ def _explain(options: argparse.Namespace) -> int:
 
 
 def _function_and_inputs(options: argparse.Namespace) -> tuple[Callable, tuple]:
-    """MODULE:FUNC loaded and its --input specs parsed (fixed seeds), or a UsageError saying what is missing."""
+    """MODULE:FUNC loaded and its --input specs parsed (fixed seeds), or a UsageError saying what is missing.
+    With ``--meta`` a Module class is built on the meta device and the inputs are meta (shapes only)."""
     from neurondev.cli.inputs import parse_input
 
-    fn = load_callable(options.function)
+    meta = getattr(options, "meta", False)
+    fn = load_callable(options.function, meta=meta)
     args = tuple(parse_input(spec, seed=index) for index, spec in enumerate(options.input))
+    if meta:
+        args = tuple(arg.to("meta") for arg in args)
     _check_inputs_given(fn, args, options.function)
     return fn, args
 
@@ -169,6 +181,9 @@ def _report(explanation: Explanation, options: argparse.Namespace) -> int:
     if options.json:
         Path(options.json).write_text(explanation.to_json(), encoding="utf-8")
         print(f"json: {options.json}")
+    if options.model_explorer:
+        files = explanation.save_model_explorer(options.model_explorer)
+        print(f"model explorer: {files.graphs} (open with: {' '.join(files.command())})")
     return _verdict(explanation)
 
 
@@ -182,8 +197,9 @@ def _verdict(explanation: Explanation) -> int:
     return EXIT_CLEAN if clean else EXIT_FINDINGS
 
 
-def load_callable(spec: str) -> Callable:
-    """``pkg.module:name`` or ``path/to/file.py:name``; an nn.Module class is constructed with no arguments."""
+def load_callable(spec: str, *, meta: bool = False) -> Callable:
+    """``pkg.module:name`` or ``path/to/file.py:name``; an nn.Module class is constructed with no arguments
+    (on the meta device with ``meta``: its weights are never materialised)."""
     module_part, _, name = spec.rpartition(":")
     if not module_part or not name:
         raise UsageError(f"{spec!r} is not MODULE:FUNC: write e.g. mypkg.model:forward or path/to/file.py:f")
@@ -196,6 +212,9 @@ def load_callable(spec: str) -> Callable:
 
     if isinstance(obj, type) and issubclass(obj, torch.nn.Module):
         try:
+            if meta:
+                with torch.device("meta"):
+                    return obj()
             return obj()
         except TypeError as error:
             raise UsageError(f"{name} is an nn.Module class that cannot be built with no arguments ({error})") from None

@@ -28,7 +28,7 @@ from neurondev.trace.capture import Capture, capture, required_inputs
 from neurondev.trace.copies import kept_rng
 from neurondev.trace.inputs import HostValue
 from neurondev.xla.native import TraceComparison
-from neurondev.xla.run import RunRecord, run_on_xla
+from neurondev.xla.run import RunRecord, cpu_reference, run_on_xla
 
 __all__ = ["ExplainOptions", "explain", "rerun"]
 
@@ -235,18 +235,23 @@ def run_stage(rewritten: tuple[RewrittenGraph, ...], runtime: Runtime, options: 
     if runtime.unavailable is not None:
         return Runs(skipped=runtime.unavailable)
     stages.start("run before", total=len(rewritten))
-    before = [_run(stages, g.pinned.traced.graph_module, g, options) for g in rewritten]
+    references = [cpu_reference(g.pinned.traced.graph_module, g.pinned.traced.inputs, seed=_SEED) for g in rewritten]
+    before = [_run(stages, g.pinned.traced.graph_module, g, options, ref) for g, ref in zip(rewritten, references)]
     stages.start("run after", total=len(rewritten))
-    after = [_run(stages, g.graph_module, g, options) for g in rewritten]
+    after = [_run(stages, g.graph_module, g, options, ref) for g, ref in zip(rewritten, references)]
     records = {g.key: (b, a) for g, b, a in zip(rewritten, before, after)}
     return Runs(MappingProxyType(records), runtime.info)
 
 
-def _run(stages: Stages, gm: torch.fx.GraphModule, graph: RewrittenGraph, options: ExplainOptions) -> RunRecord:
-    """One run on XLA; host values stay on the host, where the user's code would have them."""
+def _run(
+    stages: Stages, gm: torch.fx.GraphModule, graph: RewrittenGraph, options: ExplainOptions, reference: tuple[Any, str | None]
+) -> RunRecord:
+    """One run on XLA against the CPU reference both runs share; host values stay on the host,
+    where the user's code would have them."""
     traced = graph.pinned.traced
     host = [value.index for value in traced.host_values]
-    record = run_on_xla(gm, *traced.inputs, rtol=options.rtol, atol=options.atol, keep_on_host=host, seed=_SEED)
+    expected = reference[0] if reference[1] is None else None  # None: the run finds (and says) why there is none
+    record = run_on_xla(gm, *traced.inputs, reference=expected, rtol=options.rtol, atol=options.atol, keep_on_host=host, seed=_SEED)
     stages.advance()
     return record
 

@@ -22,7 +22,7 @@ from neurondev.xla import counters, runtime
 from neurondev.xla.counters import Counts
 from neurondev.xla.values import Comparison, check_tolerances, compare_outputs
 
-__all__ = ["Crossing", "GraphBreak", "RunError", "RunRecord", "Upload", "run_on_xla"]
+__all__ = ["Crossing", "GraphBreak", "RunError", "RunRecord", "Upload", "cpu_reference", "run_on_xla"]
 
 
 class _Located:
@@ -287,8 +287,7 @@ def _compare(
 ) -> tuple[Comparison | None, str | None]:
     """The outputs against ``reference`` (by default the graph on CPU), or why there is no comparison."""
     if reference is None:
-        placed.seed_generators()
-        reference, not_compared = _cpu_reference(gm, placed.inputs)
+        reference, not_compared = cpu_reference(gm, placed.inputs, seed=placed.seed)
         if not_compared is not None:
             return None, not_compared
     return compare_outputs(outputs, reference, rtol=rtol, atol=atol), None
@@ -486,8 +485,11 @@ def _crossings(graph: torch.fx.GraphModule, devices: dict[str, Any]) -> list[Cro
     return crossings
 
 
-def _cpu_reference(gm: torch.fx.GraphModule, inputs: tuple) -> tuple[Any, str | None]:
-    """The graph's result on CPU (every device pin pointed at CPU), or why it cannot run there."""
+def cpu_reference(gm: torch.fx.GraphModule, inputs: tuple, *, seed: int | None = None) -> tuple[Any, str | None]:
+    """The graph's result on CPU (every device pin pointed at CPU, the generator seeded with ``seed``),
+    or (None, why it cannot run there). A graph and its rewritten copy share one: pass it as ``reference``."""
+    if seed is not None:
+        torch.manual_seed(seed)
     cpu_graph, _ = rewrite_copy(gm, target="cpu")
     try:
         return cpu_graph(*runtime.to_device(inputs, torch.device("cpu"))), None

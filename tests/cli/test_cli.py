@@ -249,3 +249,13 @@ def parse_help() -> str:
     from neurondev.cli.inputs import SPEC_HELP
 
     return SPEC_HELP
+
+
+@pytest.mark.xla
+def test_a_module_class_on_meta_and_the_model_explorer_files(folder, neurondev):
+    pytest.importorskip("model_explorer", reason="the setup installs neurondev[explorer] for the tests")
+    result = neurondev(folder, "explain", "usercode:Net", "--meta", "--input", "randn(4, 8)", "--model-explorer", "me")
+    assert result.returncode == 0, result.stderr
+    assert "traced on the meta device" in result.stdout and "torch.zeros at usercode.py:" in result.stdout
+    assert (folder / "me" / "graphs.json").is_file() and (folder / "me" / "overlay-pins.json").is_file()
+    assert "model explorer: " in result.stdout and "--node_data_paths=" in result.stdout
