@@ -432,6 +432,69 @@ for rewrite in (False, True):
     print(f"{report.backend:>9}: error={report.error is not None}, outputs on {report.output_devices}")
 pd.DataFrame(rows)""",
     ),
+    (
+        "md",
+        """## A deep model: 32 layers, one picture
+
+Real models repeat their layers 32 to 80 times, and with them every finding: the same crossing at
+the same line of the same module in every layer. The focus view draws each such finding once, in
+the first layer where it occurs, with its count ("× 32 layers"), and folds the identical layers
+into one box. Here a 32-layer Llama (hidden 64, random weights).""",
+    ),
+    (
+        "code",
+        """from transformers import LlamaConfig, LlamaForCausalLM
+
+config = LlamaConfig(num_hidden_layers=32, hidden_size=64, num_attention_heads=2, num_key_value_heads=1,
+                     intermediate_size=128, vocab_size=1000, max_position_embeddings=64)
+torch.manual_seed(0)
+deep = neurondev.explain(LlamaForCausalLM(config).eval(), torch.randint(0, 1000, (1, 16)), use_cache=False, quiet=True)
+print(deep.summary())
+dot = deep.to_dot("before")
+print("nodes in the graph:", deep.sections[0].nodes, "| boxes drawn:", dot.count("[label="),
+      "| folded:", "model.layers.1–31: 31 identical layers" in dot)""",
+    ),
+    ("code", """from IPython.display import SVG
+SVG(deep.svg("before"))"""),
+    (
+        "md",
+        """## The same graphs in Model Explorer
+
+Google's Model Explorer (`pip install 'neurondev[explorer]'`) reads big graphs well: the module
+hierarchy, search, and per-node data. `save_model_explorer` writes the graphs before and after the
+pass with one overlay per finding (pins, breaks, crossings, uploads, CPU fallbacks, the device each
+node ran on); `deep.model_explorer()` starts it on this machine and shows it here (run the
+notebook to see it; `assets/model-explorer.png` in the repository is what it looks like).""",
+    ),
+    (
+        "code",
+        """import tempfile
+files = deep.save_model_explorer(tempfile.mkdtemp(prefix="model-explorer-"))
+print(files.graphs.name, [path.name for path in files.overlays])
+print("open with:", " ".join(files.command()[:1] + ["graphs.json", "..."]))""",
+    ),
+    (
+        "md",
+        """## Full size, without the weights
+
+The model you ship may not fit the machine you debug on. Build it on the meta device (shapes,
+no values) and explain it: it is traced on meta, no weight is materialised, the pins are found
+and rewritten, and nothing runs (there are no values). Here the Llama-3-8B architecture: 32
+layers, hidden 4096, vocabulary 128256. From a shell: `neurondev explain mypkg:Model --meta
+--input 'randint(0, 128256, (1, 16))'`.""",
+    ),
+    (
+        "code",
+        """eight_b = LlamaConfig(num_hidden_layers=32, hidden_size=4096, num_attention_heads=32, num_key_value_heads=8,
+                      intermediate_size=14336, vocab_size=128256, max_position_embeddings=128)
+with torch.device("meta"):
+    big = LlamaForCausalLM(eight_b)
+full = neurondev.explain(big, torch.randint(0, 128256, (1, 16)), use_cache=False, quiet=True)
+print("parameters:", round(sum(p.numel() for p in big.parameters()) / 1e9, 2), "billion, on", next(big.parameters()).device)
+print("pins:", sorted({(p.function, p.where) for p in full.pins}))
+print("same lines as the 32-layer one above:", {p.where for p in full.pins} == {p.where for p in deep.pins})
+print(full.skipped)""",
+    ),
 ]
 
 BEYOND = [

@@ -53,6 +53,9 @@ KEY_TEXT = {
         "default: breaks at [], failed: False",
         "openxla: error=True",
         "neurondev: error=False, outputs on ['xla:0']",
+        "| folded: True",
+        "same lines as the 32-layer one above: True",
+        "traced on the meta device: the weights are shapes without values, so nothing can run.",
     ],
     "06_beyond_device_arguments.ipynb": [
         "CPU trace ['operator.gt', 'Tensor.float'], XLA trace ['operator.gt', 'Tensor.int']",
