@@ -40,3 +40,12 @@ def gpt2():
 def gpt2_capture(gpt2):
     model, args, kwargs = gpt2
     return neurondev.capture(model, *args, **kwargs)
+
+
+_SLOWEST_FIRST = ("test_notebooks.py", "browser/", "test_never_kill.py", "test_ranks.py", "test_focus.py", "test_readme.py")
+
+
+def pytest_collection_modifyitems(items):
+    """The longest tests first, so that two workers finish together instead of one waiting on a
+    notebook that was handed out last."""
+    items.sort(key=lambda item: next((i for i, part in enumerate(_SLOWEST_FIRST) if part in item.nodeid), len(_SLOWEST_FIRST)))
