@@ -90,8 +90,10 @@ def compare(name: str) -> None:
     explain_s, floor_s = statistics.median(explain_times[1:]), statistics.median(floor_times[1:])
     stages = ", ".join(f"{stage} {value:.1f} s" for stage, value in explanation.stage_seconds.items())
     target = " (target <= 1.5)" if name in ("gpt2-full", "llama32") else ""
-    print(f"{name:>10}: explain {explain_s:.2f} s ({stages}); floor {floor_s:.2f} s; explain/floor {explain_s / floor_s:.2f}{target}; "
-          f"peak memory {peak_mb()} MB")
+    print(
+        f"{name:>10}: explain {explain_s:.2f} s ({stages}); floor {floor_s:.2f} s; explain/floor {explain_s / floor_s:.2f}{target}; "
+        f"peak memory {peak_mb()} MB"
+    )
     if name == "llama32":
         focus_view(explanation)
 
@@ -105,8 +107,10 @@ def focus_view(explanation: Any) -> None:
     labelled = sum(f"{node}\\n" in text and f"at {where}" in text for node, where in findings)
     draw_s = seconds(explanation._repr_html_)
     size_kb = len(explanation._repr_html_().encode()) // 1024
-    print(f"    32-layer focus view before the pass: {boxes} boxes (target <= 80), {labelled} of {len(findings)} distinct pins and "
-          f"breaks drawn with their line; card {size_kb} KB (target <= 300), drawn in {draw_s:.2f} s (target <= 2)")
+    print(
+        f"    32-layer focus view before the pass: {boxes} boxes (target <= 80), {labelled} of {len(findings)} distinct pins and "
+        f"breaks drawn with their line; card {size_kb} KB (target <= 300), drawn in {draw_s:.2f} s (target <= 2)"
+    )
 
 
 def meta_8b() -> None:
@@ -124,8 +128,10 @@ def meta_8b() -> None:
     torch.set_default_dtype(torch.bfloat16)  # 2 layers of 8B widths with weights: half the memory in bf16
     small = neurondev.explain(llama(2, **sizes), ids, use_cache=False, quiet=True, run=False)
     same = {(p.function, p.where) for p in explanation.pins} == {(p.function, p.where) for p in small.pins}
-    print(f"   meta-8b: Llama-3-8B architecture (32 layers, hidden 4096) on meta: explain and card {took:.1f} s (target <= 60), "
-          f"peak memory {peak} MB (target <= 3072); pins by source line equal to 2 layers with random weights: {same}")
+    print(
+        f"   meta-8b: Llama-3-8B architecture (32 layers, hidden 4096) on meta: explain and card {took:.1f} s (target <= 60), "
+        f"peak memory {peak} MB (target <= 3072); pins by source line equal to 2 layers with random weights: {same}"
+    )
 
 
 def long_graphs(sizes: list[int]) -> None:

@@ -363,7 +363,10 @@ pd.DataFrame([
         "code",
         """for r in results:
     print(f"rank {r.rank}: frozen breaks at {r.frozen.graph_breaks}, rewritten breaks at {r.rewritten.graph_breaks}, "
-          f"values {r.rewritten.values} (expected {r.expected})")""",
+          f"values {r.rewritten.values} (expected {r.expected})")
+    print(f"rank {r.rank} on {r.device}: frozen output on {r.frozen.output_devices}, rewritten output on "
+          f"{r.rewritten.output_devices}, rewritten executions and transfers to host {r.rewritten.executions}, "
+          f"{r.rewritten.transfers_to_host}; both equal the direct reduction: {r.frozen.matches_expected and r.rewritten.matches_expected}")""",
     ),
 ]
 
@@ -454,8 +457,11 @@ dot = deep.to_dot("before")
 print("nodes in the graph:", deep.sections[0].nodes, "| boxes drawn:", dot.count("[label="),
       "| folded:", "model.layers.1–31: 31 identical layers" in dot)""",
     ),
-    ("code", """from IPython.display import SVG
-SVG(deep.svg("before"))"""),
+    (
+        "code",
+        """from IPython.display import SVG
+SVG(deep.svg("before"))""",
+    ),
     (
         "md",
         """## The same graphs in Model Explorer

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.xla
 def deep():
     transformers = pytest.importorskip("transformers")
     config = transformers.LlamaConfig(
-        num_hidden_layers=8,
+        num_hidden_layers=4,
         hidden_size=32,
         num_attention_heads=2,
         num_key_value_heads=1,
@@ -45,16 +45,16 @@ def test_nodes_know_their_module_and_layer(deep):
     gm = deep.sections[0].traced
     paths = {module_path(node) for node in gm.graph.nodes}
     assert "model.layers.3.self_attn" in paths and "model.rotary_emb" in paths
-    assert {layer_of(node) for node in gm.graph.nodes} >= {("model.layers", i) for i in range(8)}
+    assert {layer_of(node) for node in gm.graph.nodes} >= {("model.layers", i) for i in range(4)}
 
 
 def test_findings_repeated_in_every_layer_are_drawn_once_with_their_count(deep):
     dot = deep.to_dot("before")
     text = "\n".join(labels(dot))
-    assert "× 8 layers" in text
-    assert "model.layers.1–7: 7 identical layers" in text
+    assert "× 4 layers" in text
+    assert "model.layers.1–3: 3 identical layers" in text
     assert len(labels(dot)) <= 80
-    for layer in range(1, 8):  # nothing of the folded layers is drawn one node at a time
+    for layer in range(1, 4):  # nothing of the folded layers is drawn one node at a time
         assert f"model.layers.{layer}.self_attn" not in text
 
 

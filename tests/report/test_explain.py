@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import textwrap
 
 import pytest
 import torch
@@ -239,27 +238,6 @@ def test_aten_level_with_native_matches_sections_by_key_not_by_position():
     assert ex.traces is not None and ex.traces.native.graphs
     assert all(s.native is None for s in ex.sections)  # the native trace has dynamo graphs, no forward/backward keys
     assert "Traced natively on XLA" in ex._repr_html_()
-
-
-def test_without_torch_xla_everything_but_the_runs_works_and_says_why():
-    from tests.helpers import HIDE_TORCH_XLA, run_python
-
-    result = run_python(
-        textwrap.dedent(HIDE_TORCH_XLA)
-        + """
-import neurondev
-from neurondev import examples
-fn, args, _ = examples.get("seed").build()
-ex = neurondev.explain(fn, *args, quiet=True)
-print(len(ex.pins), len(ex.rewrites), ex.before, ex.after)
-print(ex.skipped)
-print("<svg" in ex._repr_html_())
-"""
-    )
-    lines = result.stdout.strip().splitlines()
-    assert lines[0] == "1 1 [] []", result.stderr
-    assert lines[1].startswith("no XLA device: running on an XLA device needs torch_xla") and "pip install" in lines[1]
-    assert lines[2] == "True"
 
 
 def test_without_a_dot_program_the_card_shows_everything_else_and_how_to_install_one(seed_capture, monkeypatch):

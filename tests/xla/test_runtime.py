@@ -71,7 +71,7 @@ def test_a_pjrt_device_the_user_set_is_kept_even_when_it_cannot_start():
     assert result.stdout.strip().splitlines()[-1] == "PJRT_DEVICE NOSUCHDEVICE"
 
 
-def test_cpu_side_works_without_torch_xla_and_a_run_says_how_to_install_it():
+def test_without_torch_xla_everything_but_the_runs_works_and_a_run_says_how_to_install_it():
     result = run_python(
         textwrap.dedent(HIDE_TORCH_XLA)
         + textwrap.dedent("""
@@ -87,6 +87,10 @@ def test_cpu_side_works_without_torch_xla_and_a_run_says_how_to_install_it():
         except neurondev.XlaUnavailableError as error:
             print("ERROR", error)
         print("torch_xla" in sys.modules)
+        ex = neurondev.explain(fn, *args, quiet=True)
+        print(len(ex.pins), len(ex.rewrites), ex.before, ex.after)
+        print(ex.skipped)
+        print("<svg" in ex._repr_html_())
     """)
     )
     lines = result.stdout.strip().splitlines()
@@ -95,6 +99,9 @@ def test_cpu_side_works_without_torch_xla_and_a_run_says_how_to_install_it():
     minor = ".".join(torch.__version__.split(".")[:2])
     assert f"pip install 'torch-xla=={minor}.*'" in lines[2]
     assert lines[3] == "False"
+    assert lines[4] == "1 1 [] []"  # explain: pins and rewrites, no runs, and why
+    assert lines[5].startswith("no XLA device: running on an XLA device needs torch_xla") and "pip install" in lines[5]
+    assert lines[6] == "True"
 
 
 def test_which_runtime_is_pjrt_cpu_decides_the_world_sizes_ranks_allow():
