@@ -22,11 +22,13 @@ from neurondev.errors import (
     NotCallableError,
     OptionShadowsArgumentError,
     TraceError,
+    UncommittedChangesError,
     UnknownExampleError,
     UnsupportedWorldSizeError,
     XlaInputError,
     XlaUnavailableError,
 )
+from neurondev.fixes.records import Fix
 from neurondev.fx.pins import DevicePin, diagnose, find_pins
 from neurondev.integrations.backend import backend
 from neurondev.passes.device_rewriter import DeviceRewriterPass, Rewrite, rewrite_copy
@@ -62,6 +64,7 @@ __all__ = [
     "RunRecord",
     "TraceComparison",
     "SourceLine",
+    "Fix",
     # errors and warnings
     "NeurondevError",
     "CaptureInputError",
@@ -78,6 +81,7 @@ __all__ = [
     "NotCallableError",
     "OptionShadowsArgumentError",
     "TraceError",
+    "UncommittedChangesError",
     "UnknownExampleError",
     "UnsupportedWorldSizeError",
     "XlaInputError",

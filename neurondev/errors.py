@@ -27,6 +27,8 @@ __all__ = [
     "DotUnavailableError",
     "ModelExplorerUnavailableError",
     "InputSpecError",
+    "CannotRebuildError",
+    "UncommittedChangesError",
     "NoGraphWarning",
     "warn_user",
 ]
@@ -115,6 +117,14 @@ class ModelExplorerUnavailableError(NeurondevError, ImportError):
 
 class InputSpecError(NeurondevError, ValueError):
     """An ``--input`` spec that the command line's input language does not accept."""
+
+
+class CannotRebuildError(NeurondevError, RuntimeError):
+    """The fixed copy of the user's code could not be loaded, or the callable not found in it (the fix stays unverified)."""
+
+
+class UncommittedChangesError(NeurondevError, RuntimeError):
+    """A file to fix has uncommitted changes under git: commit or stash them, or pass force (--force)."""
 
 
 class NoGraphWarning(UserWarning):

@@ -96,6 +96,10 @@ CATALOGUE = [
     ("explorer-not-an-explanation", lambda: __import__("neurondev.widgets").widgets.Explorer(seed_capture()), neurondev.InvalidSubjectError, TypeError, "neurondev.explain(fn, x).explore()"),
     ("check-allow-not-strings", lambda: neurondev.check(one_input, torch.randn(4), allow=[1]), neurondev.InvalidOptionError, ValueError, "list of strings"),
     ("check-missing-inputs", lambda: neurondev.check(one_input), neurondev.MissingInputsError, ValueError, "needs example inputs for x"),
+    ("check-suggest-str", lambda: neurondev.check(one_input, torch.randn(4), suggest="yes"), neurondev.InvalidOptionError, ValueError, "suggest is True"),
+    ("fix_of-node-name", lambda: seed_explanation().fix_of("out"), neurondev.InvalidSubjectError, TypeError, "one of this Explanation's pins (ex.pins[i])"),
+    ("patch-root-int", lambda: seed_explanation().patch(root=5), neurondev.InvalidOptionError, ValueError, "root is the folder"),
+    ("patch-root-missing", lambda: seed_explanation().patch(root="/no/such/folder"), neurondev.InvalidOptionError, ValueError, "an existing folder"),
     ("backend-mixed-inputs", lambda: _mixed_inputs(), neurondev.MixedDeviceInputsError, ValueError, "on XLA (a) and elsewhere (b (cpu))"),
 ]
 # fmt: on

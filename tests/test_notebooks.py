@@ -26,6 +26,9 @@ KEY_TEXT = {
         "breaks before: ['copy_'] | transfers to host: 1",
         "breaks after:  [] | transfers to host: 0",
         "fails on xla:0 at masked_fill",
+        "In[2]:2: verified",
+        "  + out = x.new_empty(64, dtype=torch.float32)   # a buffer on x's device",
+        "breaks before the pass: 0 | outputs on: ('xla:0',)",
     ],
     "02_why_devices_freeze.ipynb": [
         "out = torch.zeros(8, device = device(type='cpu'))",
@@ -33,6 +36,9 @@ KEY_TEXT = {
         "like-and-new: No device pin",
         "tensor: 1 frozen device pin(s)",
         "1 upload(s) of host data per call (table)",
+        "            seed: out = x.new_empty(64, dtype=torch.float32)",  # the gallery table's verified fix column
+        "          arange: no spelling: compile through the neurondev backend",
+        "like-and-new: nothing to fix in your code",
     ],
     "03_inside_the_pass.ipynb": [
         "after:  empty (64,) {'dtype': torch.float32, 'device': device(type='xla')}",

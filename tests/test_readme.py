@@ -30,6 +30,7 @@ def test_every_python_block_of_the_readme_runs(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert "1 frozen device pin(s) (torch.empty at readme_blocks.py:4) -> 1 graph break(s) on xla:0" in done.stdout
     assert "ran on xla:0: 0 graph break(s)" in done.stdout and (tmp_path / "report.html").is_file()
+    assert "+    out = x.new_empty(64, dtype=torch.float32)   # frozen to cpu when traced\n" in done.stdout  # ex.patch()
 
 
 @pytest.mark.xla

@@ -1,4 +1,4 @@
-"""The neurondev command: demo, explain, check, examples, doctor (also python -m neurondev)."""
+"""The neurondev command: demo, explain, check, fix, examples, doctor (also python -m neurondev)."""
 
 from __future__ import annotations
 
@@ -92,12 +92,22 @@ def _parser() -> argparse.ArgumentParser:
     guard.add_argument("--allow", action="append", default=[], metavar="RULE", help="a node name, file:line or glob to allow")
     guard.add_argument("--target", default="xla", help="the target device (default: %(default)s)")
     guard.add_argument("--json", action="store_true", help='print the findings as JSON (an error as {"clean": null, "error": ...})')
+    guard.add_argument("--suggest", action="store_true", help="put the verified fixed line under each pin")
     guard.set_defaults(run=_check)
+    mend = commands.add_parser("fix", help="the verified fix of each pin in your code: print the diff, or write it")
+    mend.add_argument("function", metavar="MODULE:FUNC", help="pkg.module:function, path/to/file.py:function, or a Module class")
+    mend.add_argument("--input", action="append", default=[], metavar="SPEC", help=f"an example input, in order: {SPEC_HELP}")
+    mend.add_argument("--target", default="xla", help="the target device (default: %(default)s)")
+    mode = mend.add_mutually_exclusive_group()
+    mode.add_argument("--diff", action="store_true", help="print the diff of the verified fixes (the default)")
+    mode.add_argument("--write", action="store_true", help="write the verified fixes into the files (a backup is kept)")
+    mend.add_argument("--force", action="store_true", help="with --write: write into files with uncommitted git changes too")
+    mend.set_defaults(run=_fix)
     listing = commands.add_parser("examples", help="the gallery of device-placement patterns")
     listing.set_defaults(run=_examples)
     doctor = commands.add_parser("doctor", help="what is installed and usable here, with fixes")
     doctor.set_defaults(run=_doctor)
-    for sub in (demo, explain, guard, listing, doctor):
+    for sub in (demo, explain, guard, mend, listing, doctor):
         sub.add_argument("--debug", action="store_true", help="show the traceback of an error")
     return parser
 
@@ -232,6 +242,15 @@ def _load_module(text: str) -> Any:
     if text.endswith(".py"):
         if not path.is_file():
             raise UsageError(f"no file {text}")
+        package = _package_name(path.resolve())
+        if package is not None:  # a file of a package: imported as the package's module, relative imports work
+            root, dotted = package
+            sys.path.insert(0, str(root))
+            try:
+                return importlib.import_module(dotted)
+            except Exception as error:
+                raise UsageError(f"importing {text} as {dotted} raised {type(error).__name__}: {error}") from error
+        sys.path.insert(0, str(path.resolve().parent))  # its sibling modules import as they do when it runs
         module_name = f"neurondev_user_{path.stem}"
         spec = importlib.util.spec_from_file_location(module_name, path)
         if spec is None or spec.loader is None:
@@ -252,6 +271,16 @@ def _load_module(text: str) -> Any:
         sys.path.remove(str(Path.cwd()))
 
 
+def _package_name(path: Path) -> tuple[Path, str] | None:
+    """(the folder above the top package, the dotted module name) for a file inside a package, else None."""
+    parts = [] if path.stem == "__init__" else [path.stem]
+    folder = path.parent
+    while (folder / "__init__.py").is_file():
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return (folder, ".".join(parts)) if len(parts) > (0 if path.stem == "__init__" else 1) else None
+
+
 def _check(options: argparse.Namespace) -> int:
     import json
 
@@ -260,13 +289,45 @@ def _check(options: argparse.Namespace) -> int:
 
     fn, args = _function_and_inputs(options)
     try:
-        check(fn, *args, target=options.target, allow=options.allow)
+        check(fn, *args, target=options.target, allow=options.allow, suggest=options.suggest)
     except DevicePinsError as error:
         findings = [f.to_dict() for f in error.findings]
         print(json.dumps({"clean": False, "findings": findings}, indent=2) if options.json else str(error))
         return EXIT_FINDINGS
     print(json.dumps({"clean": True, "findings": []}) if options.json else f"{options.function}: no device pins")
     return EXIT_CLEAN
+
+
+def _fix(options: argparse.Namespace) -> int:
+    """0: every pin in the user's code has a verified fix (shown or written); 1: some remain; 2: an error."""
+    from neurondev import explain
+    from neurondev.fixes.patch import write_fixes
+
+    if options.force and not options.write:
+        raise UsageError("--force goes with --write (it lets --write change a file with uncommitted git changes)")
+    fn, args = _function_and_inputs(options)
+    explanation = explain(fn, *args, target=options.target, run=False, quiet=True)
+    fixes = explanation.fixes
+    for fix in fixes:
+        print(fix.describe(), file=sys.stderr)
+    if options.write:
+        for written in write_fixes(fixes, force=options.force):
+            print(f"fixed {written.file} ({written.fixes} statement(s)); the original is {written.backup}", file=sys.stderr)
+    else:
+        print(explanation.patch(), end="")
+    remaining = [fix for fix in fixes if not fix.verified]
+    in_user_code = {(pin.file, pin.line) for pin in explanation.pins if pin.source is not None and not pin.output_transfer}
+    print(_fix_verdict(fixes, remaining, bool(in_user_code)), file=sys.stderr)
+    return EXIT_FINDINGS if remaining else EXIT_CLEAN
+
+
+def _fix_verdict(fixes: Sequence[Any], remaining: Sequence[Any], pins: bool) -> str:
+    if not fixes:
+        return "no device pin in your code to fix" + (
+            " (the pins are in library code: compile through the neurondev backend)" if pins else ""
+        )
+    verified = len(fixes) - len(remaining)
+    return f"{verified} of {len(fixes)} statement(s) with a verified fix; {len(remaining)} left (see above)"
 
 
 def _examples(options: argparse.Namespace) -> int:

@@ -234,7 +234,7 @@ def _gallery() -> builtins.list[Example]:
             "puts the buffer on the host all the same: copy_ cuts the graph.",
             _pattern(patterns.literal_cpu, (3, 8)),
             Outcome(pins=(("torch.zeros", "kwarg", "literal"),), breaks_before=("copy_",)),
-            instead="remove the device (or use the tensor's own: x.new_zeros)",
+            instead="x.new_zeros(...) with the tensor whose device you mean (without device= it is made on the default device: the host)",
         ),
         Example(
             "to-other-device",

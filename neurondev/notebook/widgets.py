@@ -94,7 +94,22 @@ class Explorer(widgets.VBox):
             f"<div>args before: <code>{_e(_call(_node(section.traced, pin.node)))}</code></div>"
             f"<div>args after: <code>{_e(_call(_node(section.rewritten, pin.node)))}</code></div>"
             f"<div>travelled: {_e(self._journey(section, pin.node))}</div>"
-            f"<div>write instead: {_e(fix_for(pin))}</div></div>"
+            f"{self._fix_html(pin)}</div>"
+        )
+
+    def _fix_html(self, pin: DevicePin) -> str:
+        """The fixed statement of the pin's line with its verdict and a button that copies it; else the advice."""
+        fix = self.explanation.fix_of(pin)
+        if fix is None or fix.after is None:
+            advice = fix_for(pin) if fix is None else f"no spelling: {fix.why}"
+            return f"<div>write instead: {_e(advice)}</div>"
+        colour = "#2e7d32" if fix.verified else "#c62828"
+        copy = "navigator.clipboard.writeText(this.dataset.fix).then(() => { this.textContent = 'Copied'; })"
+        return (
+            f'<div class="nd-fix"><div>write instead (<span style="color:{colour}">{_e(fix.status)}</span>):</div>'
+            f'<pre class="nd-fixed">{_e(fix.after)}</pre>'
+            f'<button class="nd-copy" data-fix="{_e(fix.after)}" onclick="{_e(copy)}">Copy the fix</button>'
+            f'<div style="color:#59636e">{_e(fix.why)}</div></div>'
         )
 
     @staticmethod

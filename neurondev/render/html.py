@@ -9,11 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 from neurondev.render.graphs import svg_or_reason
 from neurondev.render.text import after_text, before_text, pins_text
-from neurondev.report.advice import fix_for
-from neurondev.trace.source import SourceLine
+from neurondev.report.advice import LIBRARY_NOTE, short_fix
+from neurondev.trace.source import SourceLine, is_user_file
 from neurondev.xla.run import RunRecord
 
 if TYPE_CHECKING:
+    from neurondev.fixes.records import Fix
     from neurondev.fx.pins import DevicePin
     from neurondev.report.model import Explanation, Section
     from neurondev.report.verdicts import Verdict
@@ -87,20 +88,59 @@ def _runtime(explanation: Explanation) -> str:
     )
 
 
-def _pin_table(section: Section) -> str:
-    """One row per source line and advice (with a count), the full list of pins behind a disclosure."""
+def _pin_table(explanation: Explanation, section: Section) -> str:
+    """One row per source line and advice (with a count), the full list of pins behind a disclosure;
+    the backend advice for library code said once, under the table."""
     if not section.pins:
         return '<p class="nd-good">No device pin in this graph: nothing to rewrite.</p>'
     groups: dict[tuple[str, str, str, str], list[DevicePin]] = {}
     for pin in section.pins:
-        groups.setdefault((_where(pin.source), pin.function, _role(pin), fix_for(pin)), []).append(pin)
+        groups.setdefault((_where(pin.source), pin.function, _role(pin), _instead(explanation, pin)), []).append(pin)
+    library = any(pin.source is not None and not is_user_file(pin.file) for pin in section.pins)
+    note = f'<p class="nd-note">Pins {_e(LIBRARY_NOTE)}.</p>' if library else ""
     rows = "".join(
         f"<tr><td>{_e(where)}</td><td><code>{_e(pins[0].code)}</code></td><td><code>{_e(function)}</code></td>"
         f"<td>{len(pins)}</td><td>{_e(role)}</td><td>{_e(fix)}</td></tr>"
         for (where, function, role, fix), pins in groups.items()
     )
     head = "<tr><th>line</th><th>your code</th><th>function</th><th>pins</th><th>kind</th><th>write instead</th></tr>"
-    return f'<table class="nd-pins">{head}{rows}</table>' + _every_pin(section.pins)
+    return f'<table class="nd-pins">{head}{rows}</table>' + note + _every_pin(section.pins)
+
+
+def _instead(explanation: Explanation, pin: DevicePin) -> str:
+    """A short phrase: the fix of the pin's line (and whether it is verified), or what to do instead."""
+    if pin.source is not None and not is_user_file(pin.file):
+        return "library code: see below"
+    fix = explanation.fix_of(pin)
+    if fix is None or pin.output_transfer:
+        return short_fix(pin)
+    if fix.after is None:
+        return f"no spelling: {fix.advice}"
+    return f"{fix.advice} ({fix.status})"
+
+
+def _fixes(explanation: Explanation) -> str:
+    """Per statement of the user's code: as written, fixed, and whether tracing the fixed code proved it."""
+    if not explanation.fixes:
+        return ""
+    verified = sum(fix.verified for fix in explanation.fixes)
+    rows = "".join(_fix_row(fix) for fix in explanation.fixes)
+    head = "<tr><th>line</th><th>as written</th><th>fixed</th><th>verdict</th></tr>"
+    hint = " <code>explanation.patch()</code> is the diff of the verified ones." if verified else ""
+    return (
+        f"<h4>Fixes in your code ({verified} of {len(explanation.fixes)} verified)</h4>"
+        f'<table class="nd-fixes">{head}{rows}</table><p class="nd-note">Verified: the fixed code, traced again with the same inputs, '
+        f"has no pin on the line and no new one, traces on XLA as on CPU, and gives the same outputs on CPU.{hint}</p>"
+    )
+
+
+def _fix_row(fix: Fix) -> str:
+    css = {"verified": "nd-good", "not verified": "nd-bad", "no spelling": "nd-muted"}[fix.status]
+    after = f"<pre>{_e(fix.after)}</pre>" if fix.after is not None else f"<i>{_e(fix.advice)}</i>"
+    return (
+        f"<tr><td>{_e(fix.where)}</td><td><pre>{_e(fix.before)}</pre></td><td>{after}</td>"
+        f'<td><span class="{css}">{_e(fix.status)}</span><br><span class="nd-muted">{_e(fix.why)}</span></td></tr>'
+    )
 
 
 def _role(pin: DevicePin) -> str:
@@ -273,7 +313,7 @@ def _notes(explanation: Explanation) -> str:
 def _section(explanation: Explanation, section: Section) -> str:
     return (
         f"<h4>{_e(section.label.capitalize())} ({section.nodes} nodes, {len(section.pins)} pin(s))</h4>"
-        + _pin_table(section)
+        + _pin_table(explanation, section)
         + _host_values(section)
         + _cpu_kernels(section)
         + _graphs(explanation, section)
@@ -294,6 +334,7 @@ def card(explanation: Explanation) -> str:
         + _headline(explanation)
         + _runtime(explanation)
         + sections
+        + _fixes(explanation)
         + _totals(explanation)
         + _native(explanation)
         + _dynamo_breaks(explanation)

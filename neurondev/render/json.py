@@ -80,5 +80,6 @@ def explanation_dict(explanation: Explanation) -> dict[str, Any]:
             "notes": list(explanation.notes),
             "native": explanation.traces.to_dict() if explanation.traces is not None else None,
             "native_skipped": explanation.traces_skipped,
+            "fixes": [fix.to_dict() for fix in explanation.fixes],
         }
     )

@@ -140,4 +140,15 @@ def summary(explanation: Explanation) -> str:
     if traces is not None and traces.differences:
         lines = ", ".join(d.where for d in traces.differences[:_NAMED])
         text += f" {len(traces.differences)} line(s) traced differently on XLA (device-specialised code, no rewrite changes it): {lines}."
-    return text
+    return text + fixes_text(explanation)
+
+
+def fixes_text(explanation: Explanation) -> str:
+    """' Fixes: 2 verified (model.py:12, model.py:20), 1 with no spelling.' or ''."""
+    if not explanation.fixes:
+        return ""
+    counts: dict[str, list[str]] = {}
+    for fix in explanation.fixes:
+        counts.setdefault(fix.status, []).append(fix.where)
+    parts = [f"{len(wheres)} {status} ({', '.join(wheres[:_NAMED])})" for status, wheres in counts.items()]
+    return " Fixes in your code: " + ", ".join(parts) + "."

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from neurondev.fx.pins import DevicePin
 
-__all__ = ["BACKEND_FIX", "fix_for"]
+__all__ = ["BACKEND_FIX", "LIBRARY_NOTE", "fix_for", "short_fix"]
 
 BACKEND_FIX = (
     "no spelling of this keeps the device symbolic under dynamo: compile through the neurondev backend "
@@ -24,6 +24,27 @@ _LIKE = {
     "torch.randn": "torch.randn_like(x)",
     "torch.empty_strided": "x.new_empty_strided(size, stride)",
 }
+
+
+LIBRARY_NOTE = "in library code (no line of yours to change): " + BACKEND_FIX
+
+
+def short_fix(pin: DevicePin) -> str:
+    """A few words for the pin table's "write instead" column (the sentence is ``fix_for``)."""
+    function = pin.function
+    if function == "torch.autocast":
+        return "device_type='xla', or the neurondev backend"
+    if pin.kind == "assertion":
+        return "rewritten with the pin above"
+    if pin.location == "method":
+        return f"drop .{function.rpartition('.')[2]}()"
+    if function in _NEW_METHODS:
+        return _NEW_METHODS[function].replace("(size)", "(...)").replace("(size, value)", "(...)")
+    if function in _LIKE and pin.kind != "literal":
+        return f"{_LIKE[function]}, or the neurondev backend"
+    if pin.location.startswith("arg") and function.endswith(".to"):
+        return ".to(dtype) alone, or the neurondev backend"
+    return "the neurondev backend"
 
 
 def fix_for(pin: DevicePin) -> str:

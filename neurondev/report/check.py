@@ -116,6 +116,7 @@ def check(
     target: str | torch.device = default("xla"),
     allow: Iterable[str] = default(()),
     native: bool = default(True),
+    suggest: bool = default(False),
     **kwargs: Any,
 ) -> Explanation:
     """Raise DevicePinsError (an AssertionError too) listing every pin and device-specialised line of
@@ -124,16 +125,19 @@ def check(
     ``allow``: node names (``"arange_3"``), ``file:line`` (``"model.py:41"``) or glob patterns over
     those, the function and the code (``"masking_utils.py:*"``, ``"torch.arange"``). ``native=True``
     also traces on XLA to find device-specialised code (skipped, with a note, without torch_xla).
+    ``suggest=True`` puts the verified fixed line under each pin of the user's code, ready to paste.
     Nothing runs on the device otherwise and nothing is drawn: check is about what the graph says.
     """
     if callable(fn):
         check_inputs(fn, args, kwargs)  # check has no callable form: it needs the inputs now
-        refuse_shadowing(fn, {"target": target, "allow": allow, "native": native}, verb="check")
+        refuse_shadowing(fn, {"target": target, "allow": allow, "native": native, "suggest": suggest}, verb="check")
+    if not isinstance(value_of(suggest), bool):
+        raise InvalidOptionError(f"suggest is True (put the verified fixed line under each pin) or False, got {value_of(suggest)!r}")
     rules = _rules(value_of(allow))
     explanation = explain(fn, *args, target=value_of(target), run=False, quiet=True, native=value_of(native), **kwargs)
     left = [finding for finding in findings_of(explanation) if not finding.allowed_by(rules)]
     if left:
-        raise DevicePinsError(_message(explanation.name, left), left)
+        raise DevicePinsError(_message(explanation, left, suggest=value_of(suggest)), left)
     return explanation
 
 
@@ -148,6 +152,19 @@ def _rules(allow: Any) -> list[str]:
     if not all(isinstance(rule, str) for rule in rules):
         raise InvalidOptionError(f"allow is a list of strings (node names, file:line, or patterns), got {allow!r}")
     return [spelling for rule in rules for spelling in _spellings(rule)]
+
+
+def _suggestion(explanation: Explanation, finding: Finding) -> str:
+    """The verified fixed statement of a pin's line, to paste; or why there is none."""
+    if finding.kind != "pin" or finding.source is None:
+        return ""
+    fix = next((f for f in explanation.fixes if f.file == finding.file and f.first <= (finding.line or 0) <= f.last), None)
+    if fix is None:
+        return ""
+    if fix.verified and fix.after is not None:
+        pasted = "\n        ".join(fix.after.splitlines())
+        return f"\n      verified fix, paste:\n        {pasted}"
+    return f"\n      no verified fix: {fix.why}"
 
 
 def _spellings(rule: str) -> list[str]:
@@ -166,13 +183,13 @@ _HEADINGS = {
 }
 
 
-def _message(name: str, findings: list[Finding]) -> str:
+def _message(explanation: Explanation, findings: list[Finding], *, suggest: bool = False) -> str:
     parts = []
     for kind, heading in _HEADINGS.items():
         of_kind = [f for f in findings if f.kind == kind]
         if of_kind:
-            parts.append(f"{len(of_kind)} " + heading.format(name=name))
-            parts += [f.describe() for f in of_kind]
+            parts.append(f"{len(of_kind)} " + heading.format(name=explanation.name))
+            parts += [f.describe() + (_suggestion(explanation, f) if suggest else "") for f in of_kind]
     example = findings[0].where
     parts.append(f'Fix them, or allow one: neurondev.check(..., allow=["{example}"])')
     return "\n".join(parts)

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.fx
 
-from neurondev.errors import InvalidOptionError
+from neurondev.errors import InvalidOptionError, InvalidSubjectError
+from neurondev.fixes.records import Fix
 from neurondev.fx.kernels import CpuKernel
 from neurondev.fx.pins import DevicePin, pin_table
 from neurondev.passes.device_rewriter import Rewrite
@@ -168,6 +169,7 @@ class Explanation:
     atol: float | None = None
     notes: tuple[str, ...] = ()
     stage_seconds: Mapping[str, float] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
+    fixes: tuple[Fix, ...] = ()
 
     # --- derived views ------------------------------------------------------------------------
     @property
@@ -232,6 +234,25 @@ class Explanation:
     def cpu_kernels(self) -> tuple[CpuKernel, ...]:
         """ATen kernels a CPU trace chose for the CPU, section by section."""
         return tuple(kernel for section in self.sections for kernel in section.cpu_kernels)
+
+    def fix_of(self, pin: DevicePin) -> Fix | None:
+        """The fix of the statement ``pin`` is in (None: the pin is not in the user's code)."""
+        if not isinstance(pin, DevicePin):
+            raise InvalidSubjectError(f"fix_of takes one of this Explanation's pins (ex.pins[i]), got {type(pin).__name__}")
+        line = pin.line or 0
+        return next((fix for fix in self.fixes if fix.file == pin.file and fix.first <= line <= fix.last), None)
+
+    def patch(self, *, root: str | Path | None = None) -> str:
+        """A unified diff of every verified fix in the user's files (paths relative to ``root``, default
+        the working folder); apply it with ``git apply`` or ``patch -p1``. Fixes in notebook cells are in
+        ``fixes`` (and on the card), not in the diff."""
+        from neurondev.fixes.patch import unified_diff
+
+        if root is not None and (not isinstance(root, (str, Path)) or not Path(root).is_dir()):
+            raise InvalidOptionError(
+                f"root is the folder the diff's paths are relative to (a str or Path of an existing folder), got {root!r}"
+            )
+        return unified_diff(self.fixes, root=root)
 
     def section(self, which: int | SectionKey) -> Section:
         """A section by its position in ``sections`` or by its key; InvalidOptionError otherwise."""

@@ -16,6 +16,7 @@ import torch
 import torch.fx
 
 from neurondev.errors import InvalidOptionError, NotCallableError, TraceError, XlaUnavailableError
+from neurondev.fixes.records import Fix
 from neurondev.fx.devices import parse_target
 from neurondev.fx.kernels import CpuKernel, cpu_kernels
 from neurondev.fx.pins import DevicePin, find_pins
@@ -149,22 +150,26 @@ def rerun(explanation: Explanation, *, target: str | torch.device, on_step: Call
         rewritten = rewrite_stage(pinned, options.target, stages)
         runs = run_stage(rewritten, runtime, options, stages)
         native = Native(explanation.traces, explanation.traces_skipped, native_timings(explanation.traces, rewritten, runs))
-    return _assemble(explanation.capture, rewritten, runs, native, options, stages)
+    return _assemble(explanation.capture, rewritten, runs, native, options, stages, explanation.fixes)
 
 
 def _explain(subject: Any, options: ExplainOptions, call: tuple[tuple, dict] | None) -> Explanation:
     """The whole pipeline; ``call`` is (args, kwargs) of ``subject`` (a function), None for a Capture."""
-    names = ("trace", "find pins", "start XLA", "rewrite", "run before", "run after") + (("trace on XLA",) if options.native else ())
+    names = ("trace", "find pins", "start XLA", "verify fixes", "rewrite", "run before", "run after") + (
+        ("trace on XLA",) if options.native else ()
+    )
     name = subject.name if isinstance(subject, Capture) else getattr(subject, "__name__", type(subject).__name__)
-    with kept_rng(), Stages(names if call is not None else names[1:], quiet=options.quiet, name=name) as stages:
+    shown = names if call is not None else tuple(n for n in names if n not in ("trace", "verify fixes"))
+    with kept_rng(), Stages(shown, quiet=options.quiet, name=name) as stages:
         captured = subject if call is None else _trace(subject, call, options, stages)
         traced = trace_stage(captured, options.level)
         pinned = pin_stage(traced, options.target, stages)
         runtime = runtime_stage(stages)
+        fixes = fix_stage(None if call is None else subject, call, pinned, runtime, options, stages)
         rewritten = rewrite_stage(pinned, options.target, stages)
         runs = run_stage(rewritten, runtime, options, stages)
         native = native_stage(captured, subject, call, rewritten, runs, stages) if options.native else Native()
-    return _assemble(captured, rewritten, runs, native, options, stages)
+    return _assemble(captured, rewritten, runs, native, options, stages, fixes)
 
 
 # --- the stages ------------------------------------------------------------------------------------
@@ -199,6 +204,32 @@ def pin_stage(traced: tuple[TracedGraph, ...], target: torch.device, stages: Sta
         )
         for graph in traced
     )
+
+
+def fix_stage(
+    fn: Any, call: tuple[tuple, dict] | None, pinned: tuple[PinnedGraph, ...], runtime: Runtime, options: ExplainOptions, stages: Stages
+) -> tuple[Fix, ...]:
+    """The fixed statement for each pin in the user's own code, verified by tracing the fixed code again
+    (at dynamo's level, whatever level is explained: the statements are the same)."""
+    from neurondev.fixes.edits import propose
+    from neurondev.fixes.verify import verify
+
+    pins = [pin for graph in pinned for pin in graph.pins]
+    if call is not None:
+        stages.start("verify fixes")
+    if any(graph.traced.on_meta for graph in pinned):
+        return verify(None, None, propose(pins), pins, target=options.target, xla=False, unverifiable=_META_FIXES)
+    if options.level != "dynamo" and call is not None:
+        pins = _dynamo_pins(fn, call, options.target)
+    return verify(fn, call, propose(pins), pins, target=options.target, xla=runtime.unavailable is None)
+
+
+_META_FIXES = "not verified: traced on the meta device, where there are no values to compare; explain a small configuration to verify"
+
+
+def _dynamo_pins(fn: Any, call: tuple[tuple, dict], target: torch.device) -> list[DevicePin]:
+    captured = capture(fn, *call[0], **call[1])
+    return [pin for index, gm in enumerate(captured.graphs) for pin in find_pins(gm, target=target, graph=index)]
 
 
 def rewrite_stage(pinned: tuple[PinnedGraph, ...], target: torch.device, stages: Stages) -> tuple[RewrittenGraph, ...]:
@@ -310,7 +341,13 @@ def verdict_stage(rewritten: tuple[RewrittenGraph, ...], runs: Runs, options: Ex
 
 
 def _assemble(
-    captured: Capture, rewritten: tuple[RewrittenGraph, ...], runs: Runs, native: Native, options: ExplainOptions, stages: Stages
+    captured: Capture,
+    rewritten: tuple[RewrittenGraph, ...],
+    runs: Runs,
+    native: Native,
+    options: ExplainOptions,
+    stages: Stages,
+    fixes: tuple[Fix, ...] = (),
 ) -> Explanation:
     verdicts = verdict_stage(rewritten, runs, options)
     sections = tuple(_section(graph, runs, native, verdicts) for graph in rewritten)
@@ -328,6 +365,7 @@ def _assemble(
         atol=options.atol,
         notes=captured.notes,
         stage_seconds=MappingProxyType(dict(stages.seconds)),
+        fixes=fixes,
     )
 
 

@@ -15,7 +15,7 @@ import torch.fx
 
 from neurondev._compat import ipython_cell_number
 
-__all__ = ["SourceLine", "judge_kind", "short_location", "source_line", "source_of", "statement_at", "user_line_of_error"]
+__all__ = ["SourceLine", "is_user_file", "judge_kind", "short_location", "source_line", "source_of", "statement_at", "user_line_of_error"]
 
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>[^\n]+)\n(?P<code>[^\n]*)')
 _KWARG_DEVICE = re.compile(r"\bdevice\s*=\s*(?P<expr>[^,)]+)")
@@ -48,6 +48,10 @@ class SourceLine:
     def where(self) -> str:
         """``model.py:12`` for a file, ``In[3]:4`` for a notebook cell."""
         return short_location(self.file, self.line, cell=self.cell)
+
+    @property
+    def in_notebook_cell(self) -> bool:
+        return bool(_NOTEBOOK_CELL.search(self.file))
 
     def to_dict(self) -> dict[str, Any]:
         return {"file": self.file, "line": self.line, "code": self.code, "where": self.where}
@@ -96,6 +100,16 @@ def _is_users(file: str) -> bool:
     if _in_neurondev(file) or file.startswith("<frozen"):
         return False
     return not any(part in file for part in (f"{os.sep}torch{os.sep}", f"{os.sep}torch_xla{os.sep}", _STDLIB))
+
+
+def is_user_file(file: str | None) -> bool:
+    """The user's own code: a file outside site-packages, the standard library, torch and neurondev's
+    machinery (the gallery's patterns are user code), or a notebook cell."""
+    if not file:
+        return False
+    if _NOTEBOOK_CELL.search(file):
+        return True
+    return _is_users(file) and not any(part in file for part in ("site-packages", "dist-packages"))
 
 
 def _in_neurondev(file: str) -> bool:

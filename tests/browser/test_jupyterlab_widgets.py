@@ -1,4 +1,4 @@
-"""The card and the explorer inside a real JupyterLab, in Chromium: run the cells, click a pin, toggle."""
+"""The card and the explorer inside a real JupyterLab, in Chromium: run the cells, click a pin, toggle, copy its fix."""
 
 from __future__ import annotations
 
@@ -124,7 +124,23 @@ def check_card_and_explorer(page) -> None:
     after = explorer.locator(".nd-picture.nd-after")
     after.wait_for(timeout=30_000)
     assert "rewritten: cpu → xla" in after.locator("svg g.node text").all_text_contents()
+    check_the_fix_is_verified_from_the_cell_and_copied(page, card, explorer)
     check_both_themes(page, card)
+
+
+def check_the_fix_is_verified_from_the_cell_and_copied(page, card, explorer) -> None:
+    """The function lives in a cell: its fix is verified from the cell's source; the button copies it."""
+    fixes = card.locator("table.nd-fixes")
+    assert "a = x.new_zeros(4)" in fixes.inner_text() and "verified" in fixes.inner_text()
+    explorer.locator("select").first.select_option(index=0)
+    fix = explorer.locator(".nd-fix")
+    fix.wait_for(timeout=30_000)
+    assert fix.locator(".nd-fixed").inner_text().strip() == "a = x.new_zeros(4)"
+    assert "(verified)" in fix.inner_text()
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    fix.locator("button.nd-copy").click()
+    fix.locator("button.nd-copy", has_text="Copied").wait_for(timeout=10_000)
+    assert page.evaluate("navigator.clipboard.readText()") == "a = x.new_zeros(4)"
 
 
 def luminance(css_colour: str) -> float:

@@ -39,7 +39,7 @@ def test_picking_a_pin_shows_its_line_node_users_args_and_journey(explorer):
     assert "args before: <code>arange(4, device=&#x27;cpu&#x27;)</code>" in detail
     assert "args after: <code>arange(4, device=&#x27;xla&#x27;)</code>" in detail
     assert "before: on cpu, crossing b→add_1 cpu→xla:0; after: on xla:0" in detail
-    assert "literal" in detail and "remove it" in detail
+    assert "literal" in detail and "write instead: no spelling: no spelling keeps the device symbolic" in detail
 
 
 def test_toggling_before_after_and_the_radius_redraws(explorer):
@@ -73,3 +73,11 @@ def test_an_explanation_without_pins_still_explores():
     explorer = ex.explore()
     assert explorer.pins.options[0][0].startswith("no device pin") and explorer.selected() is None
     assert "<svg" in explorer.picture.value
+
+
+def test_the_selected_pins_fix_is_shown_verified_with_a_button_that_copies_it(explorer):
+    explorer.pins.value = explorer.pins.options[0][1]
+    detail = explorer.detail.value
+    assert '<pre class="nd-fixed">a = x.new_zeros(4)</pre>' in detail
+    assert '(<span style="color:#2e7d32">verified</span>)' in detail
+    assert 'data-fix="a = x.new_zeros(4)"' in detail and "navigator.clipboard.writeText(this.dataset.fix)" in detail

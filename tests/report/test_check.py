@@ -42,6 +42,15 @@ def test_check_raises_an_assertion_listing_the_pin_its_line_and_the_fix():
     assert [f.node for f in caught.value.findings] == ["out"]
 
 
+def test_check_suggest_puts_the_verified_fixed_line_to_paste_under_the_pin():
+    with pytest.raises(neurondev.DevicePinsError) as caught:
+        neurondev.check(pinned, torch.randn(4), suggest=True)
+    assert "      verified fix, paste:\n        out = x.new_zeros(x.shape[0])\n" in str(caught.value) + "\n"
+    with pytest.raises(neurondev.DevicePinsError) as caught:
+        neurondev.check(pinned, torch.randn(4))
+    assert "verified fix" not in str(caught.value)
+
+
 def test_check_finds_device_specialised_lines_too():
     with pytest.raises(neurondev.DevicePinsError, match="traced differently on XLA") as caught:
         neurondev.check(branches, torch.randn(4))
@@ -141,6 +150,8 @@ def test_the_check_command_exits_0_clean_1_with_pins_2_on_errors(tmp_path, monke
     data = json.loads(out)
     assert code == 1 and data["clean"] is False and data["findings"][0]["where"] == "code.py:5"
     assert run("code.py:pinned", "--input", "randn(4)", "--allow", "code.py:5")[0] == 0
+    code, out = run("code.py:pinned", "--input", "randn(4)", "--suggest")
+    assert code == 1 and "verified fix, paste:\n        out = x.new_zeros(x.shape[0])" in out
     assert run("code.py:nothing", "--input", "randn(4)")[0] == 2
 
 

@@ -65,7 +65,7 @@ def test_the_summary_is_the_headline_a_terminal_shows(seed_ex):
     assert seed_ex.summary() == (
         f"1 frozen device pin(s) (torch.empty at patterns.py:{line}) -> 1 graph break(s) on xla:0 "
         "(copy_ pulls a value to the host). After DeviceRewriterPass: 0 breaks, 0 transfers to the host; "
-        "the rewrite changed no values; XLA agrees with CPU."
+        f"the rewrite changed no values; XLA agrees with CPU. Fixes in your code: 1 verified (patterns.py:{line})."
     )
     assert repr(seed_ex) == "<Explanation of seed_function: 1 device pin(s) in 1 graph(s), 1 graph(s) run>"
 
@@ -73,7 +73,8 @@ def test_the_summary_is_the_headline_a_terminal_shows(seed_ex):
 def test_the_card_has_headline_pins_fix_both_graphs_metrics_and_diff(seed_ex):
     card = seed_ex._repr_html_()
     assert "1 graph break(s) on xla:0" in card and "After DeviceRewriterPass: 0 breaks" in card
-    assert "x.new_empty(size)" in card  # what to write instead
+    assert "<td>x.new_empty(...) (verified)</td>" in card  # what to write instead, proven
+    assert "<pre>out = x.new_empty(64, dtype=torch.float32)</pre>" in card and "Fixes in your code (1 of 1 verified)" in card
     assert card.count("<svg") == 2 and "device=cpu (frozen)" in card and "rewritten: cpu → xla" in card
     assert "<th>mid-graph executions</th><td>1</td><td>0</td>" in card
     assert 'class="nd-del"' in card and 'class="nd-add"' in card and "device(type=&#x27;xla&#x27;)" in card
@@ -119,7 +120,8 @@ def test_progress_goes_to_stderr_per_stage_unless_quiet(capsys):
     fn, args, _ = examples.get("seed").build()
     neurondev.explain(fn, *args)
     err = capsys.readouterr().err
-    for stage in ("trace (1/6)", "find pins (2/6)", "start XLA (3/6)", "rewrite (4/6)", "run before (5/6)", "run after (6/6)"):
+    stages = ("trace", "find pins", "start XLA", "verify fixes", "rewrite", "run before", "run after")
+    for stage in (f"{name} ({n}/7)" for n, name in enumerate(stages, 1)):
         assert stage in err
     neurondev.explain(fn, *args, run=False, quiet=True)
     assert capsys.readouterr().err == ""
@@ -246,7 +248,8 @@ def test_without_a_dot_program_the_card_shows_everything_else_and_how_to_install
     card = ex._repr_html_()
     assert "<svg" not in card and card.count("Graph not drawn: no Graphviz") == 2
     assert "apt-get install -y graphviz" in card and "pip install graphviz-pure" in card
-    assert "x.new_empty(size)" in card  # the rest is there
+    assert "x.new_empty(...) (not verified)" in card  # the rest is there (a Capture: nothing to trace again)
+    assert "not verified: explain was given a Capture; pass the function and its inputs to verify fixes" in card
 
 
 def takes_run(x, run=False):

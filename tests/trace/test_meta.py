@@ -65,3 +65,14 @@ def test_meta_inputs_alone_trace_on_meta_too():
     captured = neurondev.capture(scale, torch.empty(3, 8, device="meta"))
     (pin,) = neurondev.find_pins(captured.graphs[0], traced_on_meta=True)
     assert captured.device == "meta" and pin.device == torch.device("meta") and pin.default_pass
+
+
+def test_on_meta_a_fix_is_proposed_but_not_called_verified():
+    def buffer(x):
+        out = torch.zeros(x.shape, device=x.device)
+        return out + x
+
+    explanation = neurondev.explain(buffer, torch.empty(3, 8, device="meta"), quiet=True)
+    (fix,) = explanation.fixes
+    assert fix.after == "out = x.new_zeros(x.shape)" and not fix.verified
+    assert fix.why.startswith("not verified: traced on the meta device")

@@ -1,0 +1,107 @@
+"""Proposed edits: the user's pinned statements grouped per file, spelled, and joined into one fixed text per file."""
+
+from __future__ import annotations
+
+import dataclasses
+import linecache
+import textwrap
+from collections.abc import Iterable, Sequence
+
+from neurondev.fixes.spelling import Spelling, spell, statement_lines
+from neurondev.fx.pins import DevicePin
+from neurondev.trace.source import SourceLine, is_user_file
+
+__all__ = ["Edit", "FileEdits", "propose"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Edit:
+    """One statement's proposal: its pins, its spelling, and the statement before and after."""
+
+    source: SourceLine
+    pins: tuple[DevicePin, ...]
+    spelling: Spelling
+    before: str
+    after: str | None
+
+    @property
+    def delta(self) -> int:
+        """Lines the fix adds (negative: removes)."""
+        return 0 if self.after is None else len(self.after.splitlines()) - len(self.before.splitlines())
+
+
+@dataclasses.dataclass(frozen=True)
+class FileEdits:
+    """A file (or notebook cell) of the user's, its text, and the edits proposed in it, in line order."""
+
+    file: str
+    text: str
+    edits: tuple[Edit, ...]
+
+    @property
+    def spelled(self) -> tuple[Edit, ...]:
+        return tuple(edit for edit in self.edits if edit.after is not None)
+
+    def fixed_text(self, edits: Iterable[Edit] | None = None) -> str:
+        """The text with ``edits`` (default: every spelled one) applied."""
+        chosen = sorted(self.spelled if edits is None else edits, key=lambda e: e.spelling.first, reverse=True)
+        lines = self.text.splitlines(keepends=True)
+        for edit in chosen:
+            assert edit.after is not None
+            lines[edit.spelling.first - 1 : edit.spelling.last] = edit.after.splitlines(keepends=True)
+        return "".join(lines)
+
+    def new_range(self, edit: Edit, applied: Iterable[Edit]) -> tuple[int, int]:
+        """The lines ``edit`` occupies in the text with ``applied`` (which includes it) applied."""
+        shift = sum(other.delta for other in applied if other.spelling.first < edit.spelling.first)
+        return edit.spelling.first + shift, edit.spelling.last + shift + edit.delta
+
+    def original_line(self, line: int, applied: Sequence[Edit]) -> int:
+        """The line of the original text that ``line`` of the fixed text comes from (a fixed statement's lines: its first)."""
+        for edit in sorted(applied, key=lambda e: e.spelling.first):
+            first, last = self.new_range(edit, applied)
+            if line < first:
+                break
+            if line <= last:
+                return edit.spelling.first
+        shift = sum(edit.delta for edit in applied if self.new_range(edit, applied)[1] < line)
+        return line - shift
+
+
+def propose(pins: Iterable[DevicePin]) -> tuple[FileEdits, ...]:
+    """Edits for every pin whose statement is in the user's own code (not site-packages or the
+    standard library); results handed back on purpose (output transfers) are left alone."""
+    by_file: dict[str, list[DevicePin]] = {}
+    for pin in pins:
+        if pin.source is not None and is_user_file(pin.file) and not pin.output_transfer and pin.kind != "assertion":
+            by_file.setdefault(pin.source.file, []).append(pin)
+    return tuple(edits for edits in (_file_edits(file, found) for file, found in by_file.items()) if edits is not None)
+
+
+def _file_edits(file: str, pins: list[DevicePin]) -> FileEdits | None:
+    text = "".join(linecache.getlines(file))
+    if not text:
+        return None
+    by_statement: dict[tuple[int, int], list[DevicePin]] = {}
+    for pin in pins:
+        assert pin.line is not None
+        by_statement.setdefault(statement_lines(text, pin.line), []).append(pin)
+    edits = [_edit(text, group) for group in by_statement.values()]
+    return FileEdits(file, text, tuple(sorted(edits, key=lambda e: e.spelling.first)))
+
+
+def _edit(text: str, pins: list[DevicePin]) -> Edit:
+    first_pin = min(pins, key=lambda pin: pin.line or 0)
+    assert first_pin.source is not None and first_pin.line is not None
+    spelling = spell(text, first_pin.line, pins)
+    lines = text.splitlines(keepends=True)
+    before = "".join(lines[spelling.first - 1 : spelling.last])
+    after = None
+    if spelling.text is not None:
+        delta = len(spelling.text.splitlines(keepends=True)) - len(lines)
+        after = "".join(spelling.text.splitlines(keepends=True)[spelling.first - 1 : spelling.last + delta])
+    return Edit(first_pin.source, tuple(pins), spelling, before, after)
+
+
+def dedented(statement: str) -> str:
+    return textwrap.dedent(statement).rstrip("\n")

@@ -1,0 +1,81 @@
+"""Fix: one statement of the user's code, what to write instead, and whether tracing the fixed code proved it."""
+
+from __future__ import annotations
+
+import dataclasses
+import textwrap
+from typing import Any
+
+from neurondev.trace.source import SourceLine
+
+__all__ = ["Fix"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Fix:
+    """The fix of one statement: ``before`` as written, ``after`` fixed (None: no spelling keeps the
+    device symbolic, see ``advice``), the pins it removes and leaves (node names), and whether it was
+    verified: the fixed code traced again has no pin on the line and no new pin, ops equal to a trace
+    on XLA (when there is an XLA device) and the same outputs on CPU. ``why`` says what was checked,
+    or what failed. ``first``/``last``: the statement's lines in the file.
+    """
+
+    source: SourceLine
+    first: int
+    last: int
+    before: str
+    after: str | None
+    advice: str
+    removes: tuple[str, ...] = ()
+    left: tuple[str, ...] = ()
+    verified: bool = False
+    why: str = ""
+
+    @property
+    def file(self) -> str:
+        return self.source.file
+
+    @property
+    def line(self) -> int:
+        return self.source.line
+
+    @property
+    def where(self) -> str:
+        return self.source.where
+
+    @property
+    def in_notebook_cell(self) -> bool:
+        return self.source.in_notebook_cell
+
+    @property
+    def status(self) -> str:
+        """'verified', 'not verified' (a spelling that failed a check) or 'no spelling'."""
+        if self.after is None:
+            return "no spelling"
+        return "verified" if self.verified else "not verified"
+
+    def describe(self) -> str:
+        """A few lines for a terminal: where, the statement before and after, and the verdict."""
+        head = f"  {self.where}: {self.status}"
+        if self.after is None:
+            return f"{head}: {self.advice}\n      {_one_line(self.before)}"
+        return f"{head}\n    - {_one_line(self.before)}\n    + {_one_line(self.after)}\n      {self.why}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.source.to_dict(),
+            "first": self.first,
+            "last": self.last,
+            "before": self.before,
+            "after": self.after,
+            "advice": self.advice,
+            "removes": list(self.removes),
+            "left": list(self.left),
+            "status": self.status,
+            "verified": self.verified,
+            "why": self.why,
+        }
+
+
+def _one_line(statement: str) -> str:
+    return " ".join(part.strip() for part in textwrap.dedent(statement).splitlines())

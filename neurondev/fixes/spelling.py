@@ -1,0 +1,370 @@
+"""The fixed spelling of one statement of the user's code, edited with libcst so formatting and comments stay.
+
+``torch.empty/zeros/ones/full(..., device=x.device)`` becomes ``x.new_empty/new_zeros/new_ones/new_full(...)``
+(every other argument kept), ``torch.tensor(data, device=x.device)`` becomes ``x.new_tensor(data)``,
+``y.to(x.device, dtype)`` becomes ``y.to(dtype)``, a ``.cpu()`` in the middle of the graph is dropped.
+``x`` is read from the device expression (``x.device``, ``str(x.device)``, ``torch.device(x.device.type)``,
+a name assigned one of those above); a written-out ``"cpu"`` takes the tensor the call's sizes are read
+from. Where no spelling keeps the device symbolic under dynamo (``torch.arange``, ``y.to(x.device)``)
+nothing is invented: the spelling says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+from neurondev.fx.pins import DevicePin
+
+__all__ = ["NO_SPELLING", "Spelling", "spell"]
+
+NO_SPELLING = "no spelling keeps the device symbolic under dynamo: compile through the neurondev backend"
+
+_NEW = {
+    "torch.empty": "new_empty",
+    "torch.zeros": "new_zeros",
+    "torch.ones": "new_ones",
+    "torch.full": "new_full",
+    "torch.tensor": "new_tensor",
+}
+_NEW_REFUSES = {"out", "memory_format", "names", "generator", "device_type"}  # keywords a Tensor.new_* method does not take
+_SIZE_READERS = {"shape", "size", "numel", "dim", "ndim", "dtype"}
+_LITERALS = {"'cpu'", '"cpu"', "'cuda'", '"cuda"'}
+
+
+@dataclasses.dataclass(frozen=True)
+class Spelling:
+    """One statement: the file's text after the fix (None when there is no spelling), the statement's
+    lines in the original, a short phrase of what to write, and the nodes of the pins it removes."""
+
+    first: int
+    last: int
+    text: str | None
+    advice: str
+    reason: str
+    removes: tuple[str, ...] = ()
+    left: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class _Parsed:
+    """A file parsed once: its tree, the lines of every simple statement, function and single-name assignment."""
+
+    module: Any
+    statements: tuple[tuple[int, int, Any], ...]
+    functions: tuple[tuple[int, int], ...]
+    assignments: tuple[tuple[int, str, Any], ...]
+
+
+@functools.lru_cache(maxsize=8)
+def _parse(source: str) -> _Parsed | str:
+    """The parsed file, or why libcst cannot parse it."""
+    import libcst
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    try:
+        wrapper = MetadataWrapper(libcst.parse_module(source))
+    except libcst.ParserSyntaxError as error:
+        return f"the file does not parse with libcst ({str(error).splitlines()[0]})"
+    positions = wrapper.resolve(PositionProvider)
+    statements, functions, assignments = [], [], []
+    for node, where in positions.items():
+        if isinstance(node, libcst.SimpleStatementLine):
+            statements.append((where.start.line, where.end.line, node))
+        elif isinstance(node, libcst.FunctionDef):
+            functions.append((where.start.line, where.end.line))
+        elif isinstance(node, libcst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, libcst.Name):
+            assignments.append((where.start.line, node.targets[0].target.value, node.value))
+    return _Parsed(wrapper.module, tuple(statements), tuple(functions), tuple(sorted(assignments, key=lambda a: a[0])))
+
+
+def statement_lines(source: str, line: int) -> tuple[int, int]:
+    """The first and last line of the statement at ``line`` (``(line, line)`` when there is none)."""
+    parsed = _parse(source)
+    found = _statement_at(parsed, line) if isinstance(parsed, _Parsed) else None
+    return (found[0], found[1]) if found else (line, line)
+
+
+def spell(source: str, line: int, pins: Sequence[DevicePin]) -> Spelling:
+    """The fix of the statement at ``line`` of ``source`` for ``pins`` (pins of that line)."""
+    parsed = _parse(source)
+    if isinstance(parsed, str):
+        return Spelling(line, line, None, "see the advice", parsed)
+    found = _statement_at(parsed, line)
+    if found is None:
+        return Spelling(line, line, None, "see the advice", f"no statement found at line {line}")
+    first, last, statement = found
+    scope = _assignments_above(parsed, first)
+    editor = _editor(statement, list(pins), scope)
+    fixed = parsed.module.visit(editor)
+    left = tuple(pin.node for pin in pins if pin.node not in editor.removes)
+    if not editor.removes:
+        return Spelling(first, last, None, editor.advice or _advice_without_spelling(pins), editor.reason or NO_SPELLING, (), left)
+    return Spelling(first, last, fixed.code, editor.advice, editor.reason, tuple(editor.removes), left)
+
+
+def _statement_at(parsed: _Parsed, line: int) -> tuple[int, int, Any] | None:
+    """The innermost simple statement whose lines include ``line``."""
+    found = [statement for statement in parsed.statements if statement[0] <= line <= statement[1]]
+    return min(found, key=lambda statement: statement[1] - statement[0], default=None)
+
+
+def _assignments_above(parsed: _Parsed, line: int) -> dict[str, Any]:
+    """``name -> value`` of single-name assignments above ``line`` in the function around it (the nearest wins)."""
+    around = [start for start, end in parsed.functions if start <= line <= end]
+    if not around:
+        return {}
+    start = max(around)
+    return {name: value for at, name, value in parsed.assignments if start < at < line}
+
+
+def _advice_without_spelling(pins: Sequence[DevicePin]) -> str:
+    if any(pin.function == "torch.autocast" for pin in pins):
+        return "device_type='xla' (where it runs), or the neurondev backend"
+    return "compile through the neurondev backend"
+
+
+def dotted(node: Any) -> str:
+    """``torch.zeros`` for the expression torch.zeros; '' for anything but names and attributes."""
+    import libcst
+
+    if isinstance(node, libcst.Name):
+        return node.value
+    if isinstance(node, libcst.Attribute):
+        inner = dotted(node.value)
+        return f"{inner}.{node.attr.value}" if inner else ""
+    return ""
+
+
+def _editor(statement: Any, pins: list[DevicePin], scope: dict[str, Any]) -> Any:
+    """A libcst transformer that edits the calls of one statement, and says what it did."""
+    import libcst
+
+    class Editor(libcst.CSTTransformer):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inside = False
+            self.pins = pins
+            self.scope = scope
+            self.removes: list[str] = []
+            self.left: list[str] = []
+            self.advice = ""
+            self.reason = ""
+
+        def visit_SimpleStatementLine(self, node: Any) -> bool:
+            self.inside = node is statement
+            return True
+
+        def leave_SimpleStatementLine(self, original: Any, updated: Any) -> Any:
+            self.inside = False
+            return updated
+
+        def leave_Call(self, original: Any, updated: Any) -> Any:
+            if not self.inside:
+                return updated
+            return _edit_call(self, updated)
+
+    return Editor()
+
+
+def _take(editor: Any, functions: set[str], locations: tuple[str, ...]) -> DevicePin | None:
+    """The first pin of the statement not yet handled that this call can be (by function and location)."""
+    for pin in editor.pins:
+        if pin.node in editor.removes or pin.node in editor.left:
+            continue
+        if pin.function in functions and pin.location.startswith(locations):
+            return pin
+    return None
+
+
+def _edit_call(editor: Any, call: Any) -> Any:
+    import libcst
+
+    name = dotted(call.func)
+    if name in _NEW:
+        return _constructor(editor, call, name)
+    if isinstance(call.func, libcst.Attribute) and call.func.attr.value == "to":
+        return _to(editor, call)
+    if isinstance(call.func, libcst.Attribute) and call.func.attr.value in ("cpu", "cuda") and not call.args:
+        return _drop_move(editor, call)
+    return call
+
+
+def _constructor(editor: Any, call: Any, name: str) -> Any:
+    import libcst
+
+    device = next((arg for arg in call.args if arg.keyword is not None and arg.keyword.value == "device"), None)
+    pin = _take(editor, {name}, ("kwarg",)) if device is not None else None
+    if pin is None or device is None:
+        return call
+    refused = [arg.keyword.value for arg in call.args if arg.keyword is not None and arg.keyword.value in _NEW_REFUSES]
+    owner = _tensor_of(device.value, editor.scope)
+    if owner is None and _is_literal(device.value):
+        owner = _tensor_named_in(call)
+    method = _NEW[name]
+    if refused or owner is None or any(arg.star for arg in call.args):
+        editor.left.append(pin.node)
+        editor.reason = (
+            f"{name}(..., {refused[0]}=...) has no Tensor.{method} form"
+            if refused
+            else f"the device does not name a tensor: write t.{method}(...) with the tensor whose device you mean"
+        )
+        editor.advice = f"t.{method}(...)"
+        return call
+    args = _without(call.args, device)
+    if name == "torch.tensor" and not any(arg.keyword is not None and arg.keyword.value == "dtype" for arg in args):
+        args = _with_dtype_of_data(args)
+    editor.removes.append(pin.node)
+    owner_code = libcst.Module([]).code_for_node(owner)
+    editor.advice = f"{owner_code}.{method}(...)"
+    editor.reason = f"a Tensor method follows {owner_code}'s device when the graph runs; device= is frozen while tracing"
+    return call.with_changes(func=libcst.Attribute(value=_parenthesised(owner.deep_clone()), attr=libcst.Name(method)), args=args)
+
+
+def _to(editor: Any, call: Any) -> Any:
+    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+    keyword = {arg.keyword.value: arg for arg in call.args if arg.keyword is not None}
+    if positional and _is_device(positional[0].value, editor.scope):
+        device, location, dtype_given = positional[0], ("arg",), len(positional) > 1 or "dtype" in keyword
+    elif "device" in keyword:
+        device, location, dtype_given = keyword["device"], ("kwarg",), bool(positional) or "dtype" in keyword
+    else:
+        return call
+    pin = _take(editor, {"Tensor.to"}, location)
+    if pin is None:
+        return call
+    if not dtype_given:
+        editor.left.append(pin.node)
+        editor.advice, editor.reason = "compile through the neurondev backend", NO_SPELLING
+        return call
+    editor.removes.append(pin.node)
+    editor.advice = ".to(dtype) without the device"
+    editor.reason = "keeps the dtype change and drops the device: right when the value is already on that tensor's device"
+    return call.with_changes(args=_without(call.args, device))
+
+
+def _drop_move(editor: Any, call: Any) -> Any:
+    method = call.func.attr.value
+    pin = _take(editor, {f"Tensor.{method}"}, ("method",))
+    if pin is None or pin.output_transfer:
+        return call
+    editor.removes.append(pin.node)
+    editor.advice = f"drop .{method}()"
+    editor.reason = f"the value stays on the device: call .{method}() on the compiled function's result if the host needs it"
+    return call.func.value
+
+
+def _without(args: Sequence[Any], dropped: Any) -> list[Any]:
+    """The arguments without ``dropped`` (its own comment goes with it). When it was the last: on one
+    line the new last takes its comma (none, or a trailing one); one argument per line, the new last
+    keeps its comma and comment and the closing parenthesis keeps its place."""
+    import libcst
+
+    kept = [arg for arg in args if arg is not dropped]
+    if not kept or args[-1] is not dropped:
+        return kept
+    own, theirs = kept[-1].comma, dropped.comma
+    per_line = isinstance(own, libcst.Comma) and isinstance(own.whitespace_after, libcst.ParenthesizedWhitespace)
+    if per_line and isinstance(theirs, libcst.Comma) and isinstance(theirs.whitespace_after, libcst.ParenthesizedWhitespace):
+        closing = own.whitespace_after.with_changes(indent=theirs.whitespace_after.indent, last_line=theirs.whitespace_after.last_line)
+        kept[-1] = kept[-1].with_changes(comma=own.with_changes(whitespace_after=closing))
+    else:
+        kept[-1] = kept[-1].with_changes(comma=theirs)
+    return kept
+
+
+def _with_dtype_of_data(args: list[Any]) -> list[Any]:
+    """torch.tensor infers the dtype from the data, new_tensor takes x's: a list of ints or bools says its dtype."""
+    import libcst
+
+    data = args[0].value if args and args[0].keyword is None else None
+    dtype = _literal_dtype(data)
+    if dtype is None:
+        return args
+    last = args[-1].with_changes(comma=libcst.Comma(whitespace_after=libcst.SimpleWhitespace(" ")))
+    equal = libcst.AssignEqual(whitespace_before=libcst.SimpleWhitespace(""), whitespace_after=libcst.SimpleWhitespace(""))
+    added = libcst.Arg(value=libcst.parse_expression(dtype), keyword=libcst.Name("dtype"), equal=equal, comma=args[-1].comma)
+    return [*args[:-1], last, added]
+
+
+def _literal_dtype(data: Any) -> str | None:
+    import libcst
+
+    if not isinstance(data, (libcst.List, libcst.Tuple)) or not data.elements:
+        return None
+    values = [element.value for element in data.elements]
+    if all(isinstance(v, libcst.Integer) for v in values):
+        return "torch.long"
+    if all(isinstance(v, libcst.Name) and v.value in ("True", "False") for v in values):
+        return "torch.bool"
+    return None
+
+
+def _tensor_of(expression: Any, scope: dict[str, Any], depth: int = 3) -> Any:
+    """The tensor whose device ``expression`` names: x for ``x.device``, ``str(x.device)``,
+    ``torch.device(x.device)``, ``torch.device(x.device.type)``, or a name assigned one of those."""
+    import libcst
+
+    if isinstance(expression, libcst.Attribute) and expression.attr.value == "device":
+        return expression.value
+    if isinstance(expression, libcst.Attribute) and expression.attr.value == "type":
+        return _tensor_of(expression.value, scope, depth)
+    if isinstance(expression, libcst.Call) and dotted(expression.func) in ("str", "torch.device") and len(expression.args) == 1:
+        return _tensor_of(expression.args[0].value, scope, depth)
+    if isinstance(expression, libcst.Name) and depth > 0 and expression.value in scope:
+        return _tensor_of(scope[expression.value], scope, depth - 1)
+    return None
+
+
+def _is_literal(expression: Any) -> bool:
+    """A device written out: ``"cpu"`` or ``torch.device("cpu")``."""
+    import libcst
+
+    if isinstance(expression, libcst.SimpleString):
+        return True
+    return (
+        isinstance(expression, libcst.Call)
+        and dotted(expression.func) == "torch.device"
+        and all(isinstance(arg.value, (libcst.SimpleString, libcst.Integer)) for arg in expression.args)
+    )
+
+
+def _is_device(expression: Any, scope: dict[str, Any]) -> bool:
+    """Whether a positional argument of .to() is a device (not a dtype or a tensor)."""
+    import libcst
+
+    if _tensor_of(expression, scope) is not None:
+        return True
+    if isinstance(expression, libcst.SimpleString):
+        return expression.value in _LITERALS or expression.value.strip("'\"").startswith(("cpu", "cuda", "xla"))
+    if isinstance(expression, libcst.Call):
+        return dotted(expression.func) == "torch.device"
+    return isinstance(expression, libcst.Name) and "device" in expression.value
+
+
+def _tensor_named_in(call: Any) -> Any:
+    """The tensor a written-out device's call reads its sizes from: ``x`` in ``torch.zeros(x.shape[-1], device="cpu")``."""
+    import libcst
+
+    found: list[Any] = []
+
+    class Finder(libcst.CSTVisitor):
+        def visit_Attribute(self, node: Any) -> None:
+            if node.attr.value in _SIZE_READERS and isinstance(node.value, libcst.Name) and not found:
+                found.append(node.value)
+
+    for arg in call.args:
+        if arg.keyword is None or arg.keyword.value != "device":
+            arg.visit(Finder())
+    return found[0] if found else None
+
+
+def _parenthesised(expression: Any) -> Any:
+    import libcst
+
+    simple = (libcst.Name, libcst.Attribute, libcst.Subscript, libcst.Call)
+    if isinstance(expression, simple) or expression.lpar:
+        return expression
+    return expression.with_changes(lpar=[libcst.LeftParen()], rpar=[libcst.RightParen()])

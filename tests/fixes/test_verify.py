@@ -1,0 +1,184 @@
+"""Verification: each gallery pattern in user code gets the fix its paragraph recommends, proven by tracing the
+fixed code again; a fix that fails a check (a pin left, values changed, a host value on XLA) is not verified."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import sys
+import textwrap
+import types
+from pathlib import Path
+
+import pytest
+import torch
+
+import neurondev
+from neurondev import examples
+from neurondev.fixes.edits import propose
+from neurondev.fixes.verify import verify
+from neurondev.gallery import patterns
+
+pytestmark = pytest.mark.xla
+
+FIXED = {
+    "seed": "out = x.new_empty(64, dtype=torch.float32)",
+    "collective": "output = input_tensor.new_empty(input_tensor.shape[0] // world_size, dtype=torch.float32)",
+    "zeros": "total = x.new_zeros(x.shape[-1])",
+    "ones": "weights = x.new_ones(x.shape[-1])",
+    "full": "scale = x.new_full((x.shape[-1],), 0.5)",
+    "tensor": "table = x.new_tensor([1.0, 2.0, 3.0, 4.0])",
+    "str-device": "out = x.new_zeros(x.shape)",
+    "literal-cpu": "bias = x.new_zeros(x.shape[-1])",
+    "to-device-dtype": "weights = (mask > 0).to(torch.float32)",
+    "device-object": "buffer = x.new_empty(x.shape)",
+    "cpu-midway": "scores = (x @ x.T)",
+    "causal-mask": "mask = torch.triu(x.new_ones(n, n), diagonal=1).bool()",
+    "kv-cache": "cache = x.new_zeros(2 * x.shape[0], x.shape[1])",
+    "module-buffer": "state = x.new_zeros(x.shape[-1])",
+}
+WITHOUT_SPELLING = {"arange": 1, "rotary": 2, "to-other-device": 1}
+WITHOUT_PINS = {"no-device-upload", "like-and-new"}
+
+
+def explained(name):
+    with examples.get(name).open() as (fn, args, kwargs):
+        return neurondev.explain(fn, *args, **kwargs, run=False, quiet=True)
+
+
+def test_the_gallery_is_covered():
+    assert set(FIXED) | set(WITHOUT_SPELLING) | WITHOUT_PINS | {"gpt2"} == set(examples.CATALOGUE)
+
+
+@pytest.mark.parametrize("name", sorted(FIXED))
+def test_each_gallery_pattern_in_user_code_gets_its_fix_verified(name):
+    (fix,) = explained(name).fixes
+    assert fix.after == FIXED[name]
+    assert fix.verified, fix.why
+    assert fix.file == patterns.__file__ and fix.removes and not fix.left
+    assert "traced on XLA, the fixed statements make the same ops, on the device" in fix.why
+
+
+@pytest.mark.parametrize("name", sorted(WITHOUT_SPELLING))
+def test_patterns_without_a_spelling_say_so_and_invent_nothing(name):
+    fixes = explained(name).fixes
+    assert len(fixes) == WITHOUT_SPELLING[name]
+    assert all(fix.after is None and not fix.verified and fix.status == "no spelling" for fix in fixes)
+    assert all("neurondev backend" in fix.advice for fix in fixes)
+
+
+def test_patterns_without_pins_have_nothing_to_fix():
+    assert all(explained(name).fixes == () for name in WITHOUT_PINS)
+
+
+@pytest.fixture()
+def user_module(tmp_path):
+    """Write user code into a file and import it, as a user's module is."""
+    made = []
+
+    def write(source: str):
+        path = tmp_path / f"user_{len(made)}.py"
+        path.write_text(textwrap.dedent(source))
+        name = f"neurondev_test_user_{tmp_path.name}_{len(made)}"
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        made.append(name)
+        return module
+
+    yield write
+    for name in made:
+        sys.modules.pop(name, None)
+
+
+def test_a_fix_that_changes_the_dtype_is_not_verified(user_module):
+    module = user_module(
+        """
+        import torch
+
+        def gather(x):
+            index = [0, 2]
+            picks = torch.tensor(index, device=x.device)
+            return x[:, picks]
+        """
+    )
+    (fix,) = neurondev.explain(module.gather, torch.randn(3, 4), run=False, quiet=True).fixes
+    assert fix.after == "picks = x.new_tensor(index)"  # new_tensor takes x's dtype: float indices
+    assert not fix.verified and fix.why.startswith("not verified: the fixed code raised")
+
+
+def spelled_differently(name, after):
+    """The pattern's own proposal with its fixed statement replaced by ``after``: a wrong fix to verify."""
+    with examples.get(name).open() as (fn, args, kwargs):
+        captured = neurondev.capture(fn, *args, **kwargs)
+        pins = list(neurondev.find_pins(captured.graphs[0]))
+        (file,) = propose(pins)
+        (edit,) = file.edits
+        indent = edit.before[: len(edit.before) - len(edit.before.lstrip())]
+        wrong = dataclasses.replace(file, edits=(dataclasses.replace(edit, after=f"{indent}{after}\n"),))
+        (fix,) = verify(fn, (args, kwargs), [wrong], pins, target=torch.device("xla"), xla=True)
+    return fix
+
+
+@pytest.mark.parametrize(
+    "name, after, reason",
+    [
+        ("literal-cpu", "bias = torch.zeros(x.shape[-1])", "traced on XLA the fixed statement still makes"),
+        ("literal-cpu", 'bias = torch.zeros(x.shape[-1], device="cpu")  # moved', "the fixed statement still has 1 pin(s)"),
+        ("ones", "weights = x.new_zeros(x.shape[-1])", "the outputs on CPU differ"),
+    ],
+    ids=["no-device-is-still-the-host", "pin-left", "values-changed"],
+)
+def test_a_wrong_fix_fails_the_check_that_catches_it(name, after, reason):
+    fix = spelled_differently(name, after)
+    assert not fix.verified and fix.status == "not verified"
+    assert reason in fix.why, fix.why
+
+
+def test_verifying_leaves_the_users_module_file_and_functions_as_they_were(user_module):
+    module = user_module(
+        """
+        import torch
+
+        def helper(x):
+            return torch.zeros(x.shape, device=x.device)
+
+        def entry(x):
+            out = helper(x)
+            out.copy_(x * 2)
+            return out
+        """
+    )
+    text, entry, helper = Path(module.__file__).read_text(), module.entry, module.helper
+    explanation = neurondev.explain(module.entry, torch.randn(4), run=False, quiet=True)
+    (fix,) = explanation.fixes
+    assert fix.verified and fix.after == "return x.new_zeros(x.shape)"
+    assert sys.modules[module.__name__] is module and module.entry is entry and module.helper is helper
+    assert Path(module.__file__).read_text() == text
+    assert explanation.patch(root=Path(module.__file__).parent).splitlines()[2:] == [
+        "@@ -2,7 +2,7 @@",
+        " import torch",
+        " ",
+        " def helper(x):",
+        "-    return torch.zeros(x.shape, device=x.device)",
+        "+    return x.new_zeros(x.shape)",
+        " ",
+        " def entry(x):",
+        "     out = helper(x)",
+    ]
+
+
+def test_a_function_in_a_notebook_cell_is_verified_from_the_cells_source():
+    import linecache
+
+    source = "import torch\n\ndef two_pins(x):\n    a = torch.zeros(4, device=x.device)  # keep me\n    return a + x\n"
+    cell = "/tmp/ipykernel_4242/98765.py"  # how IPython names a cell's code, kept in linecache
+    linecache.cache[cell] = (len(source), None, source.splitlines(True), cell)
+    main = types.ModuleType("neurondev_test_cell_main")  # IPython's __main__: a module whose namespace is the user's
+    sys.modules[main.__name__] = main
+    exec(compile(source, cell, "exec"), main.__dict__)
+    explanation = neurondev.explain(main.two_pins, torch.randn(4), run=False, quiet=True)
+    (fix,) = explanation.fixes
+    assert fix.verified and fix.after == "a = x.new_zeros(4)  # keep me" and fix.in_notebook_cell
+    assert explanation.patch() == ""  # a cell is not a file: the card shows it, the diff leaves it out
