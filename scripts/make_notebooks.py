@@ -43,7 +43,7 @@ A buffer made "on the same device as `x`" and filled with `copy_`.""",
     (
         "code",
         """def user_function(x):
-    out = torch.empty(64, dtype=torch.float32, device=x.device)   # frozen to cpu when traced
+    out = torch.empty(64, dtype=torch.float32, device=x.device)   # a buffer on x's device
     out.copy_(torch.relu(x) * 2)
     return out
 
@@ -54,7 +54,7 @@ ex""",
         "md",
         """The card reads top to bottom: the headline (pins, then what happened on the XLA device before
 and after `DeviceRewriterPass`), the pin table with the line of your code and what to write
-instead, both graphs (pins orange, breaks and the edges where values crossed devices red,
+instead, the fixed statement (verified: see the end of this notebook), both graphs (pins orange, breaks and the edges where values crossed devices red,
 rewritten nodes blue), the measured figures, and the generated code before and after.
 
 The same in plain text, for a terminal or a log:""",
@@ -104,9 +104,33 @@ print(mine.summary())""",
     (
         "md",
         """`ex.save_html("report.html")` writes the card as one self-contained file (no script, nothing
-from the network) to share; `ex.to_json()` gives the same as data for CI. Next:
-`02_why_devices_freeze.ipynb`.""",
+from the network) to share; `ex.to_json()` gives the same as data for CI.
+
+## The fix, verified, applied
+
+For each pinned statement in your own code, `explain` writes the statement to put instead and
+proves it: the fixed code, traced again with the same inputs, has no pin on the line and no new
+one, traces on XLA as it does on CPU, and computes the same values on CPU. `ex.fixes` holds them;
+`ex.patch()` is a diff for functions in files (`neurondev fix file.py:func --write` applies it).
+This function lives in a notebook cell, so here the fix is applied to the cell's source:""",
     ),
+    (
+        "code",
+        """import inspect
+
+(fix,) = ex.fixes
+print(f"{fix.where}: {fix.status}\\n  - {fix.before}\\n  + {fix.after}")
+fixed_source = inspect.getsource(user_function).replace(fix.before, fix.after)
+print(fixed_source)
+exec(fixed_source)  # user_function is now the fixed one""",
+    ),
+    (
+        "code",
+        """fixed = neurondev.explain(user_function, torch.randn(64), quiet=True)
+print(fixed.summary())
+print("breaks before the pass:", fixed.totals("before").graph_breaks, "| outputs on:", fixed.before[0].output_devices)""",
+    ),
+    ("md", """No pin left, no break even before the pass: the function follows its input's device. Next: `02_why_devices_freeze.ipynb`."""),
 ]
 
 WHY = [
@@ -156,7 +180,22 @@ print(neurondev.capture(follows, torch.randn(8)).graphs[0].code)""",
 CPU and running on XLA does to it (measured on the PJRT CPU device, stored with the example and
 checked by the test suite).""",
     ),
-    ("code", """examples.list()[["title", "freezes", "before", "after", "instead"]]"""),
+    (
+        "code",
+        """def verified_fix(name):
+    \"\"\"The fix explain writes for the pattern's lines, verified by tracing the fixed code again.\"\"\"
+    with examples.get(name).open() as (fn, args, kwargs):
+        fixes = neurondev.explain(fn, *args, **kwargs, run=False, quiet=True).fixes
+    if not fixes:
+        return "nothing to fix in your code"
+    return "; ".join(fix.after if fix.verified else f"{fix.status}: {fix.advice}" for fix in fixes)
+
+gallery = examples.list()[["title", "freezes", "before", "after", "instead"]]
+gallery["verified fix"] = [verified_fix(name) for name in gallery.index]
+for name, fix in gallery["verified fix"].items():
+    print(f"{name:>16}: {fix}")
+gallery""",
+    ),
     (
         "md",
         """Three kinds of outcome before the pass:
