@@ -1,24 +1,25 @@
-"""The user's callable rebuilt from fixed copies of their files, without touching the files or the objects.
+"""The user's callable rebuilt from fixed copies of their code, without running their modules again or touching them.
 
-Each fixed file is written to a temporary folder (same file name) and imported under its module's
-name while the block runs: ``sys.modules`` (and the parent package's attribute) point at the copy,
-so the user's modules that import it by name or relatively get the fixed code; everything is put
-back afterwards. A function defined in a notebook cell, or in a script run as ``__main__``, is
-rebuilt from the fixed code in a copy of its namespace (the cell or the script is not run again). A module instance is copied and its classes from fixed files swapped.
+Each fixed file (or notebook cell) is written to a temporary folder and compiled, never executed. The
+functions of the modules involved (the entry's, and every fixed file's) are rebuilt in copies of
+their namespaces: a function gets its fixed code when its file was fixed (its own code otherwise)
+and the copied globals, so a helper it calls by name is the fixed one; an nn.Module class gets a
+subclass whose methods are rebuilt so; a module object in a namespace becomes a copy with the rebuilt names. A
+module instance is deep-copied and its classes swapped for the subclasses. Nothing at module level
+runs again (no import side effects), and the user's modules, functions and objects stay as they were.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
-import importlib.util
 import inspect
 import linecache
 import os
 import sys
 import tempfile
 import types
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,31 +35,48 @@ def rebuilt(fn: Callable[..., Any], texts: dict[str, str]) -> Iterator[tuple[Cal
     """``(fixed callable, {copy's path: original path})`` while the block runs; ``texts``: original path -> fixed text."""
     with tempfile.TemporaryDirectory(prefix="neurondev-fix-") as folder:
         copies = _write_copies(Path(folder), texts)
-        cells = {path: text for path, text in texts.items() if _importable(path) is None}
-        with _modules_swapped(fn, texts, copies) as replaced:
-            replaced.update(_cells_rebuilt(fn, cells, copies))
-            yield _fixed_callable(fn, replaced), {copy_path: original for original, copy_path in copies.items()}
+        codes = _compiled(texts, copies)
+        builder = _Builder(codes)
+        try:
+            fixed = builder.callable(fn, [_module_of_file(path) for path in texts])
+        except CannotRebuildError:
+            raise
+        except Exception as error:
+            raise CannotRebuildError(f"the fixed code could not be rebuilt: {type(error).__name__}: {error}") from error
+        yield fixed, {copy_path: original for original, copy_path in copies.items()}
         for copy_path in copies.values():
             linecache.checkcache(copy_path)
 
 
 def _write_copies(folder: Path, texts: dict[str, str]) -> dict[str, str]:
+    """Each fixed text in a file of its own (the same file name), so tracebacks and source lines read it."""
     copies = {}
     for index, (original, text) in enumerate(texts.items()):
         place = folder / str(index)
         place.mkdir()
-        name = Path(original).name if original.endswith(".py") else f"cell_{index}.py"
-        path = place / name
+        path = place / (Path(original).name if original.endswith(".py") else f"cell_{index}.py")
         path.write_text(text, encoding="utf-8")
         copies[original] = str(path)
     return copies
 
 
-def _importable(path: str) -> types.ModuleType | None:
-    """The module of ``path`` when it can be imported again: not a notebook cell, nor a script run as
-    ``__main__`` (importing it would run the script again); those are rebuilt from their code."""
-    module = _module_of_file(path)
-    return module if module is not None and module.__name__ != "__main__" else None
+def _compiled(texts: dict[str, str], copies: dict[str, str]) -> dict[tuple[str, str], types.CodeType]:
+    """{(original path, qualified name): the fixed code} of every function in the fixed texts."""
+    codes = {}
+    for original, text in texts.items():
+        try:
+            module_code = compile(text, copies[original], "exec")
+        except SyntaxError as error:
+            raise CannotRebuildError(f"the fixed {Path(original).name} does not compile: {error.msg} (line {error.lineno})") from None
+        codes.update({(original, code.co_qualname): code for code in _codes_in(module_code)})
+    return codes
+
+
+def _codes_in(code: types.CodeType) -> Iterator[types.CodeType]:
+    yield code
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):
+            yield from _codes_in(constant)
 
 
 def _module_of_file(path: str) -> types.ModuleType | None:
@@ -72,189 +90,102 @@ def _module_of_file(path: str) -> types.ModuleType | None:
     return None
 
 
-@contextlib.contextmanager
-def _modules_swapped(fn: Callable[..., Any], texts: dict[str, str], copies: dict[str, str]) -> Iterator[dict[Any, Any]]:
-    """Import the fixed copies (and the entry's own module, unfixed, so its imports see them) by name;
-    yields {id(original object): fixed object} for the functions and classes the copies define."""
-    entry = _entry_file(fn)
-    sources = {path: copies[path] for path in texts if _importable(path) is not None}
-    if entry is not None and entry not in sources and sources and _importable(entry) is not None:
-        sources[entry] = entry  # re-imported as it is, so that its names bind to the fixed modules
-    originals = {path: _importable(path) for path in sources}
-    saved = {module.__name__: module for module in originals.values() if module is not None}
-    names = {path: module.__name__ for path, module in originals.items() if module is not None}
-    try:
-        loaded = _load_all(sources, names)
-        yield _replacements(originals, loaded)
-    finally:
-        for name in names.values():
-            sys.modules.pop(name, None)
-        for name, module in saved.items():
-            sys.modules[name] = module
-            _set_parent_attribute(name, module)
+class _Builder:
+    """Copies of the namespaces involved, the functions and classes defined in them rebuilt, and the
+    names that referred to the originals pointed at the rebuilt ones."""
+
+    def __init__(self, codes: dict[tuple[str, str], types.CodeType]) -> None:
+        self.codes = codes
+        self.namespaces: dict[int, dict[str, Any]] = {}  # id(original globals) -> the copy
+        self.replaced: dict[int, Any] = {}  # id(original function, class or module) -> rebuilt
+
+    def callable(self, fn: Callable[..., Any], modules: list[types.ModuleType | None]) -> Callable[..., Any]:
+        entry_globals = _globals_of(fn)
+        for namespace in [entry_globals] + [vars(m) for m in modules if m is not None]:
+            self._copy(namespace)
+        for copied in list(self.namespaces.values()):
+            self._rebuild_definitions(copied)
+        for copied in self.namespaces.values():
+            for name, value in list(copied.items()):
+                if id(value) in self.replaced:
+                    copied[name] = self.replaced[id(value)]
+        return self._entry(fn)
+
+    def _copy(self, namespace: dict[str, Any]) -> dict[str, Any]:
+        """The copy of a namespace; a module's is the namespace of a new module object, which then
+        stands for the module wherever a copied namespace refers to it (``layers.helper(x)``)."""
+        if id(namespace) in self.namespaces:
+            return self.namespaces[id(namespace)]
+        name = namespace.get("__name__")
+        module = sys.modules.get(name) if isinstance(name, str) else None
+        if isinstance(name, str) and module is not None and vars(module) is namespace:
+            proxy = types.ModuleType(name)
+            proxy.__dict__.update(namespace)
+            self.replaced[id(module)] = proxy
+            copied = proxy.__dict__
+        else:
+            copied = dict(namespace)
+        self.namespaces[id(namespace)] = copied
+        return copied
+
+    def _rebuild_definitions(self, copied: dict[str, Any]) -> None:
+        """Functions and nn.Module classes defined in this namespace's module, rebuilt in the copy."""
+        module_name = copied.get("__name__")
+        for value in list(copied.values()):
+            if inspect.isfunction(value) and id(value.__globals__) in self.namespaces and id(value) not in self.replaced:
+                self.replaced[id(value)] = self.function(value)
+            elif _is_module_class(value) and value.__module__ == module_name and id(value) not in self.replaced:
+                self.replaced[id(value)] = self._subclass(value)
+
+    def function(self, fn: types.FunctionType) -> types.FunctionType:
+        """``fn`` with its fixed code (when its file was fixed) and the copied globals, closure and defaults its own."""
+        code = self.codes.get((fn.__code__.co_filename, fn.__code__.co_qualname), fn.__code__)
+        if code.co_freevars != fn.__code__.co_freevars:
+            raise CannotRebuildError(f"the fixed {fn.__qualname__} closes over other names than the original")
+        rebuilt_fn = types.FunctionType(code, self._copy(fn.__globals__), fn.__name__, fn.__defaults__, fn.__closure__)
+        rebuilt_fn.__kwdefaults__ = copy.copy(fn.__kwdefaults__)
+        rebuilt_fn.__qualname__ = fn.__qualname__
+        return rebuilt_fn
+
+    def _subclass(self, cls: type) -> type:
+        methods = {name: self.function(member) for name, member in vars(cls).items() if inspect.isfunction(member)}
+        return type(cls.__name__, (cls,), {**methods, "__module__": cls.__module__, "__qualname__": cls.__qualname__})
+
+    def _entry(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        if id(fn) in self.replaced:
+            return self.replaced[id(fn)]
+        if isinstance(fn, torch.nn.Module):
+            return self._module(fn)
+        if inspect.ismethod(fn) and isinstance(fn.__self__, torch.nn.Module):
+            return getattr(self._module(fn.__self__), fn.__name__)
+        if inspect.isfunction(fn):  # defined inside another function (a closure), or not bound to a name
+            return self.function(fn)
+        raise CannotRebuildError(f"neurondev rebuilds functions, methods and nn.Modules from fixed code, not {type(fn).__name__}")
+
+    def _module(self, module: torch.nn.Module) -> torch.nn.Module:
+        """A deep copy whose submodules of a rebuilt class are of the rebuilt subclass."""
+        copied = copy.deepcopy(module)
+        for sub in copied.modules():
+            cls = type(sub)
+            fixed = self.replaced.get(id(cls))
+            if fixed is None and id(_globals_of_class(cls)) in self.namespaces:
+                fixed = self.replaced.setdefault(id(cls), self._subclass(cls))
+            if fixed is not None:
+                sub.__class__ = fixed
+        return copied
 
 
-def _load_all(sources: dict[str, str], names: dict[str, str]) -> dict[str, types.ModuleType]:
-    """Execute every copy as its module; one importing another not loaded yet is tried again after it."""
-    for name in names.values():
-        sys.modules.pop(name, None)
-    loaded: dict[str, types.ModuleType] = {}
-    pending = list(sources)
-    while pending:
-        failures: dict[str, BaseException] = {}
-        for path in list(pending):
-            try:
-                loaded[path] = _load(names[path], sources[path])
-                pending.remove(path)
-            except ImportError as error:
-                sys.modules.pop(names[path], None)
-                failures[path] = error
-            except Exception as error:
-                raise CannotRebuildError(f"importing the fixed copy of {Path(path).name} raised {type(error).__name__}: {error}") from error
-        if pending and len(failures) == len(pending):
-            stuck, reason = next(iter(failures.items()))
-            raise CannotRebuildError(f"importing the fixed copy of {Path(stuck).name} raised ImportError: {reason}")
-    return loaded
-
-
-def _load(name: str, path: str) -> types.ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise CannotRebuildError(f"{path} cannot be loaded as a module")
-    module = importlib.util.module_from_spec(spec)
-    if "." in name:
-        module.__package__ = name.rpartition(".")[0]
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    _set_parent_attribute(name, module)
-    return module
-
-
-def _set_parent_attribute(name: str, module: types.ModuleType) -> None:
-    parent, _, child = name.rpartition(".")
-    if parent and parent in sys.modules:
-        setattr(sys.modules[parent], child, module)
-
-
-def _replacements(originals: dict[str, types.ModuleType | None], loaded: dict[str, types.ModuleType]) -> dict[Any, Any]:
-    """{id(original function or class): the fixed copy's object of the same name}."""
-    replaced: dict[Any, Any] = {}
-    for path, module in originals.items():
-        if module is None or path not in loaded:
-            continue
-        fixed = loaded[path]
-        for name, value in vars(module).items():
-            defined_here = (inspect.isfunction(value) or inspect.isclass(value)) and getattr(value, "__module__", None) == module.__name__
-            if defined_here and hasattr(fixed, name):
-                replaced[id(value)] = getattr(fixed, name)
-        replaced[module.__name__] = fixed  # by name: while the block runs, sys.modules holds the copy
-    return replaced
-
-
-def _entry_file(fn: Callable[..., Any]) -> str | None:
-    target = type(fn) if isinstance(fn, torch.nn.Module) else getattr(fn, "__func__", fn)
-    module = sys.modules.get(getattr(target, "__module__", "") or "")
-    return getattr(module, "__file__", None)
-
-
-# --- notebook cells -----------------------------------------------------------------------------------
-def _cells_rebuilt(fn: Callable[..., Any], cells: dict[str, str], copies: dict[str, str]) -> dict[Any, Any]:
-    """Functions and classes defined in fixed cells, rebuilt from the fixed code in a copy of the namespace."""
-    if not cells:
-        return {}
-    namespace = dict(_globals_of(fn))
-    codes = {}
-    for cell, text in cells.items():
-        compiled = compile(text, copies[cell], "exec")
-        codes.update({(cell, code.co_qualname): code for code in _codes_in(compiled)})
-    replaced: dict[Any, Any] = {}
-    for name, value in list(namespace.items()):
-        fixed = _rebuilt_object(value, codes, namespace)
-        if fixed is not None:
-            namespace[name] = fixed
-            replaced[id(value)] = fixed
-    if inspect.isfunction(fn) and id(fn) not in replaced:
-        fixed = _rebuilt_function(fn, codes, namespace)
-        if fixed is not None:
-            replaced[id(fn)] = fixed
-    return replaced
+def _is_module_class(value: Any) -> bool:
+    """An nn.Module class: the classes whose instances a traced call holds (other classes are left as they are)."""
+    return inspect.isclass(value) and issubclass(value, torch.nn.Module)
 
 
 def _globals_of(fn: Callable[..., Any]) -> dict[str, Any]:
     if isinstance(fn, torch.nn.Module):
-        forward = type(fn).forward
-        return getattr(forward, "__globals__", {})
+        return _globals_of_class(type(fn))
     return getattr(getattr(fn, "__func__", fn), "__globals__", {})
 
 
-def _codes_in(code: types.CodeType) -> Iterator[types.CodeType]:
-    yield code
-    for constant in code.co_consts:
-        if isinstance(constant, types.CodeType):
-            yield from _codes_in(constant)
-
-
-def _rebuilt_object(value: Any, codes: dict, namespace: dict[str, Any]) -> Any:
-    if inspect.isfunction(value):
-        return _rebuilt_function(value, codes, namespace)
-    if inspect.isclass(value):
-        methods = {name: _rebuilt_function(member, codes, namespace) for name, member in vars(value).items() if inspect.isfunction(member)}
-        changed = {name: method for name, method in methods.items() if method is not None}
-        if changed:
-            return type(value.__name__, (value,), {**changed, "__module__": value.__module__, "__qualname__": value.__qualname__})
-    return None
-
-
-def _rebuilt_function(fn: types.FunctionType, codes: dict, namespace: dict[str, Any]) -> types.FunctionType | None:
-    key = (fn.__code__.co_filename, fn.__code__.co_qualname)
-    code = codes.get(key)
-    if code is None or code.co_freevars != fn.__code__.co_freevars:
-        return None
-    rebuilt_fn = types.FunctionType(code, namespace, fn.__name__, fn.__defaults__, fn.__closure__)
-    rebuilt_fn.__kwdefaults__ = copy.copy(fn.__kwdefaults__)
-    return rebuilt_fn
-
-
-# --- the entry callable -------------------------------------------------------------------------------
-def _fixed_callable(fn: Callable[..., Any], replaced: dict[Any, Any]) -> Callable[..., Any]:
-    if id(fn) in replaced:
-        return replaced[id(fn)]
-    if isinstance(fn, torch.nn.Module):
-        return _module_with_fixed_classes(fn, replaced)
-    if inspect.ismethod(fn) and isinstance(fn.__self__, torch.nn.Module):
-        return getattr(_module_with_fixed_classes(fn.__self__, replaced), fn.__name__)
-    if inspect.isfunction(fn):
-        return _nested_function(fn, replaced)
-    raise CannotRebuildError(f"neurondev rebuilds functions, methods and nn.Modules from fixed code, not {type(fn).__name__}")
-
-
-def _module_with_fixed_classes(module: torch.nn.Module, replaced: dict[Any, Any]) -> torch.nn.Module:
-    copied = copy.deepcopy(module)
-    for sub in copied.modules():
-        fixed = replaced.get(id(type(sub)))
-        if fixed is not None:
-            sub.__class__ = fixed
-    return copied
-
-
-def _nested_function(fn: types.FunctionType, replaced: dict[Any, Any]) -> Callable[..., Any]:
-    """A function defined inside another (a closure) or not found by name: rebuilt from the fixed module's code."""
-    fixed_module = replaced.get(fn.__module__)
-    if fixed_module is None:
-        return fn  # its file is not fixed: the original, whose helpers may be
-    codes = {}
-    for value in vars(fixed_module).values():
-        for code in _codes_of(value):
-            codes[(fn.__code__.co_filename, code.co_qualname)] = code
-    rebuilt_fn = _rebuilt_function(fn, codes, vars(fixed_module))
-    if rebuilt_fn is None:
-        raise CannotRebuildError(f"{fn.__qualname__} is not found in the fixed copy with the same free variables")
-    return rebuilt_fn
-
-
-def _codes_of(value: Any) -> Sequence[types.CodeType]:
-    if inspect.isfunction(value):
-        return list(_codes_in(value.__code__))
-    if inspect.isclass(value):
-        return [code for member in vars(value).values() if inspect.isfunction(member) for code in _codes_in(member.__code__)]
-    return []
+def _globals_of_class(cls: type) -> dict[str, Any]:
+    forward = vars(cls).get("forward")
+    return getattr(forward, "__globals__", {})

@@ -11,6 +11,7 @@ nothing is invented: the spelling says so.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import functools
 from collections.abc import Sequence
@@ -50,74 +51,105 @@ class Spelling:
 
 @dataclasses.dataclass(frozen=True)
 class _Parsed:
-    """A file parsed once: its tree, the lines of every simple statement, function and single-name assignment."""
+    """A file read once with ``ast`` (fast): the lines of every simple statement and function, and the
+    single-name assignments (line, name, the value's source). libcst then parses one statement at a time."""
 
-    module: Any
-    statements: tuple[tuple[int, int, Any], ...]
+    lines: tuple[str, ...]
+    statements: tuple[tuple[int, int], ...]
     functions: tuple[tuple[int, int], ...]
-    assignments: tuple[tuple[int, str, Any], ...]
+    assignments: tuple[tuple[int, str, str], ...]
 
 
-@functools.lru_cache(maxsize=8)
+_BLOCK = "if True:\n"
+_COMPOUND = (
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.If,
+    ast.For,
+    ast.AsyncFor,
+    ast.While,
+    ast.With,
+    ast.AsyncWith,
+    ast.Try,
+)
+
+
+@functools.lru_cache(maxsize=16)
 def _parse(source: str) -> _Parsed | str:
-    """The parsed file, or why libcst cannot parse it."""
-    import libcst
-    from libcst.metadata import MetadataWrapper, PositionProvider
-
+    """The file's statements, or why it does not parse."""
     try:
-        wrapper = MetadataWrapper(libcst.parse_module(source))
-    except libcst.ParserSyntaxError as error:
-        return f"the file does not parse with libcst ({str(error).splitlines()[0]})"
-    positions = wrapper.resolve(PositionProvider)
+        tree = ast.parse(source)
+    except SyntaxError as error:
+        return f"the file does not parse ({error.msg}, line {error.lineno})"
     statements, functions, assignments = [], [], []
-    for node, where in positions.items():
-        if isinstance(node, libcst.SimpleStatementLine):
-            statements.append((where.start.line, where.end.line, node))
-        elif isinstance(node, libcst.FunctionDef):
-            functions.append((where.start.line, where.end.line))
-        elif isinstance(node, libcst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, libcst.Name):
-            assignments.append((where.start.line, node.targets[0].target.value, node.value))
-    return _Parsed(wrapper.module, tuple(statements), tuple(functions), tuple(sorted(assignments, key=lambda a: a[0])))
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            functions.append((node.lineno, node.end_lineno or node.lineno))
+        if isinstance(node, ast.stmt) and not isinstance(node, _COMPOUND) and not hasattr(node, "handlers"):
+            statements.append((node.lineno, node.end_lineno or node.lineno))
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            value = ast.get_source_segment(source, node.value)
+            if value is not None:
+                assignments.append((node.lineno, node.targets[0].id, value))
+    return _Parsed(tuple(source.splitlines(keepends=True)), tuple(statements), tuple(functions), tuple(sorted(assignments)))
 
 
 def statement_lines(source: str, line: int) -> tuple[int, int]:
     """The first and last line of the statement at ``line`` (``(line, line)`` when there is none)."""
     parsed = _parse(source)
     found = _statement_at(parsed, line) if isinstance(parsed, _Parsed) else None
-    return (found[0], found[1]) if found else (line, line)
+    return found or (line, line)
 
 
 def spell(source: str, line: int, pins: Sequence[DevicePin]) -> Spelling:
     """The fix of the statement at ``line`` of ``source`` for ``pins`` (pins of that line)."""
+    import libcst
+
     parsed = _parse(source)
     if isinstance(parsed, str):
         return Spelling(line, line, None, "see the advice", parsed)
     found = _statement_at(parsed, line)
     if found is None:
         return Spelling(line, line, None, "see the advice", f"no statement found at line {line}")
-    first, last, statement = found
-    scope = _assignments_above(parsed, first)
-    editor = _editor(statement, list(pins), scope)
-    fixed = parsed.module.visit(editor)
+    first, last = found
+    written = "".join(parsed.lines[first - 1 : last])
+    block = _BLOCK if written[:1].isspace() else ""  # an indented statement parses as the body of a block, byte for byte
+    try:
+        snippet = libcst.parse_module(block + written)
+    except libcst.ParserSyntaxError as error:
+        return Spelling(first, last, None, "see the advice", f"the statement does not parse alone ({str(error).splitlines()[0]})")
+    editor = _editor(list(pins), _assignments_above(parsed, first))
+    statement = snippet.visit(editor).code[len(block) :]
     left = tuple(pin.node for pin in pins if pin.node not in editor.removes)
     if not editor.removes:
         return Spelling(first, last, None, editor.advice or _advice_without_spelling(pins), editor.reason or NO_SPELLING, (), left)
-    return Spelling(first, last, fixed.code, editor.advice, editor.reason, tuple(editor.removes), left)
+    text = "".join(parsed.lines[: first - 1]) + statement + "".join(parsed.lines[last:])
+    return Spelling(first, last, text, editor.advice, editor.reason, tuple(editor.removes), left)
 
 
-def _statement_at(parsed: _Parsed, line: int) -> tuple[int, int, Any] | None:
+def _statement_at(parsed: _Parsed, line: int) -> tuple[int, int] | None:
     """The innermost simple statement whose lines include ``line``."""
     found = [statement for statement in parsed.statements if statement[0] <= line <= statement[1]]
     return min(found, key=lambda statement: statement[1] - statement[0], default=None)
 
 
 def _assignments_above(parsed: _Parsed, line: int) -> dict[str, Any]:
-    """``name -> value`` of single-name assignments above ``line`` in the function around it (the nearest wins)."""
+    """``name -> value`` (a libcst expression) of single-name assignments above ``line`` in the function around it."""
+    import libcst
+
     around = [start for start, end in parsed.functions if start <= line <= end]
     if not around:
         return {}
     start = max(around)
-    return {name: value for at, name, value in parsed.assignments if start < at < line}
+    scope = {}
+    for at, name, value in parsed.assignments:
+        if start < at < line:
+            try:
+                scope[name] = libcst.parse_expression(" ".join(value.split()))
+            except libcst.ParserSyntaxError:
+                continue
+    return scope
 
 
 def _advice_without_spelling(pins: Sequence[DevicePin]) -> str:
@@ -138,14 +170,13 @@ def dotted(node: Any) -> str:
     return ""
 
 
-def _editor(statement: Any, pins: list[DevicePin], scope: dict[str, Any]) -> Any:
+def _editor(pins: list[DevicePin], scope: dict[str, Any]) -> Any:
     """A libcst transformer that edits the calls of one statement, and says what it did."""
     import libcst
 
     class Editor(libcst.CSTTransformer):
         def __init__(self) -> None:
             super().__init__()
-            self.inside = False
             self.pins = pins
             self.scope = scope
             self.removes: list[str] = []
@@ -153,17 +184,7 @@ def _editor(statement: Any, pins: list[DevicePin], scope: dict[str, Any]) -> Any
             self.advice = ""
             self.reason = ""
 
-        def visit_SimpleStatementLine(self, node: Any) -> bool:
-            self.inside = node is statement
-            return True
-
-        def leave_SimpleStatementLine(self, original: Any, updated: Any) -> Any:
-            self.inside = False
-            return updated
-
         def leave_Call(self, original: Any, updated: Any) -> Any:
-            if not self.inside:
-                return updated
             return _edit_call(self, updated)
 
     return Editor()

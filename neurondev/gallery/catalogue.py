@@ -10,16 +10,17 @@ import builtins
 import contextlib
 import dataclasses
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import torch
 
 from neurondev.errors import UnknownExampleError
+from neurondev.fixes.records import Fix
 from neurondev.gallery import patterns
 from neurondev.gallery.patterns import collective_function, seed_function
 
-__all__ = ["CATALOGUE", "Example", "Outcome", "collective_function", "get", "gloo_group", "list", "seed_function"]
+__all__ = ["CATALOGUE", "Example", "Outcome", "collective_function", "describe_fixes", "get", "gloo_group", "list", "seed_function"]
 
 
 @contextlib.contextmanager
@@ -94,7 +95,8 @@ class Outcome:
 
 @dataclasses.dataclass(frozen=True)
 class Example:
-    """A named pattern with a paragraph a newcomer can follow, what to write instead, and its outcome.
+    """A named pattern with a paragraph a newcomer can follow, what to write instead, its outcome, and
+    ``fix``: the fixed statement explain writes and verifies for it (``describe_fixes``), or why none.
 
     ``build()`` returns ``(fn, args, kwargs)``; ``open()`` is a context manager around it for
     patterns that need something set up while they run (the collective's process group).
@@ -106,6 +108,7 @@ class Example:
     build: Callable[[], tuple[Callable, tuple, dict]]
     outcome: Outcome
     instead: str = ""
+    fix: str = ""  # what explain writes for the pattern's lines: the verified fix, or why there is none
     needs: tuple[str, ...] = ()
     slow: bool = False
     context: Callable[[], Any] | None = None
@@ -158,6 +161,7 @@ def _gallery() -> builtins.list[Example]:
             _pattern(seed_function, (64,)),
             Outcome(pins=(("torch.empty", "kwarg", _FROZEN),), breaks_before=("copy_",)),
             instead=_NEW.format("empty", "empty"),
+            fix="out = x.new_empty(64, dtype=torch.float32)",
         ),
         Example(
             "collective",
@@ -169,6 +173,7 @@ def _gallery() -> builtins.list[Example]:
             _collective,
             Outcome(pins=(("torch.empty", "kwarg", _FROZEN),), breaks_before=("copy_",)),
             instead=_NEW.format("empty", "empty"),
+            fix="output = input_tensor.new_empty(input_tensor.shape[0] // world_size, dtype=torch.float32)",
             context=gloo_group,
         ),
         Example(
@@ -180,6 +185,7 @@ def _gallery() -> builtins.list[Example]:
             _pattern(patterns.arange_positions, (3, 8)),
             Outcome(pins=(("torch.arange", "kwarg", _FROZEN),), uploads_before=("mul",)),
             instead="no Tensor.new_arange exists: compile through the neurondev backend",
+            fix="no spelling: compile through the neurondev backend",
         ),
         Example(
             "zeros",
@@ -189,6 +195,7 @@ def _gallery() -> builtins.list[Example]:
             _pattern(patterns.zeros_accumulator, (3, 8)),
             Outcome(pins=(("torch.zeros", "kwarg", _FROZEN),), breaks_before=("copy_",)),
             instead=_NEW.format("zeros", "zeros"),
+            fix="total = x.new_zeros(x.shape[-1])",
         ),
         Example(
             "ones",
@@ -198,6 +205,7 @@ def _gallery() -> builtins.list[Example]:
             _pattern(patterns.ones_weights, (3, 8)),
             Outcome(pins=(("torch.ones", "kwarg", _FROZEN),), breaks_before=("mul_",)),
             instead=_NEW.format("ones", "ones"),
+            fix="weights = x.new_ones(x.shape[-1])",
         ),
         Example(
             "full",
@@ -206,6 +214,7 @@ def _gallery() -> builtins.list[Example]:
             _pattern(patterns.full_like_scale, (3, 8)),
             Outcome(pins=(("torch.full", "kwarg", _FROZEN),), breaks_before=("add_",)),
             instead=_NEW.format("full", "full"),
+            fix="scale = x.new_full((x.shape[-1],), 0.5)",
         ),
         Example(
             "tensor",
@@ -217,6 +226,7 @@ def _gallery() -> builtins.list[Example]:
             _pattern(patterns.tensor_table, (3, 4)),
             Outcome(pins=(("torch.tensor", "kwarg", _FROZEN),), uploads_before=("mul",), uploads_after=("table",)),
             instead="x.new_tensor(data) follows x; better, create the table once (a buffer) and pass it in",
+            fix="table = x.new_tensor([1.0, 2.0, 3.0, 4.0])",
         ),
         Example(
             "str-device",
@@ -226,6 +236,7 @@ def _gallery() -> builtins.list[Example]:
             _pattern(patterns.str_device, (3, 8)),
             Outcome(pins=(("torch.zeros", "kwarg", _FROZEN),), breaks_before=("copy_",)),
             instead=_NEW.format("zeros", "zeros"),
+            fix="out = x.new_zeros(x.shape)",
         ),
         Example(
             "literal-cpu",
@@ -235,6 +246,7 @@ def _gallery() -> builtins.list[Example]:
             _pattern(patterns.literal_cpu, (3, 8)),
             Outcome(pins=(("torch.zeros", "kwarg", "literal"),), breaks_before=("copy_",)),
             instead="x.new_zeros(...) with the tensor whose device you mean (without device= it is made on the default device: the host)",
+            fix="bias = x.new_zeros(x.shape[-1])",
         ),
         Example(
             "to-other-device",
@@ -245,6 +257,7 @@ def _gallery() -> builtins.list[Example]:
             _pattern(patterns.to_other_tensors_device, (8,), (8,)),
             Outcome(pins=(("Tensor.to", "arg[1]", _FROZEN),), breaks_before=("moved",), uploads_before=("add",)),
             instead="compile through the neurondev backend (no spelling keeps the device symbolic)",
+            fix="no spelling: compile through the neurondev backend",
         ),
         Example(
             "to-device-dtype",
@@ -253,6 +266,7 @@ def _gallery() -> builtins.list[Example]:
             _pattern(patterns.to_device_and_dtype, (8,), (8,)),
             Outcome(pins=(("Tensor.to", "arg[1]", _FROZEN),), breaks_before=("weights",), uploads_before=("mul",)),
             instead="x.to(dtype) alone when only the dtype changes; otherwise the neurondev backend",
+            fix="weights = (mask > 0).to(torch.float32)",
         ),
         Example(
             "device-object",
@@ -262,6 +276,7 @@ def _gallery() -> builtins.list[Example]:
             _pattern(patterns.device_object, (8,)),
             Outcome(pins=(("torch.empty", "kwarg", _FROZEN),), breaks_before=("copy_",)),
             instead="torch.empty_like(x) or x.new_empty(shape)",
+            fix="buffer = x.new_empty(x.shape)",
         ),
         Example(
             "cpu-midway",
@@ -271,6 +286,7 @@ def _gallery() -> builtins.list[Example]:
             _pattern(patterns.cpu_midway, (4, 8)),
             Outcome(pins=(("Tensor.cpu", "method", "literal"),), breaks_before=("scores",)),
             instead="drop the .cpu(), or move the host work out of the compiled function",
+            fix="scores = (x @ x.T)",
         ),
         Example(
             "causal-mask",
@@ -281,6 +297,7 @@ def _gallery() -> builtins.list[Example]:
             _pattern(patterns.causal_mask, (6, 8)),
             Outcome(pins=(("torch.ones", "kwarg", _FROZEN),), fails_at="masked_fill"),
             instead=_NEW.format("ones", "ones") + " (or torch.ones_like on a square tensor)",
+            fix="mask = torch.triu(x.new_ones(n, n), diagonal=1).bool()",
         ),
         Example(
             "rotary",
@@ -294,6 +311,7 @@ def _gallery() -> builtins.list[Example]:
                 uploads_before=("mul_1", "mul_2", "mul_3", "mul_4"),
             ),
             instead="compute the frequencies once (a buffer), or compile through the neurondev backend",
+            fix="no spelling: compile through the neurondev backend",
         ),
         Example(
             "kv-cache",
@@ -303,6 +321,7 @@ def _gallery() -> builtins.list[Example]:
             _pattern(patterns.kv_cache_step, (4, 8)),
             Outcome(pins=(("torch.zeros", "kwarg", _FROZEN),), breaks_before=("setitem", "copy_")),
             instead="x.new_zeros(shape), or allocate the cache once outside and pass it in",
+            fix="cache = x.new_zeros(2 * x.shape[0], x.shape[1])",
         ),
         Example(
             "module-buffer",
@@ -313,6 +332,7 @@ def _gallery() -> builtins.list[Example]:
             _module,
             Outcome(pins=(("torch.zeros", "kwarg", _FROZEN),), breaks_before=("copy_",), uploads_before=("add",)),
             instead="register_buffer in __init__ (it moves with model.to(device)), or x.new_zeros",
+            fix="state = x.new_zeros(x.shape[-1])",
         ),
         Example(
             "no-device-upload",
@@ -323,6 +343,7 @@ def _gallery() -> builtins.list[Example]:
             _pattern(patterns.no_device_upload, (3, 8)),
             Outcome(uploads_before=("steps",), uploads_after=("steps",)),
             instead="torch.arange(n, device=x.device) through the neurondev backend builds it on the device",
+            fix="nothing to fix in your code",
         ),
         Example(
             "like-and-new",
@@ -333,6 +354,7 @@ def _gallery() -> builtins.list[Example]:
             _pattern(patterns.like_and_new, (3, 8)),
             Outcome(),
             instead="this is already the fix",
+            fix="nothing to fix in your code",
         ),
         Example(
             "gpt2",
@@ -356,6 +378,7 @@ def _gallery() -> builtins.list[Example]:
                 fails_at="position_embeds",
             ),
             instead="compile the model through the neurondev backend",
+            fix="nothing to fix in your code",
             needs=("transformers",),
             slow=True,
         ),
@@ -363,6 +386,16 @@ def _gallery() -> builtins.list[Example]:
 
 
 CATALOGUE: dict[str, Example] = {example.name: example for example in _gallery()}
+
+
+def describe_fixes(fixes: Iterable[Fix]) -> str:
+    """One line for the gallery: each verified fixed statement, or the status and advice of one without."""
+    said: builtins.list[str] = []
+    for fix in fixes:
+        text = fix.after if fix.verified and fix.after is not None else f"{fix.status}: {fix.advice}"
+        if text not in said:
+            said.append(text)
+    return "; ".join(said) or "nothing to fix in your code"
 
 
 def get(name: str) -> Example:
@@ -376,7 +409,8 @@ def get(name: str) -> Example:
 
 
 def list():  # noqa: A001 - the gallery's public name, examples.list()
-    """The gallery as a pandas.DataFrame: name, title, whether it freezes, pins, before, after, what to write."""
+    """The gallery as a pandas.DataFrame: name, title, whether it freezes, pins, before, after, what to write,
+    and the fix explain writes and verifies for the pattern's own lines."""
     import pandas
 
     rows = [
@@ -388,6 +422,7 @@ def list():  # noqa: A001 - the gallery's public name, examples.list()
             "before": e.outcome.before(),
             "after": e.outcome.after(),
             "instead": e.instead,
+            "verified fix": e.fix,
         }
         for e in CATALOGUE.values()
     ]

@@ -3,6 +3,8 @@ which then trace to no pin and compute the same outputs; a file with uncommitted
 
 from __future__ import annotations
 
+import importlib
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -12,6 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
+import neurondev
 from neurondev import cli
 
 pytestmark = pytest.mark.xla
@@ -35,24 +38,15 @@ def scratch(x):
 MODEL = """
 import torch
 
-from .layers import causal_mask, scratch
+from . import layers
+from .layers import causal_mask
 
 
 def forward(x, mask):
     table = torch.tensor([1.0, 2.0, 3.0, 4.0], device=x.device)
     weights = (mask > 0).to(x.device, torch.float32)
-    scores = (scratch(x) @ x.T).masked_fill(causal_mask(x), float("-inf"))
+    scores = (layers.scratch(x) @ x.T).masked_fill(causal_mask(x), float("-inf"))
     return scores.softmax(-1) * weights + table
-"""
-
-RESULT = """
-import sys, torch, neurondev
-sys.path.insert(0, sys.argv[1])
-module = __import__(sys.argv[2] + ".model", fromlist=["forward"])
-inputs = (torch.randn(4, 4, generator=torch.Generator().manual_seed(0)), torch.randn(4, 4, generator=torch.Generator().manual_seed(1)))
-captured = neurondev.capture(module.forward, *inputs)
-print(sum(len(neurondev.find_pins(gm)) for gm in captured.graphs))
-torch.save(module.forward(*inputs), sys.argv[3])
 """
 
 
@@ -68,25 +62,33 @@ def package(tmp_path):
     return folder
 
 
-def pins_and_result(package: Path, out: Path) -> tuple[int, torch.Tensor]:
-    done = subprocess.run(
-        [sys.executable, "-c", RESULT, str(package.parent), package.name, str(out)], capture_output=True, text=True, timeout=300
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return int(done.stdout.split()[-1]), torch.load(out)
+def pins_and_result(package: Path) -> tuple[int, torch.Tensor]:
+    """The package's model imported afresh from its files: its pins traced on CPU, and its output."""
+    for name in [n for n in sys.modules if n == package.name or n.startswith(package.name + ".")]:
+        del sys.modules[name]
+    shutil.rmtree(package / "__pycache__", ignore_errors=True)
+    importlib.invalidate_caches()
+    sys.path.insert(0, str(package.parent))
+    try:
+        module = importlib.import_module(f"{package.name}.model")
+    finally:
+        sys.path.remove(str(package.parent))
+    inputs = (torch.randn(4, 4, generator=torch.Generator().manual_seed(0)), torch.randn(4, 4, generator=torch.Generator().manual_seed(1)))
+    captured = neurondev.capture(module.forward, *inputs)
+    return sum(len(neurondev.find_pins(gm)) for gm in captured.graphs), module.forward(*inputs)
 
 
 def fix(package: Path, *flags: str) -> int:
     return cli.main(["fix", f"{package / 'model.py'}:forward", "--input", "randn(4, 4)", "--input", "randn(4, 4)", *flags])
 
 
-def test_fix_write_leaves_a_package_that_traces_to_no_pin_with_the_same_outputs(package, tmp_path, capsys):
-    pins, expected = pins_and_result(package, tmp_path / "before.pt")
+def test_fix_write_leaves_a_package_that_traces_to_no_pin_with_the_same_outputs(package, capsys):
+    pins, expected = pins_and_result(package)
     assert pins == 4
     assert fix(package, "--write") == 0
     err = capsys.readouterr().err
     assert "4 of 4 statement(s) with a verified fix; 0 left" in err
-    pins, result = pins_and_result(package, tmp_path / "after.pt")
+    pins, result = pins_and_result(package)
     assert pins == 0
     torch.testing.assert_close(result, expected, rtol=0, atol=0)
     layers = (package / "layers.py").read_text()

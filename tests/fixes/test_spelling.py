@@ -21,6 +21,7 @@ INPUTS = {
     "through_a_name": lambda: (torch.randn(8),),
     "moves": lambda: (torch.randn(4, 4), torch.randn(4, 4)),
     "literal_and_unfixable": lambda: (torch.randn(3, 8),),
+    "in_a_block": lambda: (torch.randn(3, 8),),
 }
 
 

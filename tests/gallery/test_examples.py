@@ -1,4 +1,5 @@
-"""The gallery: every example explained on the real XLA device gives exactly its stored outcome."""
+"""The gallery: every example explained on the real XLA device gives exactly its stored outcome, and the
+fix its paragraph recommends, verified (or says there is no spelling, inventing nothing)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import pytest
 
 import neurondev
 from neurondev import examples, testing
+from neurondev.gallery import patterns
+from neurondev.gallery.catalogue import describe_fixes
 
 FAST = [name for name, example in examples.CATALOGUE.items() if not example.slow]
 SLOW = [name for name, example in examples.CATALOGUE.items() if example.slow]
@@ -21,6 +24,13 @@ def check(name: str) -> None:
     assert observed == example.outcome
     for record in explanation.after:
         assert record.error is None and record.graph_breaks == () and record.transfers_to_host == 0
+    assert describe_fixes(explanation.fixes) == example.fix
+    for fix in explanation.fixes:
+        if fix.after is not None:  # verified: traced again on CPU and on XLA, the same outputs
+            assert fix.verified and fix.file == patterns.__file__ and fix.removes and not fix.left, fix.why
+            assert "traced on XLA, the fixed statements make the same ops, on the device" in fix.why
+        else:
+            assert fix.status == "no spelling" and "neurondev backend" in fix.advice and fix.left and not fix.removes
 
 
 @pytest.mark.xla

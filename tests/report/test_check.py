@@ -121,9 +121,12 @@ def test_a_missing_input_is_a_test_failure():
 
 
 def test_the_pytest_plugin_fails_the_pinned_tests_like_pytest_and_passes_the_rest(pytester):
-    pytester.makepyfile(test_project=PROJECT)
-    result = pytester.runpytest_subprocess("--strict-markers", "-p", "no:cacheprovider")  # the marker is registered
-    result.assert_outcomes(passed=5, failed=3)
+    from tests.test_readme import readme_guard
+
+    pytester.makepyfile(test_project=PROJECT, test_readme_guard=readme_guard())  # the README's example too, as written
+    result = pytester.runpytest_subprocess("--strict-markers", "-p", "no:cacheprovider", "-v")  # the marker is registered
+    result.assert_outcomes(passed=6, failed=3)
+    result.stdout.fnmatch_lines(["*test_readme_guard.py::test_model_has_no_device_pins PASSED*"])
     output = result.stdout.str()
     assert "needs example inputs for x" in output and "Traceback" not in output
     assert "During handling" not in output and "DEBUG" not in output, output

@@ -40,7 +40,22 @@ x, w = torch.randn(4, 8), torch.randn(8, requires_grad=True)
 """
 
 
-def test_a_custom_op_with_autograd_after_a_pin_never_aborts_in_any_entry_point():
+DYNAMIC = """
+def accumulate(x):
+    out = torch.zeros(x.shape[0], device=x.device)
+    out.copy_(x.sum(1))
+    return out
+x = torch.randn(6, 4)
+torch._dynamo.mark_dynamic(x, 0)
+ex = neurondev.explain(accumulate, x, quiet=True)
+print("breaks:", ex.totals("before").graph_breaks, ex.totals("after").graph_breaks, "failures:", ex.totals("after").failures)
+print("note:", any("marked dynamic" in note for note in ex.notes))
+print("card:", "traced with a dynamic dimension" in ex._repr_html_())
+"""
+
+
+def test_a_custom_op_after_a_pin_and_a_dimension_marked_dynamic_never_abort_in_any_entry_point():
+    """Both cases in one fresh Python (one start-up): a crash in either ends it with the stderr shown."""
     result = run_python(
         CUSTOM_OP
         + """
@@ -54,11 +69,14 @@ except neurondev.DevicePinsError as error:
 graph, rewrites = neurondev.rewrite_copy(neurondev.capture(experts, x, w).graphs[0])
 print("rewrite_copy:", [r.node for r in rewrites])
 """
+        + DYNAMIC
     )
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.splitlines()
     assert "explain: 0" in lines and "native: True" in lines
     assert "check: ['bias']" in lines and "rewrite_copy: ['bias']" in lines
+    # a dimension marked dynamic runs with its concrete size (it aborted the process before)
+    assert "breaks: 1 0 failures: 0" in result.stdout and "note: True" in result.stdout and "card: True" in result.stdout
 
 
 def test_without_torch_xla_the_rewrite_leaves_node_meta_as_traced_instead_of_aborting():
@@ -89,21 +107,3 @@ print("pins:", len(ex.pins), "runs:", len(ex.after), "failures:", ex.totals("aft
 """)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "runs: 1 failures: 0" in result.stdout
-
-
-def test_a_dimension_marked_dynamic_runs_with_its_concrete_size():
-    result = run_python("""
-import torch, neurondev
-def accumulate(x):
-    out = torch.zeros(x.shape[0], device=x.device)
-    out.copy_(x.sum(1))
-    return out
-x = torch.randn(6, 4)
-torch._dynamo.mark_dynamic(x, 0)
-ex = neurondev.explain(accumulate, x, quiet=True)
-print("breaks:", ex.totals("before").graph_breaks, ex.totals("after").graph_breaks, "failures:", ex.totals("after").failures)
-print("note:", any("marked dynamic" in note for note in ex.notes))
-print("card:", "traced with a dynamic dimension" in ex._repr_html_())
-""")
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "breaks: 1 0 failures: 0" in result.stdout and "note: True" in result.stdout and "card: True" in result.stdout

@@ -42,3 +42,11 @@ def literal_and_unfixable(x):
     bias.copy_(x[0])
     positions = torch.arange(x.shape[-1], device=x.device)
     return bias + positions
+
+
+def in_a_block(x):
+    for _ in range(2):
+        extra = x.new_zeros(
+    x.shape[-1])   # a continuation line less indented than its statement
+        extra.copy_(x[0])
+    return extra
