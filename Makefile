@@ -13,8 +13,10 @@ lint: setup
 	.venv/bin/ruff format --check neurondev tests scripts benchmarks
 	.venv/bin/mypy
 
+# Bytecode is cached even where PYTHONDONTWRITEBYTECODE is set: the suite starts ~30 Pythons (workers,
+# notebook kernels, subprocesses) that would each compile neurondev and rewrite its asserts again.
 test: lint
-	$(PY) -m pytest
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest
 
 bench: setup
 	$(PY) benchmarks/bench_pass.py
