@@ -66,7 +66,8 @@ def _fixes(files: Sequence[FileEdits], outcome: _Outcome) -> tuple[Fix, ...]:
                 fixes.append(_fix(edit, False, outcome.failures[id(edit)]))
             else:
                 checked = "traced again: no pin left on the line, no new pin, the same outputs on CPU"
-                fixes.append(_fix(edit, True, f"{checked}{outcome.xla_note}. {edit.spelling.reason}"))
+                reason = edit.spelling.reason[:1].upper() + edit.spelling.reason[1:]
+                fixes.append(_fix(edit, True, f"{checked}{outcome.xla_note}. {reason}"))
     return tuple(fixes)
 
 

@@ -99,6 +99,8 @@ def test_to_dict_and_to_json_hold_everything_as_plain_data(seed_ex):
     assert graph["before"]["transfers_to_host"] == 1 and graph["rewrite_verdict"]["matches"] is True
     assert data["totals"]["before"]["graph_breaks"] == 1 and data["totals"]["after"]["graph_breaks"] == 0
     assert data["rewrite_preserves_values"] is True and data["runtime"]["device"] == "xla:0"
+    (fix,) = data["fixes"]
+    assert fix["status"] == "verified" and fix["after"] == "out = x.new_empty(64, dtype=torch.float32)" and fix["removes"] == ["out"]
 
 
 def test_dot_and_svg_of_either_graph(seed_ex, tmp_path):
