@@ -139,9 +139,10 @@ def _pin_failures(
     pins: Sequence[DevicePin],
     new_pins: Sequence[DevicePin],
 ) -> dict[int, str]:
-    removed = {node for _, edit in spelled for node in edit.spelling.removes}
+    # the pins of the fixed statements that their spelling rewrote (node names repeat across graphs: the edit's own pins)
+    removed = {id(pin) for _, edit in spelled for pin in edit.pins if pin.node in edit.spelling.removes}
     expected = collections.Counter(
-        (p.file, _statement_first(p, applied.get(p.file or "", [])), p.function, p.location) for p in pins if p.node not in removed
+        (p.file, _statement_first(p, applied.get(p.file or "", [])), p.function, p.location) for p in pins if id(p) not in removed
     )
     found = collections.Counter(_mapped(p, originals, applied, files) for p in new_pins)
     failures: dict[int, str] = {}

@@ -147,3 +147,26 @@ def test_a_function_in_a_notebook_cell_is_verified_from_the_cells_source():
     (fix,) = explanation.fixes
     assert fix.verified and fix.after == "a = x.new_zeros(4)  # keep me" and fix.in_notebook_cell
     assert explanation.patch() == ""  # a cell is not a file: the card shows it, the diff leaves it out
+
+
+def test_pins_of_the_same_node_name_in_two_graphs_are_told_apart(user_module):
+    module = user_module(
+        """
+        import torch
+
+        def two_graphs(x):
+            out = torch.zeros(x.shape, device=x.device)
+            out.copy_(x)
+            print("dynamo splits the function here")
+            return two_graphs_tail(out)
+
+        def two_graphs_tail(y):
+            out = torch.arange(y.shape[0], device=y.device)
+            return y * out
+        """
+    )
+    explanation = neurondev.explain(module.two_graphs, torch.randn(4), run=False, quiet=True)
+    assert [(pin.graph, pin.node, pin.function) for pin in explanation.pins] == [(0, "out", "torch.zeros"), (1, "out", "torch.arange")]
+    fixed, unspelled = explanation.fixes
+    assert fixed.verified and fixed.after == "out = x.new_zeros(x.shape)", fixed.why  # the arange's node is named out too
+    assert unspelled.status == "no spelling"
