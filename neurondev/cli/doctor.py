@@ -45,7 +45,7 @@ def pair_verdict(torch_version: str, xla_version: str | None) -> tuple[bool, str
 
 def checks() -> list[Check]:
     """Every check, in the order doctor prints them."""
-    return [_python(), _torch(), _torch_xla(), _runtime(), _neuron(), _dot(), _chromium()]
+    return [_python(), _torch(), _torch_xla(), _runtime(), _neuron(), _libcst(), _dot(), _chromium()]
 
 
 def _python() -> Check:
@@ -91,6 +91,12 @@ def _dot() -> Check:
     except DotUnavailableError as error:
         return Check("dot (Graphviz)", False, f"{program.path} ({program.source}) does not draw: {error}", install_hint())
     return Check("dot (Graphviz)", True, f"{program.path} ({program.source}) draws SVG")
+
+
+def _libcst() -> Check:
+    version = _version("libcst")
+    detail = f"libcst {version}: fixed lines are written keeping comments and formatting" if version else "not installed: no fixed lines"
+    return Check("libcst", version is not None, detail, "pip install libcst")
 
 
 def _chromium() -> Check:

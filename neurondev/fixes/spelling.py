@@ -104,8 +104,10 @@ def statement_lines(source: str, line: int) -> tuple[int, int]:
 
 def spell(source: str, line: int, pins: Sequence[DevicePin]) -> Spelling:
     """The fix of the statement at ``line`` of ``source`` for ``pins`` (pins of that line)."""
-    import libcst
-
+    try:
+        import libcst
+    except ImportError:  # a dependency, but an environment may lack it: say so on the card, never fail explain
+        return Spelling(line, line, None, "pip install libcst", "no fixed line: libcst is not installed (pip install libcst)")
     parsed = _parse(source)
     if isinstance(parsed, str):
         return Spelling(line, line, None, "see the advice", parsed)

@@ -183,6 +183,7 @@ def test_doctor_says_what_is_here_and_exits_0_when_nothing_needed_is_missing(fol
     assert "torch 2.9.0 + torch-xla 2.9.0: the pair neurondev is tested with" in result.stdout
     assert "xla:0 (pjrt" in result.stdout and "dot (Graphviz)" in result.stdout and "draws SVG" in result.stdout
     assert "torch-neuronx" in result.stdout and "everything neurondev needs is here" in result.stdout
+    assert "libcst 1.9.0: fixed lines are written keeping comments and formatting" in result.stdout
 
 
 def test_doctor_exits_1_with_the_fix_when_dot_is_missing(folder, neurondev, monkeypatch):

@@ -63,3 +63,21 @@ def test_statements_without_a_spelling_say_so_and_name_their_pins(user_module):
     for spelling in unspelled.values():
         assert spelling.advice == "compile through the neurondev backend"
         assert len(spelling.left) == 1 and spelling.removes == ()
+
+
+def test_without_libcst_a_statement_gets_no_fixed_line_and_says_how_to_install_it(user_module, monkeypatch):
+    import builtins
+
+    from neurondev.fixes.spelling import spell
+
+    pins = pins_of(user_module)
+    real_import = builtins.__import__
+
+    def no_libcst(name, *args, **kwargs):
+        if name == "libcst" or name.startswith("libcst."):
+            raise ImportError("No module named 'libcst'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_libcst)
+    spelled = spell((GOLDEN / "user_code.py").read_text(), pins[0].line, pins[:1])
+    assert spelled.text is None and "libcst is not installed (pip install libcst)" in spelled.reason
