@@ -52,21 +52,12 @@ def floor(fn: Callable, args: tuple, kwargs: dict) -> None:
         neurondev.run_on_xla(neurondev.rewrite_copy(gm, target="xla:0")[0], *inputs)
 
 
-def llama(layers: int, **sizes: int) -> Any:
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    config = LlamaConfig(num_hidden_layers=layers, max_position_embeddings=128, **sizes)
-    torch.manual_seed(0)
-    return LlamaForCausalLM(config).eval()
-
-
 def gpt2_full() -> tuple[Any, tuple, dict]:
     return testing.tiny_gpt2(layers=12, hidden=768, heads=12, sequence=32, vocab=50257)
 
 
 def llama32() -> tuple[Any, tuple, dict]:
-    model = llama(32, hidden_size=256, num_attention_heads=4, num_key_value_heads=2, intermediate_size=512, vocab_size=1000)
-    return model, (torch.randint(0, 1000, (1, 16)),), {"use_cache": False}
+    return testing.tiny_llama(32, hidden=256, heads=4, kv_heads=2, intermediate=512)
 
 
 MODELS: dict[str, tuple[Callable[[], tuple[Any, tuple, dict]], int]] = {
@@ -115,18 +106,15 @@ def focus_view(explanation: Any) -> None:
 
 def meta_8b() -> None:
     """The Llama-3-8B architecture on the meta device against 2 layers of it with random weights."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    sizes = {"hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256}
-    ids = torch.randint(0, 128256, (1, 16))
+    sizes = {"hidden": 4096, "heads": 32, "kv_heads": 8, "intermediate": 14336, "vocab": 128256}
     start = time.perf_counter()
-    with torch.device("meta"):
-        big = LlamaForCausalLM(LlamaConfig(num_hidden_layers=32, max_position_embeddings=128, **sizes))
-    explanation = neurondev.explain(big, ids, use_cache=False, quiet=True)
+    big, args, kwargs = testing.tiny_llama(32, **sizes, meta=True)
+    explanation = neurondev.explain(big, *args, **kwargs, quiet=True)
     explanation._repr_html_()
     took, peak = time.perf_counter() - start, peak_mb()
     torch.set_default_dtype(torch.bfloat16)  # 2 layers of 8B widths with weights: half the memory in bf16
-    small = neurondev.explain(llama(2, **sizes), ids, use_cache=False, quiet=True, run=False)
+    small_model, small_args, small_kwargs = testing.tiny_llama(2, **sizes)
+    small = neurondev.explain(small_model, *small_args, **small_kwargs, quiet=True, run=False)
     same = {(p.function, p.where) for p in explanation.pins} == {(p.function, p.where) for p in small.pins}
     print(
         f"   meta-8b: Llama-3-8B architecture (32 layers, hidden 4096) on meta: explain and card {took:.1f} s (target <= 60), "

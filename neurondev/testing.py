@@ -1,6 +1,6 @@
 """Fixtures for neurondev's tests, benchmarks and notebooks; not public API.
 
-Synthetic graphs (``long_graph``), small random-weight models (``tiny_gpt2``), the oracle that
+Synthetic graphs (``long_graph``), small random-weight models (``tiny_gpt2``, ``tiny_llama``), the oracle that
 turns an Explanation into a gallery ``Outcome`` (``outcome_of``), and a harness that runs a graph
 through torch_xla's own openxla bridge to compare its constructor mover with neurondev's
 (``bridge_report``).
@@ -18,14 +18,14 @@ import torch.fx
 from neurondev._compat import extract_compiled_graph, make_boxed_func, tree_leaves
 from neurondev.fx.graphs import copy_graph
 from neurondev.gallery.catalogue import Outcome
-from neurondev.gallery.models import tiny_gpt2
+from neurondev.gallery.models import tiny_gpt2, tiny_llama
 from neurondev.integrations.backend import backend
 from neurondev.xla import counters, runtime
 
 if TYPE_CHECKING:
     from neurondev.report.model import Explanation
 
-__all__ = ["BridgeReport", "bridge_report", "long_graph", "observed_openxla", "outcome_of", "tiny_gpt2"]
+__all__ = ["BridgeReport", "bridge_report", "long_graph", "observed_openxla", "outcome_of", "tiny_gpt2", "tiny_llama"]
 
 
 def long_graph(nodes: int, *, pins: int = 3) -> torch.fx.GraphModule:

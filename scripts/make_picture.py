@@ -12,8 +12,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-import torch
-
 import neurondev
 from neurondev import examples, testing
 
@@ -32,20 +30,8 @@ def card(browser) -> Path:
 
 
 def deep_focus_view(browser) -> Path:
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    config = LlamaConfig(
-        num_hidden_layers=32,
-        hidden_size=256,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        intermediate_size=512,
-        vocab_size=1000,
-        max_position_embeddings=128,
-    )
-    torch.manual_seed(0)
-    model = LlamaForCausalLM(config).eval()
-    explanation = neurondev.explain(model, torch.randint(0, 1000, (1, 16)), use_cache=False, quiet=True)
+    model, args, kwargs = testing.tiny_llama(32, hidden=256, heads=4, kv_heads=2, intermediate=512)
+    explanation = neurondev.explain(model, *args, **kwargs, quiet=True)
     with tempfile.TemporaryDirectory() as folder:
         svg = explanation.save_svg(Path(folder) / "before.svg", "before")
         frame = Path(folder) / "frame.html"

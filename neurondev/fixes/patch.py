@@ -33,7 +33,7 @@ def fixed_texts(fixes: Iterable[Fix]) -> dict[str, tuple[str, str]]:
     by_file: dict[str, list[Fix]] = {}
     for fix in fixes:
         if fix.verified and fix.after is not None and not fix.in_notebook_cell:
-            by_file.setdefault(fix.file, []).append(fix)
+            by_file.setdefault(fix.source.file, []).append(fix)
     texts = {}
     for file, chosen in by_file.items():
         original = Path(file).read_text(encoding="utf-8")
@@ -48,7 +48,7 @@ def _applied(text: str, fixes: Sequence[Fix]) -> str:
         indent = _indent_of(lines[fix.first - 1])
         statement = "".join(lines[fix.first - 1 : fix.last])
         if _dedented(statement) != fix.before:
-            raise NeurondevError(f"{Path(fix.file).name}:{fix.first} changed since it was traced: explain it again before patching")
+            raise NeurondevError(f"{Path(fix.source.file).name}:{fix.first} changed since it was traced: explain it again before patching")
         ending = "\n" if statement.endswith("\n") else ""
         fixed = "".join((indent + line if line.strip() and i else line) for i, line in enumerate(fix.after.splitlines(keepends=True)))
         lines[fix.first - 1 : fix.last] = [indent + fixed + ending]

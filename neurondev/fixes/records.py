@@ -6,13 +6,13 @@ import dataclasses
 import textwrap
 from typing import Any
 
-from neurondev.trace.source import SourceLine
+from neurondev.trace.source import Located, SourceLine
 
 __all__ = ["Fix"]
 
 
 @dataclasses.dataclass(frozen=True)
-class Fix:
+class Fix(Located):
     """The fix of one statement: ``before`` as written, ``after`` fixed (None: no spelling keeps the
     device symbolic, see ``advice``), the pins it removes and leaves (node names), and whether it was
     verified: the fixed code traced again has no pin on the line and no new pin, ops equal to a trace
@@ -30,18 +30,6 @@ class Fix:
     left: tuple[str, ...] = ()
     verified: bool = False
     why: str = ""
-
-    @property
-    def file(self) -> str:
-        return self.source.file
-
-    @property
-    def line(self) -> int:
-        return self.source.line
-
-    @property
-    def where(self) -> str:
-        return self.source.where
 
     @property
     def in_notebook_cell(self) -> bool:
@@ -63,7 +51,7 @@ class Fix:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            **self.source.to_dict(),
+            **self.source_dict(),
             "first": self.first,
             "last": self.last,
             "before": self.before,

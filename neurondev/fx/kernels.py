@@ -8,7 +8,7 @@ import re
 import torch.fx
 
 from neurondev._compat import OpOverload, OpOverloadPacket
-from neurondev.trace.source import SourceLine, source_of
+from neurondev.trace.source import Located, SourceLine, source_of
 
 __all__ = ["CpuKernel", "cpu_kernels"]
 
@@ -16,7 +16,7 @@ _CPU_KERNEL = re.compile(r"(_for_cpu|_cpu)(\.|$)")
 
 
 @dataclasses.dataclass(frozen=True)
-class CpuKernel:
+class CpuKernel(Located):
     """A node that calls an ATen kernel chosen for the CPU while tracing (at ATen level a CPU trace
     picks ``aten._scaled_dot_product_flash_attention_for_cpu``); no device rewrite changes it."""
 
@@ -25,10 +25,6 @@ class CpuKernel:
     node: str
     function: str
     source: SourceLine | None
-
-    @property
-    def where(self) -> str:
-        return self.source.where if self.source else "no source line"
 
     @property
     def fix(self) -> str:
@@ -45,7 +41,7 @@ class CpuKernel:
             "node": self.node,
             "function": self.function,
             "where": self.where,
-            "code": self.source.code if self.source else None,
+            "code": self.code,
             "fix": self.fix,
         }
 

@@ -23,13 +23,13 @@ from neurondev.fx.devices import (
     slot_device,
 )
 from neurondev.trace.capture import Capture
-from neurondev.trace.source import SourceLine, judge_kind, source_line, source_of
+from neurondev.trace.source import Located, SourceLine, judge_kind, source_line, source_of
 
 __all__ = ["COLUMNS", "DevicePin", "diagnose", "find_pins", "graphs_of", "pin_table"]
 
 
 @dataclasses.dataclass(frozen=True)
-class DevicePin:
+class DevicePin(Located):
     """One device pin: a node argument that places a tensor on a device other than the target.
 
     ``function`` is what the node calls (``torch.empty``, ``Tensor.to``); ``device`` the device as
@@ -58,22 +58,6 @@ class DevicePin:
     @property
     def unused(self) -> bool:
         return not self.users
-
-    @property
-    def file(self) -> str | None:
-        return self.source.file if self.source else None
-
-    @property
-    def line(self) -> int | None:
-        return self.source.line if self.source else None
-
-    @property
-    def code(self) -> str | None:
-        return self.source.code if self.source else None
-
-    @property
-    def where(self) -> str:
-        return self.source.where if self.source else "no source line"
 
     def row(self) -> dict[str, Any]:
         """This pin as a row of the pin table (``COLUMNS``)."""

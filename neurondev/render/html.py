@@ -166,7 +166,7 @@ def _host_values(section: Section) -> str:
         return ""
     rows = "".join(
         f"<tr><td><code>{_e(value.origin)}</code></td><td>{_e(value.kind)}</td><td>{_e(value.where)}</td>"
-        f"<td><code>{_e(value.source.code if value.source else '')}</code></td><td>{_e(value.fix)}</td></tr>"
+        f"<td><code>{_e(value.code or '')}</code></td><td>{_e(value.fix)}</td></tr>"
         for value in section.host_values
     )
     head = "<tr><th>value</th><th>held in</th><th>used at</th><th>your code</th><th>write instead</th></tr>"

@@ -16,7 +16,7 @@ from neurondev.report.model import Explanation
 from neurondev.report.options import default, refuse_shadowing, value_of
 from neurondev.report.pipeline import explain
 from neurondev.trace.capture import check_inputs
-from neurondev.trace.source import SourceLine
+from neurondev.trace.source import Located, SourceLine
 
 __all__ = ["Finding", "check", "findings_of"]
 
@@ -24,7 +24,7 @@ _SPECIALISED_FIX = "no device rewrite changes Python that branches on the device
 
 
 @dataclasses.dataclass(frozen=True)
-class Finding:
+class Finding(Located):
     """One thing check reports: a device pin, or a line traced differently on XLA."""
 
     kind: str  # "pin", "host value", "cpu kernel" or "device-specialised"
@@ -33,22 +33,6 @@ class Finding:
     source: SourceLine | None
     detail: str
     fix: str
-
-    @property
-    def where(self) -> str:
-        return self.source.where if self.source else "no source line"
-
-    @property
-    def file(self) -> str | None:
-        return self.source.file if self.source else None
-
-    @property
-    def line(self) -> int | None:
-        return self.source.line if self.source else None
-
-    @property
-    def code(self) -> str | None:
-        return self.source.code if self.source else None
 
     def allowed_by(self, rules: Iterable[str]) -> bool:
         """Allowed by a node name, a file:line (file name or path), or a glob over those, the function or code."""

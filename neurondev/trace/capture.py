@@ -25,7 +25,7 @@ from neurondev.errors import (
 from neurondev.trace.aten import AtenGraph, AtenRecorder, run_backward
 from neurondev.trace.copies import MovedInput, fresh_function, kept_rng, traced_copies
 from neurondev.trace.inputs import HostValue, host_values
-from neurondev.trace.source import SourceLine, source_line, user_line_of_error
+from neurondev.trace.source import Located, SourceLine, source_line, user_line_of_error
 
 __all__ = [
     "LEVELS",
@@ -54,19 +54,13 @@ def check_level(level: Any) -> str:
 
 
 @dataclasses.dataclass(frozen=True)
-class DynamoBreak:
+class DynamoBreak(Located):
     """A graph break dynamo itself made (as ``torch._dynamo.explain`` reports it), with the user's line."""
+
+    MISSING = "unknown line"
 
     reason: str
     source: SourceLine | None
-
-    @property
-    def line(self) -> int | None:
-        return self.source.line if self.source else None
-
-    @property
-    def where(self) -> str:
-        return self.source.where if self.source else "unknown line"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from neurondev.trace.source import SourceLine, source_of
+from neurondev.trace.source import Located, SourceLine, source_of
 
 __all__ = ["HostValue", "host_values"]
 
@@ -28,7 +28,7 @@ _MODULE_STATE = ("_parameters_", "_buffers_")
 
 
 @dataclasses.dataclass(frozen=True)
-class HostValue:
+class HostValue(Located):
     """A tensor the function reads from outside its arguments and its module's parameters and buffers.
 
     ``kind`` is 'global', 'closure' or 'attribute'; ``origin`` how the code names it (``TABLE``,
@@ -44,10 +44,6 @@ class HostValue:
     device: str
     shape: tuple[int, ...]
     source: SourceLine | None = None
-
-    @property
-    def where(self) -> str:
-        return self.source.where if self.source else "no source line"
 
     @property
     def fix(self) -> str:

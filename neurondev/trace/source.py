@@ -15,7 +15,17 @@ import torch.fx
 
 from neurondev._compat import ipython_cell_number
 
-__all__ = ["SourceLine", "is_user_file", "judge_kind", "short_location", "source_line", "source_of", "statement_at", "user_line_of_error"]
+__all__ = [
+    "Located",
+    "SourceLine",
+    "is_user_file",
+    "judge_kind",
+    "short_location",
+    "source_line",
+    "source_of",
+    "statement_at",
+    "user_line_of_error",
+]
 
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>[^\n]+)\n(?P<code>[^\n]*)')
 _KWARG_DEVICE = re.compile(r"\bdevice\s*=\s*(?P<expr>[^,)]+)")
@@ -55,6 +65,38 @@ class SourceLine:
 
     def to_dict(self) -> dict[str, Any]:
         return {"file": self.file, "line": self.line, "code": self.code, "where": self.where}
+
+
+class Located:
+    """``file``, ``line``, ``code`` and ``where`` of a record's ``source`` (a SourceLine, or None when the
+    node has no line of the user's); ``MISSING`` is what ``where`` says then."""
+
+    source: SourceLine | None
+    MISSING = "no source line"
+
+    @property
+    def file(self) -> str | None:
+        return self.source.file if self.source else None
+
+    @property
+    def line(self) -> int | None:
+        return self.source.line if self.source else None
+
+    @property
+    def code(self) -> str | None:
+        return self.source.code if self.source else None
+
+    @property
+    def where(self) -> str:
+        return self.source.where if self.source else self.MISSING
+
+    def labelled(self, name: str) -> str:
+        """``name (model.py:12)``, or the name alone without a source line."""
+        return f"{name} ({self.source.where})" if self.source else name
+
+    def source_dict(self) -> dict[str, Any]:
+        """The source as plain data, every key present (None without a line)."""
+        return self.source.to_dict() if self.source else {"file": None, "line": None, "code": None, "where": None}
 
 
 def source_line(file: str, line: int, function: str = "", code: str | None = None) -> SourceLine:

@@ -25,7 +25,7 @@ from neurondev.fx.graphs import copy_graph
 from neurondev.passes.device_rewriter import rewrite_copy
 from neurondev.trace.capture import Capture, capture, capture_on_device
 from neurondev.trace.copies import kept_rng
-from neurondev.trace.source import SourceLine, source_of
+from neurondev.trace.source import Located, SourceLine, source_of
 from neurondev.xla import counters, runtime
 from neurondev.xla.run import RunError, run_on_xla
 
@@ -33,7 +33,7 @@ __all__ = ["LineDifference", "TraceComparison", "compare_traces", "compare_with_
 
 
 @dataclasses.dataclass(frozen=True)
-class LineDifference:
+class LineDifference(Located):
     """One user line whose ops differ between the CPU and the XLA trace (device arguments aside)."""
 
     graph: int
@@ -41,24 +41,11 @@ class LineDifference:
     cpu_ops: tuple[str, ...]
     xla_ops: tuple[str, ...]
 
-    @property
-    def line(self) -> int | None:
-        return self.source.line if self.source else None
-
-    @property
-    def code(self) -> str | None:
-        return self.source.code if self.source else None
-
-    @property
-    def where(self) -> str:
-        return self.source.where if self.source else "no source line"
-
     def describe(self) -> str:
         return f"{self.where} `{self.code}`: CPU trace {list(self.cpu_ops)}, XLA trace {list(self.xla_ops)}"
 
     def to_dict(self) -> dict[str, Any]:
-        source = self.source.to_dict() if self.source else {"file": None, "line": None, "code": None, "where": None}
-        return {"graph": self.graph, **source, "cpu_ops": list(self.cpu_ops), "xla_ops": list(self.xla_ops)}
+        return {"graph": self.graph, **self.source_dict(), "cpu_ops": list(self.cpu_ops), "xla_ops": list(self.xla_ops)}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,7 +17,7 @@ from neurondev.fx.devices import describe_object, function_name, is_output_trans
 from neurondev.fx.graphs import copy_graph
 from neurondev.passes.device_rewriter import rewrite_copy
 from neurondev.trace.capture import Capture
-from neurondev.trace.source import SourceLine, source_of
+from neurondev.trace.source import Located, SourceLine, source_of
 from neurondev.xla import counters, runtime
 from neurondev.xla.counters import Counts
 from neurondev.xla.values import Comparison, check_tolerances, compare_outputs
@@ -25,38 +25,8 @@ from neurondev.xla.values import Comparison, check_tolerances, compare_outputs
 __all__ = ["Crossing", "GraphBreak", "RunError", "RunRecord", "Upload", "cpu_reference", "run_on_xla"]
 
 
-class _Located:
-    """``file``, ``line``, ``code`` and ``where`` of a record's ``source`` (a SourceLine or None)."""
-
-    source: SourceLine | None
-
-    @property
-    def file(self) -> str | None:
-        return self.source.file if self.source else None
-
-    @property
-    def line(self) -> int | None:
-        return self.source.line if self.source else None
-
-    @property
-    def code(self) -> str | None:
-        return self.source.code if self.source else None
-
-    @property
-    def where(self) -> str:
-        return self.source.where if self.source else "no source line"
-
-    def labelled(self, name: str) -> str:
-        """``name (model.py:12)``, or the name alone without a source line."""
-        return f"{name} ({self.source.where})" if self.source else name
-
-
-def _plain_source(source: SourceLine | None) -> dict[str, Any]:
-    return source.to_dict() if source else {"file": None, "line": None, "code": None, "where": None}
-
-
 @dataclasses.dataclass(frozen=True)
-class GraphBreak(_Located):
+class GraphBreak(Located):
     """A node during which the lazy XLA graph was cut: a forced execution and/or a device-to-host sync."""
 
     node: str
@@ -71,12 +41,12 @@ class GraphBreak(_Located):
             "function": self.function,
             "executions": self.executions,
             "transfers_to_host": self.transfers_to_host,
-            **_plain_source(self.source),
+            **self.source_dict(),
         }
 
 
 @dataclasses.dataclass(frozen=True)
-class Upload(_Located):
+class Upload(Located):
     """A node that copies host data to the device on every call (``torch.tensor([...], device=...)``,
     ``torch.rand``, an empty KV cache): no break, but a transfer per call."""
 
@@ -86,7 +56,7 @@ class Upload(_Located):
     source: SourceLine | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"node": self.node, "function": self.function, "transfers_to_device": self.transfers_to_device, **_plain_source(self.source)}
+        return {"node": self.node, "function": self.function, "transfers_to_device": self.transfers_to_device, **self.source_dict()}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,7 +70,7 @@ class Crossing:
 
 
 @dataclasses.dataclass(frozen=True)
-class RunError(_Located):
+class RunError(Located):
     """Why a run failed: the node it failed at (or the input, by index), its source line and the exception."""
 
     node: str
@@ -115,7 +85,7 @@ class RunError(_Located):
             "node": self.node,
             "function": self.function,
             "input_index": self.input_index,
-            **_plain_source(self.source),
+            **self.source_dict(),
             "exception": type(self.exception).__name__,
             "message": str(self.exception),
             "text": str(self),

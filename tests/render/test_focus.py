@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 import neurondev
+from neurondev import testing
 from neurondev.render.focus import layer_of, module_path
 
 pytestmark = pytest.mark.xla
@@ -22,19 +22,9 @@ pytestmark = pytest.mark.xla
 
 @pytest.fixture(scope="module")
 def deep():
-    transformers = pytest.importorskip("transformers")
-    config = transformers.LlamaConfig(
-        num_hidden_layers=4,
-        hidden_size=32,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        intermediate_size=64,
-        vocab_size=100,
-        max_position_embeddings=64,
-    )
-    torch.manual_seed(0)
-    model = transformers.LlamaForCausalLM(config).eval()
-    return neurondev.explain(model, torch.randint(0, 100, (1, 8)), use_cache=False, quiet=True)
+    pytest.importorskip("transformers")
+    model, args, kwargs = testing.tiny_llama(4, hidden=32, intermediate=64, vocab=100, sequence=8)
+    return neurondev.explain(model, *args, **kwargs, quiet=True)
 
 
 def labels(dot: str) -> list[str]:

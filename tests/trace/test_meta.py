@@ -7,33 +7,20 @@ import pytest
 import torch
 
 import neurondev
+from neurondev import testing
 
 pytestmark = pytest.mark.xla
-transformers = pytest.importorskip("transformers")
+pytest.importorskip("transformers")
 
 
 def llama(layers: int, *, meta: bool):
-    config = transformers.LlamaConfig(
-        num_hidden_layers=layers,
-        hidden_size=64,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        intermediate_size=128,
-        vocab_size=512,
-        max_position_embeddings=64,
-    )
-    if meta:
-        with torch.device("meta"):
-            return transformers.LlamaForCausalLM(config).eval()
-    torch.manual_seed(0)
-    return transformers.LlamaForCausalLM(config).eval()
+    return testing.tiny_llama(layers, heads=4, kv_heads=2, vocab=512, sequence=8, meta=meta)
 
 
 @pytest.fixture(scope="module")
 def on_meta():
-    model = llama(6, meta=True)
-    ids = torch.randint(0, 512, (1, 8))
-    return model, neurondev.explain(model, ids, use_cache=False, quiet=True)
+    model, args, kwargs = llama(6, meta=True)
+    return model, neurondev.explain(model, *args, **kwargs, quiet=True)
 
 
 def test_a_model_on_meta_is_traced_on_meta_without_materialising_a_weight(on_meta):
@@ -46,7 +33,8 @@ def test_a_model_on_meta_is_traced_on_meta_without_materialising_a_weight(on_met
 
 def test_the_pins_are_those_of_the_same_config_with_two_layers_and_real_weights(on_meta):
     _, ex = on_meta
-    small = neurondev.explain(llama(2, meta=False), torch.randint(0, 512, (1, 8)), use_cache=False, quiet=True, run=False)
+    model, args, kwargs = llama(2, meta=False)
+    small = neurondev.explain(model, *args, **kwargs, quiet=True, run=False)
     assert {(p.function, p.where) for p in ex.pins} == {(p.function, p.where) for p in small.pins}
     assert {p.device for p in ex.pins if not p.output_transfer} <= {torch.device("meta"), "meta"}
 
