@@ -8,7 +8,7 @@ import types
 
 import neurondev
 
-HEAVY = ("graphviz", "torch_xla", "model_explorer", "playwright", "pandas", "ipywidgets")
+HEAVY = ("graphviz", "torch_xla", "model_explorer", "playwright", "pandas", "ipywidgets", "libcst", "transformers")
 
 
 def test_import_pulls_in_no_optional_dependency():

@@ -11,7 +11,7 @@ from neurondev.fixes.spelling import Spelling, spell, statement_lines
 from neurondev.fx.pins import DevicePin
 from neurondev.trace.source import SourceLine, is_user_file
 
-__all__ = ["Edit", "FileEdits", "propose"]
+__all__ = ["Edit", "FileEdits", "dedented", "propose"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,4 +104,5 @@ def _edit(text: str, pins: list[DevicePin]) -> Edit:
 
 
 def dedented(statement: str) -> str:
+    """A statement as cut from its file (its lines, with their indentation), as a Fix shows it."""
     return textwrap.dedent(statement).rstrip("\n")

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from neurondev.errors import NeurondevError, UncommittedChangesError
+from neurondev.fixes.edits import dedented
 from neurondev.fixes.records import Fix
 
 __all__ = ["BACKUP_SUFFIX", "Written", "fixed_texts", "unified_diff", "write_fixes"]
@@ -47,7 +48,7 @@ def _applied(text: str, fixes: Sequence[Fix]) -> str:
         assert fix.after is not None
         indent = _indent_of(lines[fix.first - 1])
         statement = "".join(lines[fix.first - 1 : fix.last])
-        if _dedented(statement) != fix.before:
+        if dedented(statement) != fix.before:
             raise NeurondevError(f"{Path(fix.source.file).name}:{fix.first} changed since it was traced: explain it again before patching")
         ending = "\n" if statement.endswith("\n") else ""
         fixed = "".join((indent + line if line.strip() and i else line) for i, line in enumerate(fix.after.splitlines(keepends=True)))
@@ -57,12 +58,6 @@ def _applied(text: str, fixes: Sequence[Fix]) -> str:
 
 def _indent_of(line: str) -> str:
     return line[: len(line) - len(line.lstrip())]
-
-
-def _dedented(statement: str) -> str:
-    import textwrap
-
-    return textwrap.dedent(statement).rstrip("\n")
 
 
 def unified_diff(fixes: Iterable[Fix], *, root: str | os.PathLike[str] | None = None) -> str:

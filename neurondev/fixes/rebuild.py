@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import inspect
+import itertools
 import linecache
 import os
 import sys
@@ -29,6 +30,8 @@ from neurondev.errors import CannotRebuildError
 
 __all__ = ["rebuilt"]
 
+_FRESH = itertools.count()
+
 
 @contextlib.contextmanager
 def rebuilt(fn: Callable[..., Any], texts: dict[str, str]) -> Iterator[tuple[Callable[..., Any], dict[str, str]]]:
@@ -39,13 +42,12 @@ def rebuilt(fn: Callable[..., Any], texts: dict[str, str]) -> Iterator[tuple[Cal
         builder = _Builder(codes)
         try:
             fixed = builder.callable(fn, [_module_of_file(path) for path in texts])
-        except CannotRebuildError:
-            raise
-        except Exception as error:
-            raise CannotRebuildError(f"the fixed code could not be rebuilt: {type(error).__name__}: {error}") from error
-        yield fixed, {copy_path: original for original, copy_path in copies.items()}
-        for copy_path in copies.values():
-            linecache.checkcache(copy_path)
+            yield fixed, {copy_path: original for original, copy_path in copies.items()}
+        finally:
+            for name in builder.registered:
+                sys.modules.pop(name, None)
+            for copy_path in copies.values():
+                linecache.checkcache(copy_path)
 
 
 def _write_copies(folder: Path, texts: dict[str, str]) -> dict[str, str]:
@@ -98,13 +100,15 @@ class _Builder:
         self.codes = codes
         self.namespaces: dict[int, dict[str, Any]] = {}  # id(original globals) -> the copy
         self.replaced: dict[int, Any] = {}  # id(original function, class or module) -> rebuilt
+        self.registered: list[str] = []  # the copies' module names in sys.modules, while the block runs
+        self.module_names: dict[int, str] = {}  # id(original globals) -> the module's own name
 
     def callable(self, fn: Callable[..., Any], modules: list[types.ModuleType | None]) -> Callable[..., Any]:
         entry_globals = _globals_of(fn)
         for namespace in [entry_globals] + [vars(m) for m in modules if m is not None]:
             self._copy(namespace)
-        for copied in list(self.namespaces.values()):
-            self._rebuild_definitions(copied)
+        for original_id, copied in list(self.namespaces.items()):
+            self._rebuild_definitions(self.module_names.get(original_id), copied)
         for copied in self.namespaces.values():
             for name, value in list(copied.items()):
                 if id(value) in self.replaced:
@@ -119,18 +123,24 @@ class _Builder:
         name = namespace.get("__name__")
         module = sys.modules.get(name) if isinstance(name, str) else None
         if isinstance(name, str) and module is not None and vars(module) is namespace:
-            proxy = types.ModuleType(name)
+            # a module of its own name: dynamo writes globals through sys.modules[__name__], so the copy's
+            # writes must land in the copy, never in the user's module
+            fresh = f"_neurondev_rebuilt_{next(_FRESH)}_{name}"
+            proxy = types.ModuleType(fresh)
             proxy.__dict__.update(namespace)
+            proxy.__dict__["__name__"] = fresh
+            sys.modules[fresh] = proxy
+            self.registered.append(fresh)
             self.replaced[id(module)] = proxy
+            self.module_names[id(namespace)] = name
             copied = proxy.__dict__
         else:
             copied = dict(namespace)
         self.namespaces[id(namespace)] = copied
         return copied
 
-    def _rebuild_definitions(self, copied: dict[str, Any]) -> None:
+    def _rebuild_definitions(self, module_name: str | None, copied: dict[str, Any]) -> None:
         """Functions and nn.Module classes defined in this namespace's module, rebuilt in the copy."""
-        module_name = copied.get("__name__")
         for value in list(copied.values()):
             if inspect.isfunction(value) and id(value.__globals__) in self.namespaces and id(value) not in self.replaced:
                 self.replaced[id(value)] = self.function(value)

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from neurondev.fixes.edits import Edit, FileEdits
+from neurondev.fixes.edits import Edit, FileEdits, dedented
 from neurondev.fixes.rebuild import rebuilt
 from neurondev.fixes.records import Fix
 from neurondev.fx.pins import DevicePin, find_pins
@@ -72,12 +71,12 @@ def _fixes(files: Sequence[FileEdits], outcome: _Outcome) -> tuple[Fix, ...]:
 
 
 def _fix(edit: Edit, verified: bool, why: str) -> Fix:
-    after = textwrap.dedent(edit.after).rstrip("\n") if edit.after is not None else None
+    after = dedented(edit.after) if edit.after is not None else None
     return Fix(
         edit.source,
         edit.spelling.first,
         edit.spelling.last,
-        textwrap.dedent(edit.before).rstrip("\n"),
+        dedented(edit.before),
         after,
         edit.spelling.advice,
         edit.spelling.removes,
@@ -106,11 +105,12 @@ def _round(
     everyone = lambda reason: _Outcome({id(e): reason for _, e in spelled}, "")  # noqa: E731
     args, kwargs = call
     try:
-        with kept_rng(), rebuilt(fn, texts) as (fixed_fn, originals):
+        # the original runs rebuilt too (its own code, copied namespaces): neither run writes to the user's globals
+        with kept_rng(), rebuilt(fn, texts) as (fixed_fn, originals), rebuilt(fn, {}) as (original_fn, _):
             fixed = capture(fixed_fn, *args, **kwargs)
             new_pins = [p for i, g in enumerate(fixed.graphs) for p in find_pins(g, target=target, graph=i)]
             failures = _pin_failures(spelled, applied, files, originals, pins, new_pins)
-            outputs = _outputs_differ(fn, fixed_fn, args, kwargs)
+            outputs = _outputs_differ(original_fn, fixed_fn, args, kwargs)
             xla_failures, xla_note = _xla_failures(fixed, fixed_fn, call, spelled, applied, files, originals, target) if xla else ({}, "")
     except Exception as error:  # the fixed code does not load, trace or run: no fix is verified, the reason is said
         message = str(error).strip().splitlines()[0][:300] if str(error).strip() else ""

@@ -170,3 +170,27 @@ def test_pins_of_the_same_node_name_in_two_graphs_are_told_apart(user_module):
     fixed, unspelled = explanation.fixes
     assert fixed.verified and fixed.after == "out = x.new_zeros(x.shape)", fixed.why  # the arange's node is named out too
     assert unspelled.status == "no spelling"
+
+
+def test_verifying_writes_nothing_into_the_users_module_globals(user_module):
+    pinned, clean = (
+        user_module(
+            f"""
+            import torch
+
+            CALLS = 0
+
+            def entry(x):
+                global CALLS
+                CALLS += 1
+                out = {make}
+                out.copy_(x * 2)
+                return out
+            """
+        )
+        for make in ("torch.zeros(x.shape, device=x.device)", "x.new_zeros(x.shape)")
+    )
+    (fix,) = neurondev.explain(pinned.entry, torch.randn(4), run=False, quiet=True).fixes
+    assert neurondev.explain(clean.entry, torch.randn(4), run=False, quiet=True).fixes == ()
+    assert fix.verified
+    assert pinned.CALLS == clean.CALLS  # verifying the fix ran the function, but never in the user's namespace
