@@ -102,6 +102,7 @@ class _Builder:
         self.replaced: dict[int, Any] = {}  # id(original function, class or module) -> rebuilt
         self.registered: list[str] = []  # the copies' module names in sys.modules, while the block runs
         self.module_names: dict[int, str] = {}  # id(original globals) -> the module's own name
+        self.building: set[int] = set()  # functions being rebuilt (a closure may hold its own function)
 
     def callable(self, fn: Callable[..., Any], modules: list[types.ModuleType | None]) -> Callable[..., Any]:
         entry_globals = _globals_of(fn)
@@ -152,10 +153,32 @@ class _Builder:
         code = self.codes.get((fn.__code__.co_filename, fn.__code__.co_qualname), fn.__code__)
         if code.co_freevars != fn.__code__.co_freevars:
             raise CannotRebuildError(f"the fixed {fn.__qualname__} closes over other names than the original")
-        rebuilt_fn = types.FunctionType(code, self._copy(fn.__globals__), fn.__name__, fn.__defaults__, fn.__closure__)
+        self.building.add(id(fn))
+        try:
+            closure = self._cells(fn.__closure__)
+        finally:
+            self.building.discard(id(fn))
+        rebuilt_fn = types.FunctionType(code, self._copy(fn.__globals__), fn.__name__, fn.__defaults__, closure)
         rebuilt_fn.__kwdefaults__ = copy.copy(fn.__kwdefaults__)
         rebuilt_fn.__qualname__ = fn.__qualname__
         return rebuilt_fn
+
+    def _cells(self, closure: tuple[types.CellType, ...] | None) -> tuple[types.CellType, ...] | None:
+        """New cells: a ``nonlocal`` the rebuilt function assigns stays its own, and a function held in
+        the closure (a helper passed in) is rebuilt too when it comes from a namespace involved."""
+        if closure is None:
+            return None
+        cells = []
+        for cell in closure:
+            try:
+                value = cell.cell_contents
+            except ValueError:  # a cell not bound yet
+                cells.append(types.CellType())
+                continue
+            if inspect.isfunction(value) and id(value.__globals__) in self.namespaces and id(value) not in self.building:
+                value = self.replaced.get(id(value)) or self.replaced.setdefault(id(value), self.function(value))
+            cells.append(types.CellType(value))
+        return tuple(cells)
 
     def _subclass(self, cls: type) -> type:
         methods = {name: self.function(member) for name, member in vars(cls).items() if inspect.isfunction(member)}

@@ -194,3 +194,29 @@ def test_verifying_writes_nothing_into_the_users_module_globals(user_module):
     assert neurondev.explain(clean.entry, torch.randn(4), run=False, quiet=True).fixes == ()
     assert fix.verified
     assert pinned.CALLS == clean.CALLS  # verifying the fix ran the function, but never in the user's namespace
+
+
+def test_verifying_rebinds_nothing_in_the_users_closure(user_module):
+    module = user_module(
+        """
+        import torch
+
+        def counted(make_buffer):
+            calls = 0
+
+            def entry(x):
+                nonlocal calls
+                calls += 1
+                out = make_buffer(x)
+                out.copy_(x * 2)
+                return out
+
+            return entry, lambda: calls
+
+        pinned, pinned_calls = counted(lambda x: torch.zeros(x.shape, device=x.device))
+        clean, clean_calls = counted(lambda x: x.new_zeros(x.shape))
+        """
+    )
+    (fix,) = neurondev.explain(module.pinned, torch.randn(4), run=False, quiet=True).fixes
+    assert neurondev.explain(module.clean, torch.randn(4), run=False, quiet=True).fixes == ()
+    assert fix.verified and module.pinned_calls() == module.clean_calls()
