@@ -28,11 +28,11 @@ from neurondev.errors import (
     XlaInputError,
     XlaUnavailableError,
 )
-from neurondev.fixes.records import Fix
 from neurondev.fx.pins import DevicePin, diagnose, find_pins
 from neurondev.integrations.backend import backend
 from neurondev.passes.device_rewriter import DeviceRewriterPass, Rewrite, rewrite_copy
 from neurondev.report.check import check
+from neurondev.report.fixes.records import Fix
 from neurondev.report.model import Explanation, Section, SectionKey
 from neurondev.report.pipeline import explain
 from neurondev.trace.capture import Capture, capture

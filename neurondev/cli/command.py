@@ -301,7 +301,7 @@ def _check(options: argparse.Namespace) -> int:
 def _fix(options: argparse.Namespace) -> int:
     """0: every pin in the user's code has a verified fix (shown or written); 1: some remain; 2: an error."""
     from neurondev import explain
-    from neurondev.fixes.patch import write_fixes
+    from neurondev.report.fixes.patch import write_fixes
 
     if options.force and not options.write:
         raise UsageError("--force goes with --write (it lets --write change a file with uncommitted git changes)")

@@ -16,9 +16,9 @@ from typing import Any
 import torch
 
 from neurondev.errors import UnknownExampleError
-from neurondev.fixes.records import Fix
 from neurondev.gallery import patterns
 from neurondev.gallery.patterns import collective_function, seed_function
+from neurondev.report.fixes.records import Fix
 
 __all__ = ["CATALOGUE", "Example", "Outcome", "collective_function", "describe_fixes", "get", "gloo_group", "list", "seed_function"]
 

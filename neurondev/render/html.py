@@ -14,8 +14,8 @@ from neurondev.trace.source import SourceLine, is_user_file
 from neurondev.xla.run import RunRecord
 
 if TYPE_CHECKING:
-    from neurondev.fixes.records import Fix
     from neurondev.fx.pins import DevicePin
+    from neurondev.report.fixes.records import Fix
     from neurondev.report.model import Explanation, Section
     from neurondev.report.verdicts import Verdict
 

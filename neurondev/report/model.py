@@ -20,10 +20,10 @@ import torch
 import torch.fx
 
 from neurondev.errors import InvalidOptionError, InvalidSubjectError
-from neurondev.fixes.records import Fix
 from neurondev.fx.kernels import CpuKernel
 from neurondev.fx.pins import DevicePin, pin_table
 from neurondev.passes.device_rewriter import Rewrite
+from neurondev.report.fixes.records import Fix
 from neurondev.report.verdicts import Verdict
 from neurondev.trace.capture import Capture
 from neurondev.trace.inputs import HostValue
@@ -246,7 +246,7 @@ class Explanation:
         """A unified diff of every verified fix in the user's files (paths relative to ``root``, default
         the working folder); apply it with ``git apply`` or ``patch -p1``. Fixes in notebook cells are in
         ``fixes`` (and on the card), not in the diff."""
-        from neurondev.fixes.patch import unified_diff
+        from neurondev.report.fixes.patch import unified_diff
 
         if root is not None and (not isinstance(root, (str, Path)) or not Path(root).is_dir()):
             raise InvalidOptionError(

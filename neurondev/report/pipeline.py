@@ -16,12 +16,12 @@ import torch
 import torch.fx
 
 from neurondev.errors import InvalidOptionError, NotCallableError, TraceError, XlaUnavailableError
-from neurondev.fixes.records import Fix
 from neurondev.fx.devices import parse_target
 from neurondev.fx.kernels import CpuKernel, cpu_kernels
 from neurondev.fx.pins import DevicePin, find_pins
 from neurondev.notebook.progress import Stages
 from neurondev.passes.device_rewriter import Rewrite, rewrite_copy
+from neurondev.report.fixes.records import Fix
 from neurondev.report.model import Explanation, NativeTiming, Section, SectionKey
 from neurondev.report.options import ExplainOptions, default, refuse_shadowing
 from neurondev.report.verdicts import Verdict, cpu_verdict, rewrite_verdict
@@ -211,8 +211,8 @@ def fix_stage(
 ) -> tuple[Fix, ...]:
     """The fixed statement for each pin in the user's own code, verified by tracing the fixed code again
     (at dynamo's level, whatever level is explained: the statements are the same)."""
-    from neurondev.fixes.edits import propose
-    from neurondev.fixes.verify import verify
+    from neurondev.report.fixes.edits import propose
+    from neurondev.report.fixes.verify import verify
 
     pins = [pin for graph in pinned for pin in graph.pins]
     if call is not None:

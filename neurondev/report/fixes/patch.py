@@ -12,8 +12,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from neurondev.errors import NeurondevError, UncommittedChangesError
-from neurondev.fixes.edits import dedented
-from neurondev.fixes.records import Fix
+from neurondev.report.fixes.edits import dedented
+from neurondev.report.fixes.records import Fix
 
 __all__ = ["BACKUP_SUFFIX", "Written", "fixed_texts", "unified_diff", "write_fixes"]
 

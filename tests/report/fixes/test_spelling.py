@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from neurondev.fixes.edits import propose
 from neurondev.fx.pins import find_pins
+from neurondev.report.fixes.edits import propose
 from neurondev.trace.capture import capture
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -68,7 +68,7 @@ def test_statements_without_a_spelling_say_so_and_name_their_pins(user_module):
 def test_without_libcst_a_statement_gets_no_fixed_line_and_says_how_to_install_it(user_module, monkeypatch):
     import builtins
 
-    from neurondev.fixes.spelling import spell
+    from neurondev.report.fixes.spelling import spell
 
     pins = pins_of(user_module)
     real_import = builtins.__import__

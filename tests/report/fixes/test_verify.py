@@ -15,8 +15,8 @@ import torch
 
 import neurondev
 from neurondev import examples
-from neurondev.fixes.edits import propose
-from neurondev.fixes.verify import verify
+from neurondev.report.fixes.edits import propose
+from neurondev.report.fixes.verify import verify
 
 pytestmark = pytest.mark.xla
 

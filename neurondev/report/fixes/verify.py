@@ -11,10 +11,10 @@ from typing import Any
 
 import torch
 
-from neurondev.fixes.edits import Edit, FileEdits, dedented
-from neurondev.fixes.rebuild import rebuilt
-from neurondev.fixes.records import Fix
 from neurondev.fx.pins import DevicePin, find_pins
+from neurondev.report.fixes.edits import Edit, FileEdits, dedented
+from neurondev.report.fixes.rebuild import rebuilt
+from neurondev.report.fixes.records import Fix
 from neurondev.trace.copies import kept_rng, traced_copies
 
 __all__ = ["verify"]

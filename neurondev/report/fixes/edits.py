@@ -7,8 +7,8 @@ import linecache
 import textwrap
 from collections.abc import Iterable, Sequence
 
-from neurondev.fixes.spelling import Spelling, spell, statement_lines
 from neurondev.fx.pins import DevicePin
+from neurondev.report.fixes.spelling import Spelling, spell, statement_lines
 from neurondev.trace.source import SourceLine, is_user_file
 
 __all__ = ["Edit", "FileEdits", "dedented", "propose"]

@@ -1,1 +1,0 @@
-"""Verified source fixes: the fixed line for each pin in the user's code, proven by tracing the fixed code again."""
