@@ -17,20 +17,23 @@ import torch.utils._pytree as _pytree
 __all__ = [
     "CHECKED_WITH",
     "DYNAMIC_MARKS",
-    "OpOverload",
-    "OpOverloadPacket",
     "aot_autograd",
+    "cache_entry_ids",
+    "compiled_code_objects",
     "concrete",
     "default_tolerances",
     "detect_fake_mode",
     "dynamo_break_of",
     "extract_compiled_graph",
-    "increment_xla_counter",
     "ipython_cell_number",
     "keystr",
     "lookup_backend",
     "make_boxed_func",
+    "OpOverload",
+    "OpOverloadPacket",
     "qualified_name",
+    "reset_code",
+    "tree_flatten",
     "tree_flatten_with_path",
     "tree_leaves",
     "tree_map",
@@ -42,6 +45,7 @@ CHECKED_WITH = {"torch": "2.9.0", "torch_xla": "2.9.0", "IPython": "9.18.1"}
 # torch.utils._pytree: nested inputs and outputs (lists, tuples, dicts, dataclasses registered with torch)
 tree_leaves = _pytree.tree_leaves
 tree_map = _pytree.tree_map
+tree_flatten = _pytree.tree_flatten
 tree_flatten_with_path = _pytree.tree_flatten_with_path
 tree_unflatten = _pytree.tree_unflatten
 keystr = _pytree.keystr
@@ -121,13 +125,6 @@ def dynamo_break_of(gm: torch.fx.GraphModule) -> tuple[str, Any] | None:
     return str(reason.reason), frame
 
 
-def increment_xla_counter(name: str, value: int) -> None:
-    """Add ``value`` to torch_xla's counter ``name`` (to give back counters a bridge cleared)."""
-    import torch_xla
-
-    torch_xla._XLAC._xla_increment_counter(name, value)
-
-
 def extract_compiled_graph(model: torch.fx.GraphModule, args: Any) -> Any:
     """What torch_xla's dynamo bridge (the openxla backend) compiles ``model`` into."""
     import torch_xla.core.dynamo_bridge as bridge
@@ -141,3 +138,24 @@ def ipython_cell_number(file: str) -> int | None:
     shell = ipython.get_ipython() if ipython is not None else None
     names = getattr(getattr(shell, "compile", None), "_filename_map", None) or {}
     return names.get(file)
+
+
+def compiled_code_objects() -> list[Any]:
+    """Every code object dynamo has compiled a frame of in this process (and that is still alive)."""
+    from torch._dynamo import convert_frame
+
+    return [code for ref in list(convert_frame.input_codes.seen) if (code := ref()) is not None]
+
+
+def cache_entry_ids(code: Any) -> set[int]:
+    """The identities of the cache entries dynamo keeps on ``code`` (one per compiled variant)."""
+    from torch._C._dynamo.eval_frame import _debug_get_cache_entry_list
+
+    return {id(entry) for entry in _debug_get_cache_entry_list(code)}
+
+
+def reset_code(code: Any) -> None:
+    """Drop every cache entry dynamo keeps on ``code``."""
+    from torch._C._dynamo.eval_frame import reset_code as reset
+
+    reset(code)

@@ -18,7 +18,6 @@ __all__ = [
     "InputCountError",
     "InvalidOptionError",
     "OptionShadowsArgumentError",
-    "MixedDeviceInputsError",
     "XlaUnavailableError",
     "XlaInputError",
     "UnsupportedWorldSizeError",
@@ -74,10 +73,6 @@ class InvalidOptionError(NeurondevError, ValueError):
 
 class OptionShadowsArgumentError(NeurondevError, TypeError):
     """An option of explain or check has the name of one of the function's own arguments."""
-
-
-class MixedDeviceInputsError(NeurondevError, ValueError):
-    """The neurondev backend was given inputs on XLA and inputs elsewhere in one graph."""
 
 
 class XlaUnavailableError(NeurondevError, ImportError):

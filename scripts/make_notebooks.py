@@ -52,7 +52,16 @@ ex""",
     ),
     (
         "md",
-        """The card reads top to bottom: the headline (pins, then what happened on the XLA device before
+        """The card answers two questions, kept apart.
+
+1. **Your program on XLA** (the first line and the first table): your whole function under
+   `torch.compile`, its inputs on the XLA device, as written (torch_xla's `openxla` backend) and
+   with the `neurondev` backend, each called twice, against the function run eagerly on CPU. Traced
+   with the inputs on XLA, `device=x.device` *is* XLA: this function is fine as a program.
+2. **Traced on CPU, the graph moved to XLA**: what a backend sees that traces on CPU and then runs
+   the graph on XLA (vLLM's Neuron backend does): there the device is frozen to `cpu`.
+
+The second part reads top to bottom: the headline (pins, then what happened on the XLA device before
 and after `DeviceRewriterPass`), the pin table with the line of your code and what to write
 instead, the fixed statement (verified: see the end of this notebook), both graphs (pins orange, breaks and the edges where values crossed devices red,
 rewritten nodes blue), the measured figures, and the generated code before and after.
@@ -62,8 +71,17 @@ The same in plain text, for a terminal or a log:""",
     ("code", """print(ex.summary())"""),
     (
         "md",
-        """Everything on the card is data too: `ex.pin_table()` is a pandas DataFrame (one row per pin),
-`ex.before` / `ex.after` hold one `RunRecord` per graph.""",
+        """Everything on the card is data too: `ex.program` holds the two program runs (`as_written`,
+`rewritten`: each ok or failed with the line, compared with CPU, with the graphs, XLA compiles,
+executions and transfers of each call), `ex.pin_table()` is a pandas DataFrame (one row per pin),
+`ex.before` / `ex.after` hold one `RunRecord` per graph traced on CPU.""",
+    ),
+    (
+        "code",
+        """for run in (ex.program.as_written, ex.program.rewritten):
+    print(f"{run.backend}: {run.describe()}")
+    print(f"   per call: graphs {[c.graphs for c in run.calls]}, transfers to host {[c.transfers_to_host for c in run.calls]}")
+print("your program agrees with CPU:", ex.xla_matches_cpu, "| the CPU-traced graph on XLA agrees with CPU:", ex.graphs_match_cpu)""",
     ),
     ("code", """ex.pin_table()[["node", "function", "device", "kind", "line", "code"]]"""),
     (
@@ -72,7 +90,7 @@ The same in plain text, for a terminal or a log:""",
 print("breaks before:", [b.node for b in before.graph_breaks], "| transfers to host:", before.transfers_to_host)
 print("breaks after: ", [b.node for b in after.graph_breaks], "| transfers to host:", after.transfers_to_host)
 print("outputs on:", before.output_devices, "->", after.output_devices)
-print("the rewrite changed no values:", ex.rewrite_preserves_values, "| XLA agrees with CPU:", ex.xla_matches_cpu)""",
+print("the rewrite changed no values:", ex.rewrite_preserves_values, "| the graph on XLA agrees with CPU:", ex.graphs_match_cpu)""",
     ),
     (
         "md",
@@ -591,6 +609,50 @@ ex""",
     ),
     (
         "md",
+        """## What only running your program shows
+
+Some code runs on XLA eagerly, traces cleanly on CPU, and still fails as a program: dynamo traces
+with the values on XLA, the Python between its graphs runs on XLA values, and torch_xla's bridge
+joins the graphs. `explain` runs your function that way every time (`ex.program`), so these are
+found with the line that fails and what it is:""",
+    ),
+    (
+        "code",
+        """SCALE = torch.ones(8) * 2    # a tensor in a global: it stays on the host when the inputs go to XLA
+
+def reads_a_global(x):
+    return torch.relu(x) * SCALE
+
+def numpy_between_graphs(x):
+    h = torch.relu(x) + 1
+    k = h.numpy().max()
+    return h / float(k)
+
+for fn in (reads_a_global, numpy_between_graphs):
+    run = neurondev.explain(fn, torch.randn(8), quiet=True).program.as_written
+    print(f"{fn.__name__}: {run.failure.kind} at line {run.failure.line} of the cell ({run.failure.stage}): {run.failure.message}")""",
+    ),
+    (
+        "md",
+        """The global is a *host value*: the card says to pass it in or make it a buffer (`model.to(xla)`
+moves buffers, not globals). The NumPy call needs the value on the host in the middle of the
+program. Code that branches on the device is the third kind: it runs, but computes something else
+on XLA, and the two traces, aligned by line, say where:""",
+    ),
+    (
+        "code",
+        """def branches(x):
+    if x.device.type == "cpu":
+        return x * 2
+    return x * 3
+
+branched = neurondev.explain(branches, torch.randn(8), quiet=True)
+print("your program agrees with CPU:", branched.xla_matches_cpu, "| the CPU graph moved to XLA agrees:", branched.graphs_match_cpu)
+for line in branched.device_specialised:
+    print(line.describe())""",
+    ),
+    (
+        "md",
         """## ATen level: the graphs a training step compiles
 
 For training, aot_autograd turns each dynamo graph into a forward and a backward graph of ATen
@@ -616,7 +678,7 @@ model, x, y = Regressor(), torch.randn(5, 8), torch.randn(5, 4)
 training = neurondev.explain(model, x, y, level="aten", quiet=True)
 for section in training.sections:
     print(f"{section.label}: pins {[p.function for p in section.pins]}, "
-          f"after the pass: {len(section.after.graph_breaks)} breaks, XLA agrees with CPU: {section.cpu_verdict.matches}")""",
+          f"after the pass: {len(section.after.graph_breaks)} breaks, the graph on XLA agrees with CPU: {section.cpu_verdict.matches}")""",
     ),
     (
         "code",

@@ -100,17 +100,16 @@ CATALOGUE = [
     ("fix_of-node-name", lambda: seed_explanation().fix_of("out"), neurondev.InvalidSubjectError, TypeError, "one of this Explanation's pins (ex.pins[i])"),
     ("patch-root-int", lambda: seed_explanation().patch(root=5), neurondev.InvalidOptionError, ValueError, "root is the folder"),
     ("patch-root-missing", lambda: seed_explanation().patch(root="/no/such/folder"), neurondev.InvalidOptionError, ValueError, "an existing folder"),
-    ("backend-mixed-inputs", lambda: _mixed_inputs(), neurondev.MixedDeviceInputsError, ValueError, "on XLA (a) and elsewhere (b (cpu))"),
+    ("backend-int-target", lambda: _backend_with_target(5), neurondev.InvalidTargetError, ValueError, "torch would read an int as a CUDA index"),
 ]
 # fmt: on
 
 
-def _mixed_inputs():
+def _backend_with_target(target):
     from neurondev import xla
-    from neurondev.integrations.backend import input_placement
 
     gm = torch.fx.symbolic_trace(lambda a, b: a + b)
-    return input_placement(gm, [torch.randn(2).to(xla.device()), torch.randn(2)])
+    return neurondev.backend(gm, [torch.randn(2).to(xla.device()), torch.randn(2)], target=target)
 
 
 @pytest.mark.parametrize("call, error, builtin, phrase", [row[1:] for row in CATALOGUE], ids=[row[0] for row in CATALOGUE])

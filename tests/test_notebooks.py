@@ -19,10 +19,13 @@ pytestmark = [pytest.mark.xla, pytest.mark.slow]
 # What each notebook must show (in its printed output), beyond running without an error.
 KEY_TEXT = {
     "01_quickstart.ipynb": [
-        "1 frozen device pin(s) (torch.empty at",
+        "Your program on XLA (torch.compile): as written (openxla) runs (1 graph(s), 0 transfer(s) to the host per call) and agrees",
+        "Traced on CPU, the graph moved to XLA: 1 frozen device pin(s) (torch.empty at",
         "-> 1 graph break(s) on xla:0 (copy_ pulls a value to the host). After DeviceRewriterPass: 0 breaks, 0 transfers to the host; "
-        "the rewrite changed no values; XLA agrees with CPU.",
-        "the rewrite changed no values: True | XLA agrees with CPU: True",
+        "the rewrite changed no values; the graph on XLA agrees with CPU.",
+        "per call: graphs [1, 0], transfers to host [0, 0]",
+        "your program agrees with CPU: True | the CPU-traced graph on XLA agrees with CPU: True",
+        "the rewrite changed no values: True | the graph on XLA agrees with CPU: True",
         "breaks before: ['copy_'] | transfers to host: 1",
         "breaks after:  [] | transfers to host: 0",
         "fails on xla:0 at masked_fill",
@@ -33,8 +36,8 @@ KEY_TEXT = {
     "02_why_devices_freeze.ipynb": [
         "out = torch.zeros(8, device = device(type='cpu'))",
         "out = l_args_0_.new_zeros(8)",
-        "like-and-new: No device pin",
-        "tensor: 1 frozen device pin(s)",
+        "Traced on CPU, the graph moved to XLA: No device pin",
+        "Traced on CPU, the graph moved to XLA: 1 frozen device pin(s) (torch.tensor at patterns.py:",
         "1 upload(s) of host data per call (table)",
         "            seed: out = x.new_empty(64, dtype=torch.float32)",  # the gallery table's verified fix column
         "          arange: no spelling: compile through the neurondev backend",
@@ -73,7 +76,10 @@ KEY_TEXT = {
         "native run fails at counts (line 3 of the cell): NotImplementedError",
         "the CPU trace, rewritten, is the graph traced natively on XLA",
         "rewritten/native within 1.25: True",
-        "graph 0 forward: pins ['aten.arange.default'], after the pass: 0 breaks, XLA agrees with CPU: True",
+        "graph 0 forward: pins ['aten.arange.default'], after the pass: 0 breaks, the graph on XLA agrees with CPU: True",
+        "reads_a_global: mixed devices at compile time at line 4 of the cell (compile):",
+        "numpy_between_graphs: host-only call between graphs at line 9 of the cell (python):",
+        "your program agrees with CPU: False | the CPU graph moved to XLA agrees: True",
         "graph 0 backward: pins ['aten.scalar_tensor.default', 'aten.scalar_tensor.default'], after the pass: 0 breaks",
         "weight gradient on XLA equals eager CPU: True",
         "2 device pin(s) frozen into the graph of buffer_and_positions",

@@ -93,6 +93,7 @@ def _parser() -> argparse.ArgumentParser:
     guard.add_argument("--target", default="xla", help="the target device (default: %(default)s)")
     guard.add_argument("--json", action="store_true", help='print the findings as JSON (an error as {"clean": null, "error": ...})')
     guard.add_argument("--suggest", action="store_true", help="put the verified fixed line under each pin")
+    guard.add_argument("--program", action="store_true", help="also run the function under torch.compile on XLA (a failure is a finding)")
     guard.set_defaults(run=_check)
     mend = commands.add_parser("fix", help="the verified fix of each pin in your code: print the diff, or write it")
     mend.add_argument("function", metavar="MODULE:FUNC", help="pkg.module:function, path/to/file.py:function, or a Module class")
@@ -119,7 +120,7 @@ def _run_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--target", default="xla", help="the device pins are rewritten to (default: %(default)s)")
     sub.add_argument("--html", help="write the self-contained report here")
     sub.add_argument("--json", help="write everything as JSON here")
-    sub.add_argument("--no-run", action="store_true", help="do not run on the XLA device")
+    sub.add_argument("--no-run", action="store_true", help="do not run on the XLA device (neither the graphs nor your program)")
     sub.add_argument(
         "--model-explorer", metavar="FOLDER", help="write the graphs and overlays for Model Explorer here (neurondev[explorer])"
     )
@@ -198,11 +199,15 @@ def _report(explanation: Explanation, options: argparse.Namespace) -> int:
 
 
 def _verdict(explanation: Explanation) -> int:
-    """0: the rewritten graphs have no breaks and the outputs match (or nothing ran); 1 otherwise."""
+    """0: your program runs on XLA with the neurondev backend and agrees with CPU, and the rewritten
+    graphs have no breaks and agree (or nothing ran); 1 otherwise."""
+    program = explanation.program
+    if program is not None and (not program.rewritten.ok or program.rewritten.matches_cpu is False):
+        return EXIT_FINDINGS
     if explanation.skipped:
         return EXIT_CLEAN
     after = explanation.totals("after")
-    agree = explanation.rewrite_preserves_values is not False and explanation.xla_matches_cpu is not False
+    agree = explanation.rewrite_preserves_values is not False and explanation.graphs_match_cpu is not False
     clean = after["graph_breaks"] == 0 and after["failures"] == 0 and agree
     return EXIT_CLEAN if clean else EXIT_FINDINGS
 
@@ -289,7 +294,7 @@ def _check(options: argparse.Namespace) -> int:
 
     fn, args = _function_and_inputs(options)
     try:
-        check(fn, *args, target=options.target, allow=options.allow, suggest=options.suggest)
+        check(fn, *args, target=options.target, allow=options.allow, suggest=options.suggest, program=options.program)
     except DevicePinsError as error:
         findings = [f.to_dict() for f in error.findings]
         print(json.dumps({"clean": False, "findings": findings}, indent=2) if options.json else str(error))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import linecache
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import torch
@@ -22,6 +22,7 @@ from neurondev.fx.devices import (
     parse_target,
     slot_device,
 )
+from neurondev.fx.subgraphs import subgraphs
 from neurondev.trace.capture import Capture
 from neurondev.trace.source import Located, SourceLine, judge_kind, source_line, source_of
 
@@ -91,27 +92,38 @@ def find_pins(
     """Every device pin of ``gm`` (a GraphModule or an ExportedProgram) not already on ``target``, in graph order.
 
     When the target names an index (``xla:0``), a device with another index (or none) is a pin too.
-    ``traced_on_meta``: the graph was traced on meta, where ``device=meta`` is the frozen device
+    Pins inside the bodies higher-order ops call (a custom ``autograd.Function``'s forward and
+    backward, ``torch.cond``'s branches, activation checkpointing) are found too, named with
+    their body (``fwd_body_0.lo``). ``traced_on_meta``: the graph was traced on meta, where ``device=meta`` is the frozen device
     (rewritable, as ``cpu`` is in a CPU trace).
     """
     module = graph_module_of(gm, purpose="find_pins needs a traced graph, got")
     wanted = parse_target(target)
     pins = []
-    for node in module.graph.nodes:
+    for prefix, node in _nodes_and_bodies(module):
         for slot in device_slots(node):
             device = slot_device(node, slot)
             if not on_target(device, wanted):
-                pins.append(_pin(node, slot, device, graph, part, traced_on_meta))
+                pins.append(_pin(node, slot, device, graph, part, traced_on_meta, prefix))
     return pins
 
 
-def _pin(node: torch.fx.Node, slot: Slot, device: torch.device, graph: int, part: str, traced_on_meta: bool = False) -> DevicePin:
+def _nodes_and_bodies(gm: torch.fx.GraphModule) -> Iterator[tuple[str, torch.fx.Node]]:
+    """The graph's own nodes, then those of every body a higher-order op calls (with the body's name)."""
+    yield from (("", node) for node in gm.graph.nodes)
+    for body in subgraphs(gm):
+        yield from ((f"{body.name}.", node) for node in body.module.graph.nodes)
+
+
+def _pin(
+    node: torch.fx.Node, slot: Slot, device: torch.device, graph: int, part: str, traced_on_meta: bool = False, prefix: str = ""
+) -> DevicePin:
     source = source_of(node) or (_with_statement(node) if slot.kind == "type" else None)
     rewritable = device.type != "meta" or traced_on_meta
     method = slot.kind == "method"
     return DevicePin(
         graph=graph,
-        node=node.name,
+        node=prefix + node.name,
         op=node.op,
         function=function_name(node),
         device=device if method else slot.value,
@@ -120,7 +132,7 @@ def _pin(node: torch.fx.Node, slot: Slot, device: torch.device, graph: int, part
         kwargs_pass=rewritable and (slot.kind == "kwarg" or (method and "device" in node.kwargs)),
         default_pass=rewritable and not is_output_transfer(node, device),
         kind="assertion" if is_assertion(node) else judge_kind(source, slot.location, device_call=node.target is torch.device),
-        users=tuple(user.name for user in node.users),
+        users=tuple(prefix + user.name for user in node.users),
         source=source,
         part=part,
         output_transfer=is_output_transfer(node, device),

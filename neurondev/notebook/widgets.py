@@ -10,6 +10,7 @@ import torch.fx
 
 from neurondev.errors import InvalidSubjectError, NeurondevError
 from neurondev.fx.pins import DevicePin
+from neurondev.fx.subgraphs import node_named
 from neurondev.report.advice import fix_for
 from neurondev.report.model import Explanation, Section
 
@@ -43,10 +44,11 @@ class Explorer(widgets.VBox):
         self.progress = widgets.IntProgress(value=0, min=0, max=1, description="", layout=widgets.Layout(visibility="hidden"))
         self.status = widgets.HTML()
         self.metrics = widgets.HTML()
+        self.program = widgets.HTML()
         self.picture = widgets.HTML()
         controls = widgets.HBox([self.which, self.radius])
         running = widgets.HBox([self.target, self.run_button, self.progress])
-        super().__init__([self.pins, self.detail, controls, self.picture, running, self.status, self.metrics])
+        super().__init__([self.program, self.pins, self.detail, controls, self.picture, running, self.status, self.metrics])
         self.add_class("neurondev-explorer")
         self.pins.observe(lambda _: self._show_pin(), names="value")
         self.which.observe(lambda _: self._draw(), names="value")
@@ -65,6 +67,7 @@ class Explorer(widgets.VBox):
         self.pins.value = options[0][1] if options else None
         self._show_pin()
         self.metrics.value = self._metrics_html()
+        self.program.value = self._program_html()
 
     @staticmethod
     def _pin_label(pin: DevicePin) -> str:
@@ -143,6 +146,12 @@ class Explorer(widgets.VBox):
         body = "".join(f"<h4>{_e(s.label)}</h4>{metrics_table(s)}" for s in ex.sections if s.before or s.after)
         return f'<style>{CSS}</style><div class="neurondev-card"><p>{_e(ex.summary())}</p>{body}</div>'
 
+    def _program_html(self) -> str:
+        """Your program on XLA, as written and rewritten (the runs explain made; Run on XLA re-runs the graphs)."""
+        from neurondev.render.html import CSS, program_panel
+
+        return f'<style>{CSS}</style><div class="neurondev-card nd-explorer-program">{program_panel(self.explanation)}</div>'
+
     # --- actions -------------------------------------------------------------------------------
     def run(self) -> None:
         """Rewrite for the target in the text box and run both graphs again, with progress."""
@@ -163,7 +172,7 @@ class Explorer(widgets.VBox):
 
 
 def _node(gm: torch.fx.GraphModule, name: str) -> torch.fx.Node | None:
-    return next((node for node in gm.graph.nodes if node.name == name), None)
+    return node_named(gm, name)
 
 
 def _call(node: torch.fx.Node | None) -> str:

@@ -13,6 +13,7 @@ from torch.fx.passes.infra.pass_base import PassBase, PassResult
 from neurondev.errors import InvalidOptionError
 from neurondev.fx.devices import Slot, device_slots, graph_module_of, is_output_transfer, on_target, parse_target, slot_device
 from neurondev.fx.graphs import copy_graph
+from neurondev.fx.subgraphs import subgraphs
 from neurondev.passes.fake_meta import refresh_meta
 
 __all__ = ["DeviceRewriterPass", "Rewrite", "rewrite_copy"]
@@ -41,7 +42,9 @@ class DeviceRewriterPass(PassBase):
     foreign device's index (``cuda:1``) means nothing on XLA, so ``cuda:1`` becomes ``xla`` (or
     ``xla:0`` with ``target="xla:0"``). ``None``, ``meta``, graph values and devices already on the
     target are left alone; when the target names an index, ``xla:1`` is rewritten to it too.
-    One pass over the nodes, O(n).
+    One pass over the nodes, O(n); the bodies that higher-order ops call (a custom
+    ``autograd.Function``'s forward and backward, ``torch.cond``'s branches, checkpointed blocks)
+    are rewritten too, their rewrites named with the body (``fwd_body_0.lo``).
 
     ``rewrite_positional=False`` is exactly the documented algorithm: only ``device=`` kwargs.
     The default also rewrites positional devices: ``Tensor.to(dev)``, ``Tensor.to(dev, dtype)``,
@@ -93,21 +96,33 @@ class DeviceRewriterPass(PassBase):
 
     def call(self, graph_module: torch.fx.GraphModule) -> PassResult:
         self.rewrites = []
+        rewritten = self._rewrite_graph(graph_module, "")
+        bodies = [(body, self._rewrite_graph(body.module, f"{body.name}.")) for body in subgraphs(graph_module)]
+        callers = {node for body, nodes in bodies if nodes for node in graph_module.graph.nodes if node.name in body.callers}
+        self.meta_refreshed = None
+        if self.rewrites:
+            refreshed = [refresh_meta(body.module, nodes, self.target) for body, nodes in bodies if nodes]
+            refreshed.append(refresh_meta(graph_module, [*rewritten, *callers], self.target))
+            self.meta_refreshed = all(result is not None for result in refreshed)
+            if not self.meta_refreshed:
+                log.info("DeviceRewriterPass: %s is not loaded here, node.meta keeps the traced devices", self.target.type)
+            for body, nodes in bodies:
+                if nodes:
+                    body.module.recompile()
+            graph_module.recompile()  # deferred to the first call on dynamo's lazy GraphModules
+            log.debug("DeviceRewriterPass rewrote %d device argument(s) to %s", len(self.rewrites), self.target)
+        return PassResult(graph_module, bool(self.rewrites))
+
+    def _rewrite_graph(self, graph_module: torch.fx.GraphModule, prefix: str) -> list[torch.fx.Node]:
+        """Rewrite one graph's nodes (``prefix`` names the body they are in); the nodes rewritten."""
         positional, slots_of, rewritten = self.rewrite_positional, device_slots, []
         for node in graph_module.graph.nodes:
             slots = slots_of(node, positional)
             stale = [slot for slot in slots if self._needs_rewrite(node, slot)] if slots else None
             if stale:
-                self._rewrite(node, stale)
+                self._rewrite(node, stale, prefix)
                 rewritten.append(node)
-        self.meta_refreshed = None
-        if self.rewrites:
-            self.meta_refreshed = refresh_meta(graph_module, rewritten, self.target) is not None
-            if not self.meta_refreshed:
-                log.info("DeviceRewriterPass: %s is not loaded here, node.meta keeps the traced devices", self.target.type)
-            graph_module.recompile()  # deferred to the first call on dynamo's lazy GraphModules
-            log.debug("DeviceRewriterPass rewrote %d device argument(s) to %s", len(self.rewrites), self.target)
-        return PassResult(graph_module, bool(self.rewrites))
+        return rewritten
 
     def _needs_rewrite(self, node: torch.fx.Node, slot: Slot) -> bool:
         device = slot_device(node, slot)
@@ -117,9 +132,9 @@ class DeviceRewriterPass(PassBase):
             return device.type != self.target.type
         return (device.type != "meta" or self.traced_on_meta) and not on_target(device, self.target)
 
-    def _rewrite(self, node: torch.fx.Node, slots: list[Slot]) -> None:
+    def _rewrite(self, node: torch.fx.Node, slots: list[Slot], prefix: str = "") -> None:
         if node.target is torch.device:
-            self._rewrite_device_call(node, slots[0])
+            self._rewrite_device_call(node, slots[0], prefix)
             return
         args, kwargs = list(node.args), dict(node.kwargs)
         for slot in slots:
@@ -132,10 +147,10 @@ class DeviceRewriterPass(PassBase):
                 kwargs.pop("device", None)
             else:
                 args[slot.position] = new
-            self.rewrites.append(Rewrite(node.name, slot.location, slot.value, new))
+            self.rewrites.append(Rewrite(prefix + node.name, slot.location, slot.value, new))
         node.args, node.kwargs = tuple(args), kwargs
 
-    def _rewrite_device_call(self, node: torch.fx.Node, slot: Slot) -> None:
+    def _rewrite_device_call(self, node: torch.fx.Node, slot: Slot, prefix: str = "") -> None:
         """``torch.device('cuda', 1)`` / ``torch.device(type='cpu', index=0)``: type and index both
         come from the target, in the form the call was written in."""
         new = self._new_value(slot)
@@ -146,7 +161,7 @@ class DeviceRewriterPass(PassBase):
             new = self.target.type
             index = {} if self.target.index is None else {"index": self.target.index}
             node.args, node.kwargs = (), {**kwargs, "type": new, **index}
-        self.rewrites.append(Rewrite(node.name, slot.location, slot.value, new))
+        self.rewrites.append(Rewrite(prefix + node.name, slot.location, slot.value, new))
 
     def _new_value(self, slot: Slot) -> Any:
         if slot.kind == "type":

@@ -17,9 +17,11 @@ from typing import Any
 import torch.fx
 
 from neurondev.fx.devices import function_name
+from neurondev.fx.modules import layer_of, module_path
 from neurondev.fx.pins import DevicePin
+from neurondev.fx.subgraphs import owner_of
 from neurondev.passes.device_rewriter import Rewrite
-from neurondev.render.focus import FocusPlan, finding_signature, layer_of, module_path, plan_focus
+from neurondev.render.focus import FocusPlan, finding_signature, plan_focus
 from neurondev.trace.source import source_of
 from neurondev.xla.run import RunRecord
 
@@ -81,11 +83,12 @@ class _Marks:
     repeats: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
-def _marks(pins: Iterable[DevicePin], rewrites: Iterable[Rewrite], record: RunRecord | None) -> _Marks:
+def _marks(gm: torch.fx.GraphModule, pins: Iterable[DevicePin], rewrites: Iterable[Rewrite], record: RunRecord | None) -> _Marks:
+    """What to mark, by node name; a pin inside a body a higher-order op calls marks the node calling it."""
     error = record.error if record is not None else None
     return _Marks(
-        pins={pin.node: pin for pin in pins},
-        rewrites={r.node: r for r in rewrites},
+        pins={owner: pin for pin in pins if (owner := owner_of(gm, pin.node)) is not None},
+        rewrites={owner: r for r in rewrites if (owner := owner_of(gm, r.node)) is not None},
         devices=record.node_devices if record is not None else {},
         breaks={b.node for b in record.graph_breaks} if record is not None else set(),
         failed=error.node if error is not None else None,
@@ -171,7 +174,7 @@ def graph_dot(
     edges where a value crossed devices drawn red with the direction. Above ``options.threshold``
     nodes (unless ``options.full``) the focus view is drawn instead of the whole graph."""
     options = options or DotOptions()
-    marks = _marks(pins, rewrites, record)
+    marks = _marks(gm, pins, rewrites, record)
     nodes = list(gm.graph.nodes)
     lines = [f'subgraph "cluster_{prefix}" {{', f'  label="{_escape(title)}"; fontsize=16;']
     if options.level == "modules":

@@ -12,19 +12,15 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import re
 from collections.abc import Iterable
 
 import torch.fx
 
 from neurondev.fx.devices import function_name
+from neurondev.fx.modules import layer_of
 from neurondev.trace.source import source_of
 
-__all__ = ["Box", "FocusPlan", "finding_signature", "layer_of", "module_path", "plan_focus"]
-
-_LAYER = re.compile(r"^(?P<stack>.+?)\.(?P<index>\d+)(?:\.|$)")
-_SOURCE_PREFIX = re.compile(r"^L\['(?:fn|self)'\]")
-_MODULE_KEY = re.compile(r"\._modules\['([^']+)'\]")
+__all__ = ["Box", "FocusPlan", "finding_signature", "plan_focus"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,22 +41,6 @@ class FocusPlan:
     repeats: dict[str, int]
     boxes: tuple[Box, ...]
     box_of: dict[str, str]
-
-
-def module_path(node: torch.fx.Node) -> str:
-    """``model.layers.3.self_attn`` for a node dynamo traced inside that module ('' at the top)."""
-    stack = node.meta.get("nn_module_stack") or {}
-    if not stack:
-        return ""
-    path, _ = list(stack.values())[-1]
-    path = _MODULE_KEY.sub(r".\1", _SOURCE_PREFIX.sub("", str(path)))
-    return path.lstrip(".")
-
-
-def layer_of(node: torch.fx.Node) -> tuple[str, int] | None:
-    """(``model.layers``, 3) for a node inside the fourth of a stack of repeated layers, else None."""
-    match = _LAYER.match(module_path(node))
-    return (match["stack"], int(match["index"])) if match else None
 
 
 def plan_focus(nodes: list[torch.fx.Node], centre: Iterable[str], radius: int, signature: dict[str, str]) -> FocusPlan:

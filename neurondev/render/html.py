@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from neurondev.render.graphs import svg_or_reason
-from neurondev.render.text import after_text, before_text, pins_text
+from neurondev.render.text import after_text, before_text, first_difference_text, pins_text, program_text, specialised_text
 from neurondev.report.advice import LIBRARY_NOTE, short_fix
 from neurondev.trace.source import SourceLine, is_user_file
 from neurondev.xla.run import RunRecord
@@ -18,8 +18,9 @@ if TYPE_CHECKING:
     from neurondev.report.fixes.records import Fix
     from neurondev.report.model import Explanation, Section
     from neurondev.report.verdicts import Verdict
+    from neurondev.xla.program_records import ProgramRun
 
-__all__ = ["CSS", "card", "code_diff", "metrics_table", "report"]
+__all__ = ["CSS", "card", "code_diff", "metrics_table", "program_panel", "report"]
 
 CSS = """
 .neurondev-card { --nd-fg: var(--jp-ui-font-color1, #1f2328); --nd-muted: var(--jp-ui-font-color2, #59636e);
@@ -32,7 +33,7 @@ CSS = """
   padding: 12px 16px; line-height: 1.45; font-size: 13px; max-width: 100%; overflow-x: auto; }
 .neurondev-card h3 { margin: 0 0 6px; font-size: 16px; }
 .neurondev-card h4 { margin: 16px 0 6px; font-size: 14px; border-bottom: 1px solid var(--nd-border); }
-.neurondev-card .nd-headline { font-size: 14px; margin: 4px 0; }
+.neurondev-card .nd-headline, .neurondev-card .nd-program-line { font-size: 14px; margin: 4px 0; }
 .neurondev-card .nd-bad { color: var(--nd-bad); font-weight: 600; }
 .neurondev-card .nd-good { color: var(--nd-good); font-weight: 600; }
 .neurondev-card .nd-muted, .neurondev-card .nd-note { color: var(--nd-muted); }
@@ -66,15 +67,62 @@ def _where(source: SourceLine | None) -> str:
 
 
 def _headline(explanation: Explanation) -> str:
-    verdicts = (explanation.rewrite_preserves_values, explanation.xla_matches_cpu)
+    verdicts = (explanation.rewrite_preserves_values, explanation.graphs_match_cpu)
     before, after = explanation.totals("before"), explanation.totals("after")
     after_class = "nd-bad" if False in verdicts or after.graph_breaks or after.failures else "nd-good" if True in verdicts else ""
     before_class = "nd-bad" if before.graph_breaks or before.failures else ""
+    program = explanation.program
+    program_class = "" if program is None else "nd-good" if program.rewritten.ok and program.rewritten.matches_cpu else "nd-bad"
     return (
-        f'<p class="nd-headline">{_e(pins_text(explanation))} &rarr; '
+        f'<p class="nd-program-line"><span class="{program_class}">{_e(program_text(explanation))}</span></p>'
+        f'<p class="nd-headline"><b>Traced on CPU, the graph moved to XLA:</b> {_e(pins_text(explanation))} &rarr; '
         f'<span class="{before_class}">{_e(before_text(explanation))}</span></p>'
         f'<p class="nd-headline"><span class="{after_class}">{_e(after_text(explanation))}</span></p>'
     )
+
+
+def program_panel(explanation: Explanation) -> str:
+    """'Your program on XLA': the function under torch.compile, as written and rewritten, side by side."""
+    programs = explanation.program
+    if programs is None:
+        return f'<h4>Your program on XLA</h4><p class="nd-note">Not run: {_e(explanation.program_skipped)}</p>'
+    runs = (programs.as_written, programs.rewritten)
+    rows = "".join(
+        f"<tr><th>{_e(label)}</th>" + "".join(f"<td>{cell(run)}</td>" for run in runs) + "</tr>" for label, cell in _PROGRAM_ROWS
+    )
+    head = "<tr><th></th><th>as written (openxla)</th><th>rewritten (neurondev backend)</th></tr>"
+    specialised = specialised_text(explanation).strip()
+    first = first_difference_text(explanation).strip()
+    notes = "".join(f'<p class="nd-note">{_e(text)}</p>' for text in (specialised, first) if text)
+    return (
+        '<h4>Your program on XLA</h4><p class="nd-note">Your whole function under <code>torch.compile</code>, its inputs and '
+        "module on the XLA device, called twice (the second call is the steady state), against the function run eagerly on CPU.</p>"
+        f'<table class="nd-program">{head}{rows}</table>{notes}'
+    )
+
+
+def _program_outcome(run: ProgramRun) -> str:
+    if run.failure is None:
+        return '<span class="nd-good">runs</span>'
+    failure = run.failure
+    where = f"<br>at {_e(failure.where)}: <code>{_e(failure.code)}</code>" if failure.source is not None else ""
+    return f'<span class="nd-bad">fails: {_e(failure.kind)}</span>{where}<br><span class="nd-muted">{_e(failure.exception)}: {_e(failure.message)}</span>'
+
+
+def _program_values(run: ProgramRun) -> str:
+    css = {True: "nd-good", False: "nd-bad", None: "nd-muted"}[run.matches_cpu]
+    return f'<span class="{css}">{_e(run.values_text())}</span>'
+
+
+_PROGRAM_ROWS: list[tuple[str, Callable[[ProgramRun], str]]] = [
+    ("outcome", _program_outcome),
+    ("values vs CPU", _program_values),
+    ("dynamo graphs", lambda r: str(r.graphs)),
+    ("XLA compiles (both calls)", lambda r: str(r.xla_compiles)),
+    ("executions per call", lambda r: str(r.executions) if r.calls else "—"),
+    ("transfers to host per call", lambda r: str(r.transfers_to_host) if r.calls else "—"),
+    ("compiles again on call 2", lambda r: ("yes" if r.recompiled else "no") if len(r.calls) > 1 else "—"),
+]
 
 
 def _runtime(explanation: Explanation) -> str:
@@ -240,7 +288,9 @@ def metrics_table(section: Section) -> str:
         for label, verdict in (("The rewrite", section.rewrite_verdict), ("XLA against CPU", section.cpu_verdict))
         if verdict is not None
     )
-    return f'<table class="nd-metrics"><tr><th></th><th>before</th><th>after</th></tr>{rows}</table>{verdicts}'
+    first = section.cpu_verdict.first_difference if section.cpu_verdict is not None else None
+    departs = f'<p class="nd-bad nd-first-difference">XLA departs from CPU first at {_e(first.describe())}</p>' if first else ""
+    return f'<table class="nd-metrics"><tr><th></th><th>before</th><th>after</th></tr>{rows}</table>{verdicts}{departs}'
 
 
 def _verdict_class(verdict: Verdict) -> str:
@@ -324,6 +374,13 @@ def _section(explanation: Explanation, section: Section) -> str:
     )
 
 
+_SEED_SCENARIO = (
+    '<h3 class="nd-scenario">Traced on CPU, the graph moved to XLA</h3><p class="nd-note">What a backend sees that traces on CPU '
+    "and moves the graph to XLA (as vLLM's Neuron backend does): each graph dynamo made on CPU, run node by node on the XLA "
+    "device before and after DeviceRewriterPass.</p>"
+)
+
+
 def card(explanation: Explanation) -> str:
     """The notebook card: headline, runtime, per graph the pins, both graphs, metrics and code diff."""
     sections = "".join(_section(explanation, s) for s in explanation.sections)
@@ -333,6 +390,8 @@ def card(explanation: Explanation) -> str:
         f'<style>{CSS}</style><div class="neurondev-card"><h3>neurondev: {_e(explanation.name)}</h3>'
         + _headline(explanation)
         + _runtime(explanation)
+        + program_panel(explanation)
+        + _SEED_SCENARIO
         + sections
         + _fixes(explanation)
         + _totals(explanation)

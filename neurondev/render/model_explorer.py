@@ -3,8 +3,8 @@
 Google's Model Explorer (``ai-edge-model-explorer``, the optional extra ``neurondev[explorer]``)
 reads big graphs well: a hierarchy by namespace, search, and per-node data. Each section becomes
 two graphs (before and after the pass); each overlay is one node-data file: the pins (and, after
-the pass, the rewrites), graph breaks, crossings, uploads, CPU fallbacks and the device each node
-ran on. Built with ``model_explorer.graph_builder`` and ``node_data_builder``; nothing is drawn here.
+the pass, the rewrites), graph breaks, crossings, uploads, CPU fallbacks, the device each node
+ran on, and the node where XLA first differs from CPU. Built with ``model_explorer.graph_builder`` and ``node_data_builder``; nothing is drawn here.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import torch.fx
 
 from neurondev.errors import ModelExplorerUnavailableError
 from neurondev.fx.devices import function_name
-from neurondev.render.focus import module_path
+from neurondev.fx.modules import module_path
+from neurondev.fx.subgraphs import owner_of
 from neurondev.trace.source import source_of
 
 if TYPE_CHECKING:
@@ -27,8 +28,15 @@ if TYPE_CHECKING:
 
 __all__ = ["OVERLAYS", "ModelExplorerFiles", "graph_collection", "overlays", "save_model_explorer"]
 
-OVERLAYS = ("pins", "graph breaks", "crossings", "uploads", "cpu fallbacks", "ran on xla")
-_COLOURS = {"pins": "#ffb347", "graph breaks": "#d62728", "crossings": "#d62728", "uploads": "#9467bd", "cpu fallbacks": "#8c564b"}
+OVERLAYS = ("pins", "graph breaks", "crossings", "uploads", "cpu fallbacks", "ran on xla", "first difference")
+_COLOURS = {
+    "pins": "#ffb347",
+    "graph breaks": "#d62728",
+    "crossings": "#d62728",
+    "uploads": "#9467bd",
+    "cpu fallbacks": "#8c564b",
+    "first difference": "#d62728",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,8 +85,8 @@ def graph_collection(explanation: Explanation) -> Any:
 
 
 def _nodes(builder: Any, gm: torch.fx.GraphModule, section: Section, which: str) -> list[Any]:
-    pins = {pin.node: pin for pin in section.pins} if which == "before" else {}
-    rewrites = {r.node: r for r in section.rewrites} if which == "after" else {}
+    pins = {owner_of(gm, pin.node): pin for pin in section.pins} if which == "before" else {}
+    rewrites = {owner_of(gm, r.node): r for r in section.rewrites} if which == "after" else {}
     record = section.before if which == "before" else section.after
     nodes = []
     for node in gm.graph.nodes:
@@ -131,9 +139,16 @@ def overlays(explanation: Explanation) -> dict[str, Any]:
 
 def _values(overlay: str, section: Section, which: str, record: RunRecord | None) -> dict[str, float]:
     """The overlay's number per node: a pin (or rewrite) 1; a break's executions and host transfers;
-    crossings in or out; transfers up; fallbacks; 1 for a node on XLA, 0 on the host."""
+    crossings in or out; transfers up; fallbacks; 1 for a node on XLA, 0 on the host; the max abs
+    error of the first node whose value on XLA differs from CPU. A pin inside a body a higher-order
+    op calls marks the node that calls it."""
     if overlay == "pins":
-        return {p.node: 1 for p in section.pins} if which == "before" else {r.node: 1 for r in section.rewrites}
+        gm = section.traced if which == "before" else section.rewritten
+        names = [p.node for p in section.pins] if which == "before" else [r.node for r in section.rewrites]
+        return {owner: 1 for name in names if (owner := owner_of(gm, name)) is not None}
+    if overlay == "first difference":
+        first = section.cpu_verdict.first_difference if section.cpu_verdict is not None else None
+        return {first.node: first.comparison.max_abs_error} if first is not None and which == "after" else {}
     if record is None:
         return {}
     if overlay == "graph breaks":

@@ -10,7 +10,19 @@ if TYPE_CHECKING:
     from neurondev.fx.pins import DevicePin
     from neurondev.report.model import Explanation
 
-__all__ = ["after_text", "before_text", "clip", "failure_text", "headline", "pins_text", "summary", "verdicts_text"]
+__all__ = [
+    "after_text",
+    "before_text",
+    "clip",
+    "failure_text",
+    "first_difference_text",
+    "headline",
+    "pins_text",
+    "program_text",
+    "specialised_text",
+    "summary",
+    "verdicts_text",
+]
 
 _NAMED = 3
 
@@ -92,7 +104,8 @@ def before_text(explanation: Explanation) -> str:
 
 
 def verdicts_text(explanation: Explanation) -> str:
-    """The two verdicts, each said once: the rewrite and the values, then XLA against CPU."""
+    """The two graph-level verdicts, each said once: the rewrite and the values, then XLA against CPU;
+    with how many graphs were not compared, when some were not."""
     parts = []
     for question in ("rewrite", "cpu"):
         verdicts = [getattr(s, f"{question}_verdict") for s in explanation.sections]
@@ -100,7 +113,9 @@ def verdicts_text(explanation: Explanation) -> str:
         if not shown:
             continue
         worst = next((v for v in shown if v.status == "differ"), None) or next((v for v in shown if v.matches is None), shown[0])
-        parts.append(worst.describe())
+        missing, graphs = explanation.not_compared(question)
+        apart = f" (not compared in {missing} of {graphs} graphs)" if missing and graphs > 1 else ""
+        parts.append(worst.describe() + apart)
     return "; ".join(parts) or "values not compared"
 
 
@@ -128,18 +143,62 @@ def headline(explanation: Explanation) -> str:
     return f"{pins_text(explanation)} -> {before_text(explanation)}"
 
 
+def program_text(explanation: Explanation) -> str:
+    """'Your program on XLA (torch.compile): as written (openxla) ...; with the neurondev backend ...'"""
+    programs = explanation.program
+    if programs is None:
+        return f"Your program on XLA: not run ({explanation.program_skipped})"
+    written, rewritten = programs.as_written, programs.rewritten
+    same = written.failure is not None and rewritten.failure is not None and written.failure.where == rewritten.failure.where
+    after = "fails the same way" if same else rewritten.describe()
+    text = f"Your program on XLA (torch.compile): as written (openxla) {written.describe()}; with the neurondev backend {after}"
+    return text + _host_cause(explanation)
+
+
+def _host_cause(explanation: Explanation) -> str:
+    """'. SCALE (a global, on cpu) is read on the host there: ...' when a host value made the program fail."""
+    failure = explanation.program.as_written.failure if explanation.program is not None else None
+    if failure is None or failure.kind != "mixed devices at compile time" or not explanation.host_values:
+        return ""
+    values = explanation.host_values
+    value = next((v for v in values if v.file == failure.file and v.line == failure.line), values[0])
+    return f". {value.origin} ({value.kind}, on {value.device}, used at {value.where}) stays on the host while your inputs are on XLA: {value.fix}"
+
+
+def specialised_text(explanation: Explanation) -> str:
+    """' 2 line(s) ... traced differently on XLA ...: f.py:3, f.py:4; they change the values ...' or ''."""
+    lines = explanation.device_specialised
+    if not lines:
+        return ""
+    named = ", ".join(f"{d.where} `{d.code}`" for d in lines[:_NAMED])
+    text = f" {len(lines)} line(s) traced differently on XLA (device-specialised code, no rewrite changes it): {named}"
+    if explanation.xla_matches_cpu is False:
+        text += "; your program's values on XLA differ from CPU's"
+    return text + "."
+
+
+def first_difference_text(explanation: Explanation) -> str:
+    """Where XLA first departs from CPU: a node of a graph, or none (then the code between graphs)."""
+    first = explanation.first_difference
+    if first is not None:
+        return f" XLA differs from CPU first at {first.describe()}."
+    program = explanation.program
+    if program is None or program.rewritten.matches_cpu is not False or explanation.graphs_match_cpu is not True:
+        return ""
+    where = "device-specialised code (above)" if explanation.device_specialised else "the code between the graphs"
+    return f" No node of the graphs differs when each runs on XLA: the difference is in {where}."
+
+
 def summary(explanation: Explanation) -> str:
-    """The headline and the after line, plus dynamo's split and the lines traced differently on XLA."""
+    """Your program on XLA first; then the graphs traced on CPU and moved to XLA (the headline and the
+    after line), dynamo's split, the lines traced differently on XLA, where XLA first differs, the fixes."""
     if not explanation.sections:
         return f"No graph was recorded for {explanation.name}: " + "; ".join(explanation.notes or ["nothing to explain"])
-    text = f"{headline(explanation)}. {after_text(explanation)}."
+    text = f"{program_text(explanation)}. Traced on CPU, the graph moved to XLA: {headline(explanation)}. {after_text(explanation)}."
     graphs, breaks = len(explanation.capture.graphs), len(explanation.capture.dynamo_breaks)
     if graphs > 1 or breaks:
-        text += f" Dynamo split {explanation.name} into {graphs} graph(s) ({breaks} dynamo break(s))."
-    traces = explanation.traces
-    if traces is not None and traces.differences:
-        lines = ", ".join(d.where for d in traces.differences[:_NAMED])
-        text += f" {len(traces.differences)} line(s) traced differently on XLA (device-specialised code, no rewrite changes it): {lines}."
+        text += f" Dynamo split {explanation.name} into {graphs} graphs at {breaks} break(s) of its own." if graphs > 1 else ""
+    text += specialised_text(explanation) + first_difference_text(explanation)
     return text + fixes_text(explanation)
 
 

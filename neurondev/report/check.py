@@ -13,8 +13,8 @@ import torch
 from neurondev.errors import DevicePinsError, InvalidOptionError
 from neurondev.report.advice import fix_for
 from neurondev.report.model import Explanation
-from neurondev.report.options import default, refuse_shadowing, value_of
-from neurondev.report.pipeline import explain
+from neurondev.report.options import ExplainOptions, default, refuse_shadowing, value_of
+from neurondev.report.pipeline import explain, explain_with
 from neurondev.trace.capture import check_inputs
 from neurondev.trace.source import Located, SourceLine
 
@@ -27,7 +27,7 @@ _SPECIALISED_FIX = "no device rewrite changes Python that branches on the device
 class Finding(Located):
     """One thing check reports: a device pin, or a line traced differently on XLA."""
 
-    kind: str  # "pin", "host value", "cpu kernel" or "device-specialised"
+    kind: str  # "pin", "host value", "cpu kernel", "program" or "device-specialised"
     node: str
     function: str
     source: SourceLine | None
@@ -79,6 +79,7 @@ def findings_of(explanation: Explanation) -> list[Finding]:
         Finding("cpu kernel", kernel.node, kernel.function, kernel.source, f"{kernel.function} is a kernel for the CPU", kernel.fix)
         for kernel in explanation.cpu_kernels
     ]
+    found += _program_findings(explanation)
     if explanation.traces is not None:
         found += [
             Finding(
@@ -94,6 +95,37 @@ def findings_of(explanation: Explanation) -> list[Finding]:
     return found
 
 
+_PROGRAM_FIXES = {
+    "mixed devices at compile time": "keep every tensor the code reads on the device: pass it in, or register it as a buffer of the module",
+    "host-only call between graphs": "keep .numpy(), .tolist() and Python numbers of tensors out of the compiled function (use torch ops, or do it after)",
+    "wrong device at run time": "move every input and the module to the XLA device (model.to(device), x.to(device)) before the call",
+    "other": "see the message; run it yourself with torch.compile(fn, backend='openxla') on XLA inputs",
+}
+
+
+def _program_findings(explanation: Explanation) -> list[Finding]:
+    """Your program failing on XLA as written, and, where the fix would not mend it, rewritten too."""
+    programs = explanation.program
+    if programs is None:
+        return []
+    found: list[Finding] = []
+    for label, run in (("as written (openxla)", programs.as_written), ("with the neurondev backend", programs.rewritten)):
+        failure = run.failure
+        if failure is None or (run is programs.rewritten and found and found[-1].where == failure.where):
+            continue
+        host = next((v for v in explanation.host_values if v.file == failure.file and v.line == failure.line), None)
+        fix = host.fix if host is not None and failure.kind == "mixed devices at compile time" else _PROGRAM_FIXES[failure.kind]
+        found.append(
+            Finding(
+                "program", f"program {run.backend}", failure.kind, failure.source, f"your program on XLA {label} {failure.describe()}", fix
+            )
+        )
+    return found
+
+
+_EXPLAIN_OPTIONS = ("level", "rtol", "atol")
+
+
 def check(
     fn: Callable[..., Any],
     *args: Any,
@@ -101,24 +133,43 @@ def check(
     allow: Iterable[str] = default(()),
     native: bool = default(True),
     suggest: bool = default(False),
+    program: bool = default(False),
     **kwargs: Any,
 ) -> Explanation:
-    """Raise DevicePinsError (an AssertionError too) listing every pin and device-specialised line of
-    ``fn(*args, **kwargs)`` not in ``allow``; return the Explanation when there is none.
+    """Raise DevicePinsError (an AssertionError too) listing every pin, host value, CPU kernel and
+    device-specialised line of ``fn(*args, **kwargs)`` not in ``allow``; return the Explanation when there is none.
 
     ``allow``: node names (``"arange_3"``), ``file:line`` (``"model.py:41"``) or glob patterns over
-    those, the function and the code (``"masking_utils.py:*"``, ``"torch.arange"``). ``native=True``
-    also traces on XLA to find device-specialised code (skipped, with a note, without torch_xla).
-    ``suggest=True`` puts the verified fixed line under each pin of the user's code, ready to paste.
-    Nothing runs on the device otherwise and nothing is drawn: check is about what the graph says.
+    those, the function and the code (``"masking_utils.py:*"``, ``"torch.arange"``).
+    What runs: one trace on CPU; with ``native=True`` (the default) a second trace with the inputs on
+    XLA, to find device-specialised code (skipped, with a note, without torch_xla), which is the
+    only work on the XLA device. ``suggest=True`` also verifies a fix for each pin of the user's code
+    (tracing the fixed code again, on CPU and on XLA) and puts the fixed line under it, ready to
+    paste. ``program=True`` also runs the user's whole function under ``torch.compile`` on XLA, as
+    written and with the neurondev backend: a program that fails there is a finding with its line.
+    ``level``, ``rtol`` and ``atol`` are explain's. Nothing is drawn.
     """
+    passed = {name: kwargs.pop(name) for name in _EXPLAIN_OPTIONS if name in kwargs}  # explain's options, given to check
     if callable(fn):
         check_inputs(fn, args, kwargs)  # check has no callable form: it needs the inputs now
-        refuse_shadowing(fn, {"target": target, "allow": allow, "native": native, "suggest": suggest}, verb="check")
-    if not isinstance(value_of(suggest), bool):
-        raise InvalidOptionError(f"suggest is True (put the verified fixed line under each pin) or False, got {value_of(suggest)!r}")
+        options_given = {"target": target, "allow": allow, "native": native, "suggest": suggest, "program": program, **passed}
+        refuse_shadowing(fn, options_given, verb="check")
+    for name, value in (("suggest", suggest), ("program", program), ("native", native)):
+        if not isinstance(value_of(value), bool):
+            raise InvalidOptionError(f"{name} is True or False, got {value_of(value)!r}")
     rules = _rules(value_of(allow))
-    explanation = explain(fn, *args, target=value_of(target), run=False, quiet=True, native=value_of(native), **kwargs)
+    options = ExplainOptions.checked(
+        target,
+        run=False,
+        quiet=True,
+        rtol=passed.get("rtol"),
+        atol=passed.get("atol"),
+        native=native,
+        level=passed.get("level", "dynamo"),
+        program=value_of(program),
+    )
+    options = dataclasses.replace(options, fixes=value_of(suggest))
+    explanation = explain_with(fn, args, kwargs, options) if callable(fn) else explain(fn, *args, **kwargs)
     left = [finding for finding in findings_of(explanation) if not finding.allowed_by(rules)]
     if left:
         raise DevicePinsError(_message(explanation, left, suggest=value_of(suggest)), left)
@@ -163,6 +214,7 @@ _HEADINGS = {
     "pin": "device pin(s) frozen into the graph of {name} when traced on CPU:",
     "host value": "host value(s) of {name} that stay on the CPU when the model moves to XLA:",
     "cpu kernel": "CPU kernel(s) chosen while tracing {name} on CPU:",
+    "program": "failure(s) of {name} run as a program under torch.compile on XLA:",
     "device-specialised": "line(s) of {name} traced differently on XLA (device-specialised code):",
 }
 

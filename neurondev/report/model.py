@@ -27,7 +27,9 @@ from neurondev.report.fixes.records import Fix
 from neurondev.report.verdicts import Verdict
 from neurondev.trace.capture import Capture
 from neurondev.trace.inputs import HostValue
-from neurondev.xla.native import TraceComparison
+from neurondev.xla.first_difference import NodeDifference
+from neurondev.xla.native import LineDifference, TraceComparison
+from neurondev.xla.program_records import Programs
 from neurondev.xla.run import RunRecord
 
 if TYPE_CHECKING:
@@ -35,7 +37,7 @@ if TYPE_CHECKING:
     from neurondev.notebook.widgets import Explorer
     from neurondev.render.model_explorer import ModelExplorerFiles
 
-__all__ = ["PARTS", "Explanation", "NativeTiming", "Section", "SectionKey", "Totals"]
+__all__ = ["PARTS", "Explanation", "NativeTiming", "Section", "SectionKey", "Totals", "all_of"]
 
 PARTS = ("whole", "forward", "backward")
 _WHICH = ("before", "after")
@@ -138,12 +140,15 @@ class Totals:
         return dataclasses.asdict(self)
 
 
-def _all_of(verdicts: Iterable[Verdict | None]) -> bool | None:
-    """False when any verdict says the values differ, True when every compared one agrees, else None."""
-    answers = [verdict.matches for verdict in verdicts if verdict is not None and verdict.matches is not None]
-    if not answers:
+def all_of(verdicts: Iterable[Verdict | None]) -> bool | None:
+    """False when any verdict says the values differ; True only when every one was compared and
+    agrees; None when any was not compared (not run, failed, random values)."""
+    answers = [None if verdict is None else verdict.matches for verdict in verdicts]
+    if False in answers:
+        return False
+    if not answers or None in answers:
         return None
-    return all(answers)
+    return True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,8 +157,11 @@ class Explanation:
 
     Display it in Jupyter for the card; ``summary()`` for a terminal; ``pin_table()`` for the pins
     as a DataFrame; ``save_html(path)`` for a report that opens offline; ``to_dict()``/``to_json()``
-    for machines; ``explore()`` for the widget. ``before``/``after`` hold one RunRecord per section
-    that ran, empty when nothing ran (``skipped`` says why). ``rerun(target=...)`` returns a new one.
+    for machines; ``explore()`` for the widget. Two scenarios, kept apart: ``program`` is your
+    whole function under ``torch.compile`` on XLA, as written (openxla) and rewritten (the neurondev
+    backend), ``program_skipped`` says why it was not run; ``before``/``after`` hold one RunRecord
+    per graph traced on CPU and moved to XLA (a backend's view, the seed's scenario), empty when
+    nothing ran (``skipped`` says why). ``rerun(target=...)`` returns a new one.
     """
 
     name: str
@@ -170,6 +178,8 @@ class Explanation:
     notes: tuple[str, ...] = ()
     stage_seconds: Mapping[str, float] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
     fixes: tuple[Fix, ...] = ()
+    program: Programs | None = None
+    program_skipped: str | None = None
 
     # --- derived views ------------------------------------------------------------------------
     @property
@@ -210,14 +220,38 @@ class Explanation:
 
     @property
     def rewrite_preserves_values(self) -> bool | None:
-        """Did the rewrite leave every section's values as they were (False: it changed some; None:
-        nothing could be compared: runs skipped or failed, or random values)."""
-        return _all_of(s.rewrite_verdict for s in self.sections)
+        """Did the rewrite leave every graph's values as they were, on XLA (the graph-level runs):
+        True only when every graph was compared; False when any changed; None when any was not
+        compared (runs skipped or failed, or random values)."""
+        return all_of(s.rewrite_verdict for s in self.sections)
+
+    @property
+    def graphs_match_cpu(self) -> bool | None:
+        """Does every graph, traced on CPU and run on XLA after the pass, agree with CPU (the
+        seed's scenario: a backend that moved a CPU-traced graph to XLA); None when any was not compared."""
+        return all_of(s.cpu_verdict for s in self.sections)
 
     @property
     def xla_matches_cpu(self) -> bool | None:
-        """Does every section's run after the pass agree with CPU (None: nothing could be compared)."""
-        return _all_of(s.cpu_verdict for s in self.sections)
+        """Does your program, compiled for XLA with the neurondev backend, give what it gives on CPU:
+        the rewritten program's outputs against the function run eagerly on CPU (None: the program
+        was not run, failed, or has random values; ``program`` and ``program_skipped`` say which)."""
+        return None if self.program is None else self.program.rewritten.matches_cpu
+
+    @property
+    def first_difference(self) -> NodeDifference | None:
+        """The first node, in the first graph that differs on XLA, whose value differs from CPU while its inputs agree."""
+        return next((s.cpu_verdict.first_difference for s in self.sections if s.cpu_verdict and s.cpu_verdict.first_difference), None)
+
+    @property
+    def device_specialised(self) -> tuple[LineDifference, ...]:
+        """Lines of the user's code traced into other ops on XLA than on CPU (``if x.device.type == ...``)."""
+        return () if self.traces is None else self.traces.differences
+
+    def not_compared(self, question: str) -> tuple[int, int]:
+        """(graphs not compared, graphs) for ``question`` 'rewrite' or 'cpu'."""
+        verdicts = [getattr(s, f"{question}_verdict") for s in self.sections]
+        return sum(v is None or v.matches is None for v in verdicts), len(verdicts)
 
     @property
     def outputs_match(self) -> bool | None:

@@ -70,26 +70,34 @@ def _name(fn: Any) -> str:
     return type(fn).__name__ if isinstance(fn, torch.nn.Module) else getattr(fn, "__qualname__", None) or type(fn).__name__
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class ExplainOptions:
     """The options of one explain call, checked once and passed along as one value."""
 
-    target: torch.device
+    target: torch.device = dataclasses.field(kw_only=False)
     run: bool = True
     quiet: bool = False
     rtol: float | None = None
     atol: float | None = None
     native: bool = False
     level: str = "dynamo"
+    program: bool = True
+    fixes: bool = True
 
     @classmethod
-    def checked(cls, target: Any, *, run: Any, quiet: Any, rtol: Any, atol: Any, native: Any, level: Any) -> ExplainOptions:
+    def checked(
+        cls, target: Any, *, run: Any, quiet: Any, rtol: Any, atol: Any, native: Any, level: Any, program: Any = None
+    ) -> ExplainOptions:
+        """The options, each checked; ``program`` defaults to ``run`` (the graph runs and the program runs
+        go together in explain; check asks for the program alone)."""
         target, run, quiet, rtol, atol, native, level = (value_of(v) for v in (target, run, quiet, rtol, atol, native, level))
-        for name, value in (("run", run), ("quiet", quiet), ("native", native)):
+        program = run if program is None else value_of(program)
+        for name, value in (("run", run), ("quiet", quiet), ("native", native), ("program", program)):
             if not isinstance(value, bool):
                 raise InvalidOptionError(f"{name} is True or False, got {value!r}")
         check_tolerances(rtol, atol)
-        return cls(check_target(parse_target(target)), run, quiet, rtol, atol, native, check_level(level))
+        target = check_target(parse_target(target))
+        return cls(target, run=run, quiet=quiet, rtol=rtol, atol=atol, native=native, level=check_level(level), program=program)
 
 
 def check_target(target: torch.device) -> torch.device:

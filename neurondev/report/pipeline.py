@@ -1,7 +1,10 @@
 """explain(): a pipeline of stages, each with a typed output passed forward, ending in a frozen Explanation.
 
-trace -> pins -> rewrite -> runs -> (native) -> verdicts -> Explanation. A stage reads only what
-earlier stages produced; nothing draws here (pictures are made when the result is displayed).
+trace -> pins -> start XLA -> fixes -> rewrite -> graph runs -> program runs -> native trace ->
+verdicts (and, where a graph differs, its first differing node) -> Explanation. The graph runs
+are the seed's scenario (a backend traced on CPU and moved the graph to XLA); the program runs are
+the user's own function under torch.compile on XLA. A stage reads only what earlier stages
+produced; nothing draws here (pictures are made when the result is displayed).
 """
 
 from __future__ import annotations
@@ -15,23 +18,26 @@ from typing import Any
 import torch
 import torch.fx
 
-from neurondev.errors import InvalidOptionError, NotCallableError, TraceError, XlaUnavailableError
-from neurondev.fx.devices import parse_target
+from neurondev.errors import InvalidOptionError, NotCallableError, XlaUnavailableError
 from neurondev.fx.kernels import CpuKernel, cpu_kernels
 from neurondev.fx.pins import DevicePin, find_pins
+from neurondev.fx.subgraphs import subgraphs
 from neurondev.notebook.progress import Stages
 from neurondev.passes.device_rewriter import Rewrite, rewrite_copy
 from neurondev.report.fixes.records import Fix
 from neurondev.report.model import Explanation, NativeTiming, Section, SectionKey
 from neurondev.report.options import ExplainOptions, default, refuse_shadowing
-from neurondev.report.verdicts import Verdict, cpu_verdict, rewrite_verdict
+from neurondev.report.verdicts import Verdict, cpu_verdict, random_reason, rewrite_verdict
 from neurondev.trace.capture import Capture, capture, required_inputs
 from neurondev.trace.copies import kept_rng
 from neurondev.trace.inputs import HostValue
+from neurondev.xla.first_difference import NodeDifference
 from neurondev.xla.native import TraceComparison
+from neurondev.xla.program import ProgramSubject
+from neurondev.xla.program_records import Programs
 from neurondev.xla.run import RunRecord, cpu_reference, run_on_xla
 
-__all__ = ["ExplainOptions", "explain", "rerun"]
+__all__ = ["ExplainOptions", "explain", "explain_with", "rerun"]
 
 _SEED = 0  # both runs of a graph draw from generators seeded alike (random ops compare where they draw on one device)
 
@@ -80,6 +86,16 @@ class Runs:
 
     records: Mapping[SectionKey, tuple[RunRecord, RunRecord]] = dataclasses.field(default_factory=dict)
     runtime: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    skipped: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ProgramStage:
+    """The user's program on XLA as written and rewritten, the rewritten one's graphs as traced on
+    XLA (the native trace, before the pass), or why the program was not run."""
+
+    programs: Programs | None = None
+    native: Capture | None = None
     skipped: str | None = None
 
 
@@ -139,37 +155,50 @@ def explain(
 
 
 def rerun(explanation: Explanation, *, target: str | torch.device, on_step: Callable[[], None] | None = None) -> Explanation:
-    """The stages after the trace again, for ``target``: a new Explanation from the same graphs."""
-    options = ExplainOptions(parse_target(target), True, True, explanation.rtol, explanation.atol, False, explanation.level)
+    """The graph stages after the trace again, for ``target``: a new Explanation from the same graphs.
+    ``target`` is checked as explain checks it. The program runs are the original's (they compile
+    the user's function, which an Explanation does not hold)."""
+    options = ExplainOptions.checked(
+        target, run=True, quiet=True, rtol=explanation.rtol, atol=explanation.atol, native=False, level=explanation.level
+    )
     stages = Stages((), quiet=True, on_step=on_step)
     on_meta = explanation.capture.device == "meta"
     traced = tuple(TracedGraph(s.key, s.traced, s.inputs, s.host_values, on_meta) for s in explanation.sections)
+    program = ProgramStage(explanation.program, None, explanation.program_skipped)
     with kept_rng(), stages:
         pinned = pin_stage(traced, options.target, stages)
         runtime = runtime_stage(stages)
-        rewritten = rewrite_stage(pinned, options.target, stages)
+        rewritten = rewrite_stage(pinned, options.target, stages, runtime)
         runs = run_stage(rewritten, runtime, options, stages)
         native = Native(explanation.traces, explanation.traces_skipped, native_timings(explanation.traces, rewritten, runs))
-    return _assemble(explanation.capture, rewritten, runs, native, options, stages, explanation.fixes)
+        verdicts = verdict_stage(rewritten, runs, options, stages)
+    return _assemble(explanation.capture, rewritten, runs, program, native, verdicts, options, stages, explanation.fixes)
+
+
+def explain_with(fn: Callable[..., Any], args: tuple, kwargs: dict, options: ExplainOptions) -> Explanation:
+    """explain with options made elsewhere (check's: no graph runs, the program only when asked)."""
+    return _explain(fn, options, (args, kwargs))
 
 
 def _explain(subject: Any, options: ExplainOptions, call: tuple[tuple, dict] | None) -> Explanation:
     """The whole pipeline; ``call`` is (args, kwargs) of ``subject`` (a function), None for a Capture."""
-    names = ("trace", "find pins", "start XLA", "verify fixes", "rewrite", "run before", "run after") + (
-        ("trace on XLA",) if options.native else ()
-    )
+    names = ("trace", "find pins", "start XLA") + (("verify fixes",) if options.fixes else ()) + ("rewrite",)
+    names += (("run before", "run after") if options.run else ()) + (("your program on XLA",) if options.program else ())
+    names += ("trace on XLA",) if options.native and not options.program else ()
     name = subject.name if isinstance(subject, Capture) else getattr(subject, "__name__", type(subject).__name__)
-    shown = names if call is not None else tuple(n for n in names if n not in ("trace", "verify fixes"))
+    shown = names if call is not None else tuple(n for n in names if n not in ("trace", "verify fixes", "your program on XLA"))
     with kept_rng(), Stages(shown, quiet=options.quiet, name=name) as stages:
         captured = subject if call is None else _trace(subject, call, options, stages)
         traced = trace_stage(captured, options.level)
         pinned = pin_stage(traced, options.target, stages)
         runtime = runtime_stage(stages)
         fixes = fix_stage(None if call is None else subject, call, pinned, runtime, options, stages)
-        rewritten = rewrite_stage(pinned, options.target, stages)
+        rewritten = rewrite_stage(pinned, options.target, stages, runtime)
         runs = run_stage(rewritten, runtime, options, stages)
-        native = native_stage(captured, subject, call, rewritten, runs, stages) if options.native else Native()
-    return _assemble(captured, rewritten, runs, native, options, stages, fixes)
+        program = program_stage(None if call is None else ProgramSubject(subject, *call, name=name), captured, runtime, options, stages)
+        native = native_stage(captured, subject, call, rewritten, runs, program, options, stages)
+        verdicts = verdict_stage(rewritten, runs, options, stages)
+    return _assemble(captured, rewritten, runs, program, native, verdicts, options, stages, fixes)
 
 
 # --- the stages ------------------------------------------------------------------------------------
@@ -211,6 +240,8 @@ def fix_stage(
 ) -> tuple[Fix, ...]:
     """The fixed statement for each pin in the user's own code, verified by tracing the fixed code again
     (at dynamo's level, whatever level is explained: the statements are the same)."""
+    if not options.fixes:
+        return ()
     from neurondev.report.fixes.edits import propose
     from neurondev.report.fixes.verify import verify
 
@@ -232,15 +263,28 @@ def _dynamo_pins(fn: Any, call: tuple[tuple, dict], target: torch.device) -> lis
     return [pin for index, gm in enumerate(captured.graphs) for pin in find_pins(gm, target=target, graph=index)]
 
 
-def rewrite_stage(pinned: tuple[PinnedGraph, ...], target: torch.device, stages: Stages) -> tuple[RewrittenGraph, ...]:
+def rewrite_stage(
+    pinned: tuple[PinnedGraph, ...], target: torch.device, stages: Stages, runtime: Runtime | None = None
+) -> tuple[RewrittenGraph, ...]:
     stages.start("rewrite", total=max(len(pinned), 1))
     rewritten = []
     for graph in pinned:
         key = graph.traced.key
-        after, rewrites = rewrite_copy(graph.traced.graph_module, target=target, traced_on_meta=graph.traced.on_meta)
+        where = _indexed(target, graph.traced.graph_module, runtime)
+        after, rewrites = rewrite_copy(graph.traced.graph_module, target=where, traced_on_meta=graph.traced.on_meta)
         rewritten.append(RewrittenGraph(graph, after, tuple(dataclasses.replace(r, graph=key.graph, part=key.part) for r in rewrites)))
         stages.advance()
     return tuple(rewritten)
+
+
+def _indexed(target: torch.device, gm: torch.fx.GraphModule, runtime: Runtime | None) -> torch.device:
+    """The runtime's indexed device (``xla:0``) for a graph with bodies that higher-order ops call:
+    ``torch.cond`` and its kin check their bodies on fake tensors, where ``xla`` and ``xla:0`` are
+    two devices. Other graphs keep the target as given."""
+    device = (runtime.info.get("device") if runtime is not None else None) or ""
+    if target.index is not None or not device.startswith(f"{target.type}:") or next(subgraphs(gm), None) is None:
+        return target
+    return torch.device(device)
 
 
 def runtime_stage(stages: Stages) -> Runtime:
@@ -293,23 +337,67 @@ _META_SKIP = (
 )
 
 
-def native_stage(
-    captured: Capture, fn: Any, call: tuple[tuple, dict] | None, rewritten: tuple[RewrittenGraph, ...], runs: Runs, stages: Stages
-) -> Native:
-    """The native trace beside the CPU one; where a key's graphs agree, time per call rewritten vs native."""
-    from neurondev.xla.native import compare_with_native
-
-    stages.start("trace on XLA")
-    assert call is not None  # explain refuses native=True for a Capture
+def program_stage(
+    subject: ProgramSubject | None, captured: Capture, runtime: Runtime, options: ExplainOptions, stages: Stages
+) -> ProgramStage:
+    """The user's whole function under torch.compile on XLA: as written (openxla), then rewritten
+    (the neurondev backend), each called twice and compared with the eager CPU result."""
+    if not options.program:
+        return ProgramStage(skipped="run=False: your program was not run on an XLA device")
+    if subject is None:
+        return ProgramStage(skipped="explained from a Capture: pass the function and its inputs to run your program on XLA")
     if captured.device == "meta":
-        return Native(skipped="traced on the meta device: there are no values to trace with on XLA")
-    try:
-        traces = compare_with_native(captured, fn, *call)
-    except XlaUnavailableError as error:
-        return Native(skipped=f"no XLA device: {error}")
-    except TraceError as error:  # the second trace failed before dynamo recorded any graph
-        return Native(skipped=f"the trace on XLA failed before any graph was recorded: {error}")
-    return Native(traces, None, native_timings(traces, rewritten, runs))
+        return ProgramStage(skipped=_META_SKIP)
+    if runtime.unavailable is not None:
+        return ProgramStage(skipped=runtime.unavailable)
+    from neurondev._compat import lookup_backend
+    from neurondev.xla.compiler import backend
+    from neurondev.xla.program import run_program
+
+    stages.start("your program on XLA", total=2)
+    random = next((r for gm in captured.graphs if (r := random_reason(gm, None, _XLA_GENERATOR)) is not None), None)
+    compared = {"reference": captured.output, "not_comparable": random, "rtol": options.rtol, "atol": options.atol}
+    as_written, _ = run_program(subject, lookup_backend("openxla"), label="openxla", **compared)
+    stages.advance()
+    rewritten, native = run_program(subject, backend, label="neurondev", keep_graphs=True, **compared)
+    stages.advance()
+    return ProgramStage(Programs(as_written, rewritten), native)
+
+
+_XLA_GENERATOR = "draws from XLA's generator, which is not CPU's"
+
+
+def native_stage(
+    captured: Capture,
+    fn: Any,
+    call: tuple[tuple, dict] | None,
+    rewritten: tuple[RewrittenGraph, ...],
+    runs: Runs,
+    program: ProgramStage,
+    options: ExplainOptions,
+    stages: Stages,
+) -> Native:
+    """The native trace beside the CPU one: the rewritten program's graphs when it ran (every explain),
+    else, with ``native``, a trace of its own; with ``native``, time per call rewritten vs native."""
+    from neurondev.xla.native import compare_captures, compare_with_native
+
+    if program.native is not None:
+        failure = program.programs.rewritten.failure if program.programs is not None else None
+        traces = compare_captures(captured, program.native, error=str(failure) if failure else None, located=failure)
+    elif not options.native:
+        return Native()
+    else:
+        stages.start("trace on XLA")
+        if call is None:
+            return Native(skipped="explained from a Capture: there is no function to trace on XLA")
+        if captured.device == "meta":
+            return Native(skipped="traced on the meta device: there are no values to trace with on XLA")
+        try:
+            traces = compare_with_native(captured, fn, *call)
+        except XlaUnavailableError as error:
+            return Native(skipped=f"no XLA device: {error}")
+    timings = native_timings(traces, rewritten, runs) if options.native else MappingProxyType({})
+    return Native(traces, None, timings)
 
 
 def native_timings(traces: TraceComparison | None, rewritten: tuple[RewrittenGraph, ...], runs: Runs) -> Mapping[SectionKey, NativeTiming]:
@@ -327,29 +415,55 @@ def native_timings(traces: TraceComparison | None, rewritten: tuple[RewrittenGra
     return MappingProxyType(timings)
 
 
-def verdict_stage(rewritten: tuple[RewrittenGraph, ...], runs: Runs, options: ExplainOptions) -> dict[SectionKey, tuple[Verdict, Verdict]]:
+def verdict_stage(
+    rewritten: tuple[RewrittenGraph, ...], runs: Runs, options: ExplainOptions, stages: Stages
+) -> dict[SectionKey, tuple[Verdict, Verdict]]:
     """Per key, two verdicts: did the rewrite change the values (after vs before, same device),
-    and does XLA agree with CPU (after vs the graph run eagerly on CPU)."""
+    and does XLA agree with CPU (after vs the graph run eagerly on CPU); where XLA differs, the
+    first node whose value differs while its inputs agree."""
     verdicts = {}
     for graph in rewritten:
         if graph.key not in runs.records:
             continue
         before, after = runs.records[graph.key]
         traced = graph.pinned.traced.graph_module
-        verdicts[graph.key] = (rewrite_verdict(traced, before, after, options.rtol, options.atol), cpu_verdict(traced, before, after))
+        cpu = cpu_verdict(traced, before, after)
+        if cpu.status == "differ":
+            stages.start("find where XLA differs")
+            cpu = dataclasses.replace(cpu, first_difference=_first_difference(graph, options))
+        verdicts[graph.key] = (rewrite_verdict(traced, before, after, options.rtol, options.atol), cpu)
     return verdicts
+
+
+def _first_difference(graph: RewrittenGraph, options: ExplainOptions) -> NodeDifference | None:
+    from neurondev.xla.first_difference import first_difference
+
+    traced = graph.pinned.traced
+    on_cpu, _ = rewrite_copy(traced.graph_module, target="cpu")
+    host = [value.index for value in traced.host_values]
+    return first_difference(
+        on_cpu,
+        graph.graph_module,
+        traced.inputs,
+        graph=graph.key.graph,
+        keep_on_host=host,
+        seed=_SEED,
+        rtol=options.rtol,
+        atol=options.atol,
+    )
 
 
 def _assemble(
     captured: Capture,
     rewritten: tuple[RewrittenGraph, ...],
     runs: Runs,
+    program: ProgramStage,
     native: Native,
+    verdicts: dict[SectionKey, tuple[Verdict, Verdict]],
     options: ExplainOptions,
     stages: Stages,
     fixes: tuple[Fix, ...] = (),
 ) -> Explanation:
-    verdicts = verdict_stage(rewritten, runs, options)
     sections = tuple(_section(graph, runs, native, verdicts) for graph in rewritten)
     return Explanation(
         name=captured.name,
@@ -366,6 +480,8 @@ def _assemble(
         notes=captured.notes,
         stage_seconds=MappingProxyType(dict(stages.seconds)),
         fixes=fixes,
+        program=program.programs,
+        program_skipped=program.skipped,
     )
 
 

@@ -15,10 +15,11 @@ import torch.fx
 
 from neurondev.fx.random import random_nodes
 from neurondev.trace.source import source_of
+from neurondev.xla.first_difference import NodeDifference
 from neurondev.xla.run import RunRecord
 from neurondev.xla.values import Comparison, compare_outputs
 
-__all__ = ["Verdict", "cpu_verdict", "rewrite_verdict"]
+__all__ = ["Verdict", "cpu_verdict", "random_reason", "rewrite_verdict"]
 
 _MATCHING = ("equal", "within tolerance", "fixed")
 
@@ -27,12 +28,15 @@ _MATCHING = ("equal", "within tolerance", "fixed")
 class Verdict:
     """One answer about values: ``status`` is 'equal', 'within tolerance', 'differ', 'fixed' (the
     rewrite repaired a wrong frozen run), 'not comparable' (random values) or 'not compared'.
-    ``question`` is 'rewrite' or 'cpu'; ``reason`` says why, or what a difference rests on."""
+    ``question`` is 'rewrite' or 'cpu'; ``reason`` says why, or what a difference rests on.
+    ``first_difference``: when a graph on XLA differs from CPU, the first node whose value differs
+    while its inputs agree (where XLA departs from CPU), or None when that was not looked for."""
 
     question: str
     status: str
     comparison: Comparison | None = None
     reason: str | None = None
+    first_difference: NodeDifference | None = None
 
     @property
     def matches(self) -> bool | None:
@@ -50,6 +54,7 @@ class Verdict:
             "reason": self.reason,
             "text": self.describe(),
             "comparison": comparison,
+            "first_difference": self.first_difference.to_dict() if self.first_difference is not None else None,
         }
 
     def describe(self, *, figures: bool = False) -> str:
@@ -69,11 +74,11 @@ class Verdict:
             }[self.status]
         else:
             text = {
-                "equal": "XLA agrees with CPU",
-                "within tolerance": "XLA agrees with CPU",
-                "differ": "XLA DIFFERS from CPU",
-                "not comparable": "XLA and CPU values are not comparable",
-                "not compared": "XLA not compared with CPU",
+                "equal": "the graph on XLA agrees with CPU",
+                "within tolerance": "the graph on XLA agrees with CPU",
+                "differ": "the graph on XLA DIFFERS from CPU",
+                "not comparable": "the graph's XLA and CPU values are not comparable",
+                "not compared": "the graph on XLA not compared with CPU",
             }[self.status]
         return text + measured + reason
 
@@ -84,7 +89,7 @@ def _status(comparison: Comparison) -> str:
     return "equal" if comparison.max_abs_error == 0 else "within tolerance"
 
 
-def _random_reason(gm: torch.fx.GraphModule, names: set[str] | None, where: str) -> str | None:
+def random_reason(gm: torch.fx.GraphModule, names: set[str] | None, where: str) -> str | None:
     """'random node rand (f.py:3) ...' for the first random node (of ``names`` when given)."""
     drawn = [node for node in random_nodes(gm) if names is None or node.name in names]
     if not drawn:
@@ -101,7 +106,7 @@ def rewrite_verdict(traced: torch.fx.GraphModule, before: RunRecord, after: RunR
     if before.error is not None:
         return Verdict("rewrite", "not compared", reason=f"the frozen graph failed on {before.device} at {before.error.node}")
     moved = {name for name, device in before.node_devices.items() if _type(device) != _type(after.node_devices.get(name))}
-    random = _random_reason(traced, moved, "draws on the host before the pass and on XLA after")
+    random = random_reason(traced, moved, "draws on the host before the pass and on XLA after")
     if random is not None:
         return Verdict("rewrite", "not comparable", reason=random)
     comparison = compare_outputs(after.outputs, before.outputs, rtol=rtol, atol=atol)
@@ -122,7 +127,7 @@ def cpu_verdict(traced: torch.fx.GraphModule, before: RunRecord | None, after: R
     """The run after the pass on XLA against the same graph run eagerly on CPU."""
     if after.error is not None:
         return Verdict("cpu", "not compared", reason=f"the rewritten graph failed at {after.error.node}")
-    random = _random_reason(traced, None, "draws from XLA's generator, which is not CPU's")
+    random = random_reason(traced, None, "draws from XLA's generator, which is not CPU's")
     if random is not None:
         return Verdict("cpu", "not comparable", reason=random)
     if after.comparison is None:

@@ -23,6 +23,7 @@ from neurondev.errors import (
     warn_user,
 )
 from neurondev.trace.aten import AtenGraph, AtenRecorder, run_backward
+from neurondev.trace.caches import kept_dynamo_caches
 from neurondev.trace.copies import MovedInput, fresh_function, kept_rng, traced_copies
 from neurondev.trace.inputs import HostValue, host_values
 from neurondev.trace.source import Located, SourceLine, source_line, user_line_of_error
@@ -36,6 +37,7 @@ __all__ = [
     "capture_on_device",
     "check_inputs",
     "check_level",
+    "quiet_dynamo",
     "required_inputs",
     "trace_only",
 ]
@@ -180,7 +182,7 @@ def _trace(
     traced_fn, copied_args, copied_kwargs = traced_copies(fn, args, kwargs, device, moved, notes)
     recorder.owners = (traced_fn, copied_args, copied_kwargs)
     try:
-        with _quiet_dynamo():
+        with quiet_dynamo(), kept_dynamo_caches():
             output = _compiled_entry(traced_fn, recorder)(*copied_args, **copied_kwargs)
             if recorder.aten is not None and not recorder.aten.has_backward:
                 run_backward(output)  # the function did not back-propagate itself
@@ -196,7 +198,8 @@ def _trace(
 
 def capture_on_device(fn: Callable, args: tuple, kwargs: dict, device: torch.device) -> tuple[Capture, BaseException | None]:
     """Trace with the inputs (and a module's state) on ``device``, keeping the graphs dynamo recorded
-    even when running them there fails; returns (capture, the failure or None)."""
+    even when running them there fails; returns (capture, the failure or None). A trace that fails
+    before dynamo records any graph gives a capture without graphs and the user's own error."""
     recorder = _Recorder()
     moved: list[MovedInput] = []
     notes: list[str] = []
@@ -204,14 +207,12 @@ def capture_on_device(fn: Callable, args: tuple, kwargs: dict, device: torch.dev
         output, _, _ = _trace(fn, args, kwargs, recorder, device=device, moved=moved, notes=notes)
         failure = None
     except TraceError as error:
-        if not recorder.graphs:
-            raise
         output, failure = None, error.__cause__ or error
     return recorder.capture(_name(fn), output, moved, notes, device=str(device)), failure
 
 
 @contextlib.contextmanager
-def _quiet_dynamo():
+def quiet_dynamo():
     """Keep dynamo's and inductor's own logging (a large fake-tensor traceback when user code fails)
     out of the user's output while we trace; their levels are given back afterwards."""
     loggers = [logging.getLogger(name) for name in ("torch._dynamo", "torch._subclasses", "torch.fx", "torch.__trace")]

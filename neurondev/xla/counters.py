@@ -7,7 +7,6 @@ import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
-from neurondev._compat import increment_xla_counter
 from neurondev.xla.runtime import load_torch_xla
 
 __all__ = ["Counts", "counts", "keep_counters", "settle", "sync"]
@@ -30,29 +29,59 @@ def settle() -> None:
     xm.wait_device_ops(xm.xla_real_devices(devices))
 
 
-# Counters torch_xla's dynamo bridge saves and restores itself around its clear_counters().
+# Counters the bridge saves before its clear_counters() and adds back after it.
 _RESTORED_BY_THE_BRIDGE = frozenset({"DynamoExtractCompiledGraph", "UncachedCompile"})
 
 
 @contextlib.contextmanager
 def keep_counters() -> Iterator[None]:
-    """Give the user's torch_xla counters back if the block clears them.
+    """Inside the block torch_xla's dynamo bridge (the openxla backend) clears no counter.
 
-    torch_xla's dynamo bridge (the openxla backend) calls ``metrics.clear_counters()`` for every
-    node it probes; inside this block that would wipe the user's counts. After it, every counter
-    that was cleared gets its earlier value added back.
+    To learn which ops of one FX node fall back to the CPU, the bridge calls
+    ``metrics.clear_counters()`` before each node it probes and ``metrics.executed_fallback_ops()``
+    after it, then adds back two counters of its own. Clearing would wipe the user's counts, and
+    adding a value back cannot mend it: ``_xla_increment_counter`` keeps its own counter beside a
+    fallback counter of the same name, so later fallbacks would no longer show. Inside this block
+    the clearing is virtual instead: the counters stay as they are, the fallback ops the bridge
+    asks for are the ones counted since its last "clear", and its adding back is skipped.
     """
+    from unittest import mock
+
+    import torch_xla
     import torch_xla.debug.metrics as metrics
 
-    saved = {name: metrics.counter_value(name) or 0 for name in metrics.counter_names()}
-    try:
+    increment = torch_xla._XLAC._xla_increment_counter
+    since: dict[str, int] = {}
+    pending: set[str] = set()
+
+    def clear() -> None:
+        since.clear()
+        since.update(_fallback_counts())
+        pending.clear()
+        pending.update(_RESTORED_BY_THE_BRIDGE)
+
+    def executed() -> list[str]:
+        return [name for name, value in _fallback_counts().items() if value > since.get(name, 0)]
+
+    def add(name: str, value: int) -> None:
+        if name in pending:  # the bridge giving back what a real clear would have taken
+            pending.discard(name)
+            return
+        increment(name, value)
+
+    with (
+        mock.patch.object(metrics, "clear_counters", clear),
+        mock.patch.object(metrics, "executed_fallback_ops", executed),
+        mock.patch.object(torch_xla._XLAC, "_xla_increment_counter", add),
+    ):
         yield
-    finally:
-        now = {name: metrics.counter_value(name) or 0 for name in saved}
-        if any(now[name] < value for name, value in saved.items()):
-            for name, value in saved.items():
-                if name not in _RESTORED_BY_THE_BRIDGE and value:
-                    increment_xla_counter(name, value)
+
+
+def _fallback_counts() -> dict[str, int]:
+    """The counters of ops that ran on the CPU (``aten::histc``: how many times)."""
+    import torch_xla.debug.metrics as metrics
+
+    return {name: int(metrics.counter_value(name) or 0) for name in metrics.counter_names() if name.startswith("aten::")}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -27,9 +27,19 @@ from neurondev.trace.capture import Capture, capture, capture_on_device
 from neurondev.trace.copies import kept_rng
 from neurondev.trace.source import Located, SourceLine, source_of
 from neurondev.xla import counters, runtime
+from neurondev.xla.program import locate_failure, message_of
+from neurondev.xla.program_records import ProgramFailure
 from neurondev.xla.run import RunError, run_on_xla
 
-__all__ = ["LineDifference", "TraceComparison", "compare_traces", "compare_with_native", "side_by_side_seconds", "structure"]
+__all__ = [
+    "LineDifference",
+    "TraceComparison",
+    "compare_captures",
+    "compare_traces",
+    "compare_with_native",
+    "side_by_side_seconds",
+    "structure",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,7 +78,7 @@ class TraceComparison:
     only_in_xla: tuple[int, ...]
     rewritten_is_native: tuple[bool, ...]
     native_error: str | None = None
-    native_failure: RunError | None = None
+    native_failure: RunError | ProgramFailure | None = None
 
     @property
     def agree(self) -> bool:
@@ -87,7 +97,9 @@ class TraceComparison:
         if self.only_in_cpu or self.only_in_xla:
             parts.append(f"graphs {len(self.cpu.graphs)} on CPU vs {len(self.native.graphs)} on XLA")
         if self.native_error:
-            parts.append(f"the native trace fails to run: {self.native_error}")
+            failure = self.native_failure
+            where = f" at {failure.where}" if failure is not None and failure.source is not None else ""
+            parts.append(f"the native trace fails to run{where}: {self.native_error}")
         lines = "; ".join(d.describe() for d in self.differences[:3])
         return f"{self.name}: " + ", ".join(parts) + (f". {lines}" if lines else "")
 
@@ -111,6 +123,8 @@ def compare_traces(fn: Callable, *args: Any, **kwargs: Any) -> TraceComparison:
 
     A module is traced as a copy, its state moved to the device for the native trace; the
     native trace's graphs are kept even when running them on the device fails (``native_error``).
+    A native trace that fails before recording any graph (a host tensor meeting an XLA one while
+    dynamo traces) is reported, with the user's line, not raised.
     """
     with kept_rng():
         return compare_with_native(capture(fn, *args, **kwargs), fn, args, kwargs)
@@ -118,8 +132,18 @@ def compare_traces(fn: Callable, *args: Any, **kwargs: Any) -> TraceComparison:
 
 def compare_with_native(cpu: Capture, fn: Callable, args: tuple, kwargs: dict) -> TraceComparison:
     """Compare a CPU capture made earlier with a native trace of the same call on XLA."""
+    native, failure = capture_on_device(fn, args, kwargs, runtime.device())
+    if failure is None:
+        return compare_captures(cpu, native)
+    located = _locate_failure(native) or locate_failure(failure)
+    text = f"{type(failure).__name__}: {message_of(failure)[:200]}"
+    return compare_captures(cpu, native, error=text, located=located)
+
+
+def compare_captures(cpu: Capture, native: Capture, *, error: str | None = None, located: Any = None) -> TraceComparison:
+    """Align a CPU capture with a native one (traced on XLA) by user line; ``error`` is how the native
+    run failed, ``located`` the record that says where (a RunError or a ProgramFailure)."""
     device = runtime.device()
-    native, failure = capture_on_device(fn, args, kwargs, device)
     count = min(len(cpu.graphs), len(native.graphs))
     differences = [d for index in range(count) for d in _line_differences(index, cpu.graphs[index], native.graphs[index])]
     same = [structure(rewrite_copy(cpu.graphs[i], target=device)[0]) == structure(native.graphs[i]) for i in range(count)]
@@ -131,8 +155,8 @@ def compare_with_native(cpu: Capture, fn: Callable, args: tuple, kwargs: dict) -
         only_in_cpu=tuple(range(count, len(cpu.graphs))),
         only_in_xla=tuple(range(count, len(native.graphs))),
         rewritten_is_native=tuple(same),
-        native_error=None if failure is None else f"{type(failure).__name__}: {(str(failure).strip().splitlines() or [''])[0][:200]}",
-        native_failure=None if failure is None else _locate_failure(native),
+        native_error=error,
+        native_failure=located,
     )
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
 import statistics
 import time
 from collections.abc import Callable, Iterable
@@ -366,7 +368,8 @@ def _call(graph: torch.fx.GraphModule, placed: _Placement, barrier: Callable[[],
     interpreter = _MeasuringInterpreter(graph)
     outputs, error = None, None
     try:
-        outputs = interpreter.run(*device_inputs)
+        with contextlib.redirect_stderr(io.StringIO()):  # torch.fx prints a failing body's traceback itself
+            outputs = interpreter.run(*device_inputs)
     except _NodeFailed as failed:
         error = _run_error(failed)
     during = counters.counts() - before

@@ -114,6 +114,8 @@ def check_card_and_explorer(page) -> None:
 
     explorer = page.locator(".neurondev-explorer")
     explorer.wait_for(timeout=120_000)
+    program = explorer.locator(".nd-explorer-program table.nd-program")
+    assert "as written (openxla)" in program.inner_text() and "mixed devices at compile time" in program.inner_text()
     select = explorer.locator("select").first
     select.select_option(index=1)  # pick the second pin, as a click in the list does
     detail = explorer.locator(".nd-pin-detail")

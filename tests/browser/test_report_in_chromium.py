@@ -35,9 +35,13 @@ def test_the_seed_report_shows_the_headline_both_graphs_and_the_pin_table(page, 
     fn, args, _ = examples.get("seed").build()
     blocked = open_report(page, neurondev.explain(fn, *args, quiet=True), tmp_path)
     assert blocked == []  # nothing but the file itself was asked for
+    program = page.locator(".nd-program-line").inner_text()
+    assert program.startswith("Your program on XLA (torch.compile): as written (openxla) runs") and "neurondev backend runs" in program
+    written, rewritten = (cell.inner_text() for cell in page.locator("table.nd-program tr").nth(1).locator("td").all())
+    assert written == "runs" and rewritten == "runs"
     headline = page.locator(".nd-headline").first.inner_text()
     assert "1 frozen device pin(s)" in headline and "1 graph break(s) on xla:0" in headline
-    assert "the rewrite changed no values; XLA agrees with CPU" in page.locator(".nd-headline").nth(1).inner_text()
+    assert "the rewrite changed no values; the graph on XLA agrees with CPU" in page.locator(".nd-headline").nth(1).inner_text()
     before, after = page.locator("figure.nd-before svg"), page.locator("figure.nd-after svg")
     assert before.count() == 1 and after.count() == 1
     assert before.bounding_box()["width"] > 200 and after.bounding_box()["height"] > 200

@@ -135,8 +135,45 @@ def test_inputs_are_placed_on_the_host_or_on_xla_and_a_0_dim_host_tensor_mixes_w
     from neurondev.integrations.backend import input_placement
 
     gm = torch.fx.symbolic_trace(lambda a, b, s: a + b + s)
-    assert input_placement(gm, [torch.randn(2), torch.randn(2), 3]) == "host"
-    assert input_placement(gm, [_on_xla(), _on_xla(), torch.tensor(1.0)]) == "xla"
+    assert input_placement(gm, [torch.randn(2), torch.randn(2), 3]).on_host_only
+    both = input_placement(gm, [_on_xla(), _on_xla(), torch.tensor(1.0)])
+    assert both.on_xla == (0, 1) and both.host == ()
+    mixed = input_placement(gm, [_on_xla(), torch.randn(2), 3])
+    assert mixed.on_xla == (0,) and mixed.host == (1,) and mixed.host_names == ("b (cpu)",)
+
+
+TABLE = torch.arange(6, dtype=torch.float32)  # a host tensor in a global: dynamo lifts it into a graph input
+
+
+def reads_a_host_table(x):
+    return x * 2 + TABLE.to(x.device)
+
+
+@pytest.mark.xla
+def test_a_host_tensor_a_graph_on_xla_reads_is_uploaded_on_every_call_and_named_once(caplog):
+    import torch_xla
+
+    from neurondev.xla import counters
+
+    caplog.set_level(logging.INFO, logger="neurondev")
+    x = torch.randn(6)
+    compiled = torch.compile(reads_a_host_table, backend="neurondev")
+    try:
+        out = compiled(x.to(xla.device()))  # compiles
+        counters.sync()
+        before = counters.counts()
+        again = compiled(x.to(xla.device()))
+        torch_xla.sync()
+        counters.settle()
+        delta = counters.counts() - before
+    finally:
+        torch._dynamo.reset()
+    torch.testing.assert_close(out.cpu(), reads_a_host_table(x))
+    torch.testing.assert_close(again.cpu(), reads_a_host_table(x))
+    assert out.device.type == "xla"
+    assert "are host tensors read by a graph on" in caplog.text and "(cpu)" in caplog.text
+    assert delta.transfers_to_device == 2  # x, moved by the test, and TABLE, moved by the backend
+    assert delta.transfers_to_host == 0
 
 
 def _on_xla():

@@ -15,7 +15,7 @@ import pytest
 
 import neurondev
 from neurondev import testing
-from neurondev.render.focus import layer_of, module_path
+from neurondev.fx.modules import layer_of, module_path
 
 pytestmark = pytest.mark.xla
 

@@ -63,9 +63,11 @@ def test_displaying_the_card_twice_changes_nothing_in_the_explanation(seed_ex):
 def test_the_summary_is_the_headline_a_terminal_shows(seed_ex):
     line = line_of(examples.seed_function, "torch.empty")
     assert seed_ex.summary() == (
-        f"1 frozen device pin(s) (torch.empty at patterns.py:{line}) -> 1 graph break(s) on xla:0 "
-        "(copy_ pulls a value to the host). After DeviceRewriterPass: 0 breaks, 0 transfers to the host; "
-        f"the rewrite changed no values; XLA agrees with CPU. Fixes in your code: 1 verified (patterns.py:{line})."
+        "Your program on XLA (torch.compile): as written (openxla) runs (1 graph(s), 0 transfer(s) to the host per call) and "
+        "agrees with CPU; with the neurondev backend runs (1 graph(s), 0 transfer(s) to the host per call) and agrees with CPU. "
+        f"Traced on CPU, the graph moved to XLA: 1 frozen device pin(s) (torch.empty at patterns.py:{line}) -> 1 graph break(s) "
+        "on xla:0 (copy_ pulls a value to the host). After DeviceRewriterPass: 0 breaks, 0 transfers to the host; "
+        f"the rewrite changed no values; the graph on XLA agrees with CPU. Fixes in your code: 1 verified (patterns.py:{line})."
     )
     assert repr(seed_ex) == "<Explanation of seed_function: 1 device pin(s) in 1 graph(s), 1 graph(s) run>"
 
@@ -122,8 +124,8 @@ def test_progress_goes_to_stderr_per_stage_unless_quiet(capsys):
     fn, args, _ = examples.get("seed").build()
     neurondev.explain(fn, *args)
     err = capsys.readouterr().err
-    stages = ("trace", "find pins", "start XLA", "verify fixes", "rewrite", "run before", "run after")
-    for stage in (f"{name} ({n}/7)" for n, name in enumerate(stages, 1)):
+    stages = ("trace", "find pins", "start XLA", "verify fixes", "rewrite", "run before", "run after", "your program on XLA")
+    for stage in (f"{name} ({n}/8)" for n, name in enumerate(stages, 1)):
         assert stage in err
     neurondev.explain(fn, *args, run=False, quiet=True)
     assert capsys.readouterr().err == ""
@@ -176,7 +178,7 @@ def test_every_dynamo_graph_is_explained_with_dynamos_breaks_and_totals():
     card = ex._repr_html_()
     assert "Graph 0 " in card and "Graph 1 " in card and "Dynamo's own graph breaks (1)" in card
     assert "Totals over 2 graphs" in card and "<tr><th>graphs run</th><td>2</td><td>2</td></tr>" in card
-    assert "into 2 graph(s) (1 dynamo break(s))" in ex.summary()
+    assert "Dynamo split split into 2 graphs at 1 break(s) of its own." in ex.summary()
 
 
 def fails_frozen(w, x):

@@ -104,6 +104,19 @@ model = MixtralForCausalLM(config).eval()
 ids = torch.randint(0, 128, (1, 8))
 ex = neurondev.explain(model, ids, use_cache=False, quiet=True)
 print("pins:", len(ex.pins), "runs:", len(ex.after), "failures:", ex.totals("after").failures)
+first = ex.first_difference
+print("first difference:", first.function, first.module, first.where)
+print("summary:", ex.summary())
+print("programs:", ex.program.as_written.ok, ex.program.rewritten.ok, ex.program.rewritten.matches_cpu)
+print("program fails at:", ex.program.as_written.failure.where, ex.program.as_written.failure.message)
+print("device-specialised:", sorted({d.where for d in ex.device_specialised}))
 """)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "runs: 1 failures: 0" in result.stdout
+    # transformers' grouped_mm_fallback custom op is where XLA departs from CPU (max abs 8.34 measured op by op)
+    assert "first difference: transformers.grouped_mm_fallback model.layers.0.mlp.experts moe.py:" in result.stdout
+    assert "XLA differs from CPU first at out (transformers.grouped_mm_fallback, moe.py:" in result.stdout
+    # as a program, Mixtral on XLA takes its MoE code's XLA branch: histc of int32 counts, which XLA runs on the CPU, where it fails
+    assert "programs: False False None" in result.stdout
+    assert "program fails at: moe.py:" in result.stdout and '"histogram_cpu" not implemented' in result.stdout
+    assert "device-specialised: ['moe.py:" in result.stdout

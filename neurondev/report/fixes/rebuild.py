@@ -141,12 +141,23 @@ class _Builder:
         return copied
 
     def _rebuild_definitions(self, module_name: str | None, copied: dict[str, Any]) -> None:
-        """Functions and nn.Module classes defined in this namespace's module, rebuilt in the copy."""
+        """Functions, nn.Module classes and classes with a fixed method (a custom ``autograd.Function``)
+        defined in this namespace's module, rebuilt in the copy."""
         for value in list(copied.values()):
             if inspect.isfunction(value) and id(value.__globals__) in self.namespaces and id(value) not in self.replaced:
                 self.replaced[id(value)] = self.function(value)
-            elif _is_module_class(value) and value.__module__ == module_name and id(value) not in self.replaced:
+            elif self._to_subclass(value, module_name):
                 self.replaced[id(value)] = self._subclass(value)
+
+    def _to_subclass(self, value: Any, module_name: str | None) -> bool:
+        """A class of this module to rebuild: an nn.Module class, or one with a fixed method."""
+        if not inspect.isclass(value) or value.__module__ != module_name or id(value) in self.replaced:
+            return False
+        return _is_module_class(value) or self._has_fixed_method(value)
+
+    def _has_fixed_method(self, cls: type) -> bool:
+        codes = [function.__code__ for member in vars(cls).values() if (function := _function_of(member)) is not None]
+        return any(self.codes.get((code.co_filename, code.co_qualname), code) is not code for code in codes)
 
     def function(self, fn: types.FunctionType) -> types.FunctionType:
         """``fn`` with its fixed code (when its file was fixed) and the copied globals, closure and defaults its own."""
@@ -181,7 +192,13 @@ class _Builder:
         return tuple(cells)
 
     def _subclass(self, cls: type) -> type:
-        methods = {name: self.function(member) for name, member in vars(cls).items() if inspect.isfunction(member)}
+        """A subclass whose methods (static and class methods too) are rebuilt from the fixed code."""
+        methods: dict[str, Any] = {}
+        for name, member in vars(cls).items():
+            function = _function_of(member)
+            if function is not None:
+                rebuilt_fn = self.function(function)
+                methods[name] = type(member)(rebuilt_fn) if isinstance(member, (staticmethod, classmethod)) else rebuilt_fn
         return type(cls.__name__, (cls,), {**methods, "__module__": cls.__module__, "__qualname__": cls.__qualname__})
 
     def _entry(self, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -206,6 +223,12 @@ class _Builder:
             if fixed is not None:
                 sub.__class__ = fixed
         return copied
+
+
+def _function_of(member: Any) -> types.FunctionType | None:
+    """The Python function of a class attribute: a method, a staticmethod's or a classmethod's; else None."""
+    function = member.__func__ if isinstance(member, (staticmethod, classmethod)) else member
+    return function if inspect.isfunction(function) else None
 
 
 def _is_module_class(value: Any) -> bool:

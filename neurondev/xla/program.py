@@ -1,0 +1,266 @@
+"""Run the user's whole program on XLA: the function under torch.compile, its inputs and module on the device.
+
+This is the program a user runs, not an emulation of it: dynamo traces with the values on XLA,
+the Python between its graphs runs on XLA values, and torch_xla's dynamo bridge joins the graphs.
+The function, its module and its arguments are deep copies moved to the device (as ``model.to(xla)``
+and ``x.to(xla)`` would); tensors the code reads from a global, a closure or a plain attribute stay
+where the user's code keeps them. It is called twice (the second call is the steady state), each
+call measured as deltas of torch_xla's counters (never cleared, given back if the bridge clears them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.fx
+
+from neurondev._compat import concrete, dynamo_break_of
+from neurondev.fx.graphs import copy_graph
+from neurondev.trace.caches import kept_dynamo_caches
+from neurondev.trace.capture import Capture, quiet_dynamo
+from neurondev.trace.copies import MovedInput, fresh_function, traced_copies
+from neurondev.trace.source import SourceLine, source_line, source_of, user_line_of_error
+from neurondev.xla import counters, runtime
+from neurondev.xla.program_records import ProgramCall, ProgramFailure, ProgramRun
+from neurondev.xla.values import compare_outputs
+
+__all__ = ["ProgramSubject", "locate_failure", "message_of", "run_program"]
+
+_CALLS = 2
+_MIXED = re.compile(r"two different devices|FakeTensor Device Propagation|found at least two devices", re.I)
+_HOST_ONLY_MESSAGE = re.compile(r"numpy|0-dimensional arrays|python scalars|can't convert xla", re.I)
+_HOST_ONLY_CODE = re.compile(r"\.(numpy|tolist)\(|\bnp\.")
+_WRAPPED = re.compile(r"got \w+\((?P<quote>['\"])(?P<message>.+)(?P=quote)\)")
+_WRONG_DEVICE = re.compile(r"Expected XLA tensor|XLA tensors|same device|Expected all tensors", re.I)
+
+
+@dataclasses.dataclass(frozen=True)
+class ProgramSubject:
+    """What to run: the user's callable and the arguments of one call (the user's own objects, copied per run)."""
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    name: str = "the program"
+
+
+def run_program(
+    subject: ProgramSubject,
+    backend: Callable[..., Any],
+    *,
+    label: str,
+    reference: Any = None,
+    not_comparable: str | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    keep_graphs: bool = False,
+) -> tuple[ProgramRun, Capture | None]:
+    """Call ``subject`` compiled with ``backend`` on the XLA device twice; compare the first call with
+    ``reference`` (the eager CPU result) unless ``not_comparable`` says why not.
+
+    ``label`` names the backend in the record ('openxla', 'neurondev'). With ``keep_graphs`` the
+    graphs dynamo traced on XLA are kept as they were before the backend saw them, with their
+    inputs, as a Capture on the XLA device (the native trace). Nothing of the user's is touched.
+    """
+    device = runtime.device()
+    moved: list[MovedInput] = []
+    notes: list[str] = []
+    fn, args, kwargs = traced_copies(subject.fn, subject.args, subject.kwargs, device, moved, notes)
+    recorder = _Recorder(backend, keep_graphs)
+    compiled = torch.compile(_entry(fn), backend=recorder)
+    with quiet_dynamo(), kept_dynamo_caches(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        calls, outputs, failure = _call_twice(compiled, args, kwargs, recorder)
+    comparison, not_compared = _compare(outputs, failure, reference, not_comparable, rtol, atol)
+    record = ProgramRun(label, failure, comparison, not_compared, tuple(calls), _unique(caught), outputs)
+    native = recorder.capture(subject.name, moved, notes, str(device), (fn, args, kwargs)) if keep_graphs else None
+    return record, native
+
+
+def _entry(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A fresh entry function (its own code object: dynamo's cache stays off the user's function)."""
+
+    def program(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    return fresh_function(program)
+
+
+class _Recorder:
+    """A torch.compile backend around ``inner``: counts the graphs dynamo makes, keeps copies of them
+    (before ``inner`` rewrites them) when asked, and notes which compiled graph was running when a
+    call failed."""
+
+    def __init__(self, inner: Callable[..., Any], keep: bool) -> None:
+        self.inner, self.keep = inner, keep
+        self.count = 0
+        self.graphs: list[torch.fx.GraphModule] = []
+        self.inputs: list[list[Any]] = []
+        self.ends: list[SourceLine | None] = []
+        self.host_calls: list[SourceLine | None] = []
+        self.compiling: int | None = None
+        self.running: int | None = None
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+        index = self.count
+        self.count += 1
+        self.ends.append(_end_of(gm))
+        self.host_calls.append(_host_call_in(gm))
+        if self.keep:
+            self.graphs.append(copy_graph(gm))
+            self.inputs.append([concrete(value) for value in example_inputs])
+        self.compiling = index
+        compiled = self.inner(gm, example_inputs)
+        self.compiling = None
+
+        def run(*args: Any) -> Any:
+            self.running = index
+            result = compiled(*args)
+            self.running = None
+            return result
+
+        return run
+
+    def capture(self, name: str, moved: list[MovedInput], notes: list[str], device: str, owners: tuple[Any, ...]) -> Capture:
+        return Capture(
+            name,
+            tuple(self.graphs),
+            tuple(tuple(i) for i in self.inputs),
+            (),
+            tuple(moved),
+            None,
+            tuple(notes),
+            device=device,
+            owners=owners,
+        )
+
+
+def _end_of(gm: torch.fx.GraphModule) -> SourceLine | None:
+    """The user's line where a graph ends: dynamo's own break, else its last node with a line."""
+    found = dynamo_break_of(gm)
+    if found is not None and found[1] is not None:
+        frame = found[1]
+        return source_line(frame.filename, frame.lineno, frame.name, frame.line)
+    lines = [source_of(node) for node in gm.graph.nodes]
+    return next((line for line in reversed(lines) if line is not None), None)
+
+
+def _host_call_in(gm: torch.fx.GraphModule) -> SourceLine | None:
+    """The first line of a graph that calls a host-only method on a tensor (``.numpy()``, ``.tolist()``),
+    which dynamo traces as torch ops: the graph then hands a NumPy value across to the next one."""
+    lines = (source_of(node) for node in gm.graph.nodes)
+    return next((line for line in lines if line is not None and _HOST_ONLY_CODE.search(line.code)), None)
+
+
+def _call_twice(
+    compiled: Callable[..., Any], args: tuple, kwargs: dict, recorder: _Recorder
+) -> tuple[list[ProgramCall], Any, ProgramFailure | None]:
+    calls: list[ProgramCall] = []
+    outputs = None
+    for number in range(1, _CALLS + 1):
+        graphs = recorder.count
+        with counters.keep_counters():
+            counters.settle()
+            before, start = counters.counts(), time.perf_counter()
+            try:
+                result = compiled(*args, **kwargs)
+                counters.sync()
+            except Exception as error:
+                return calls, outputs, _failure(error, recorder, number)
+            seconds, delta = time.perf_counter() - start, counters.counts() - before
+        calls.append(
+            ProgramCall(
+                recorder.count - graphs, delta.compilations, delta.executions, delta.transfers_to_host, delta.transfers_to_device, seconds
+            )
+        )
+        outputs = result if number == 1 else outputs
+    return calls, outputs, None
+
+
+def _failure(error: BaseException, recorder: _Recorder, call: int) -> ProgramFailure:
+    """Where and why the program failed, as the user's line and one of FAILURE_KINDS."""
+    graph: int | None = None
+    if recorder.running is not None:  # the node's own line when the error names it ("Original traceback")
+        stage, graph = "graph", recorder.running
+        source = recorder.host_calls[graph] or _line_in_message(error) or recorder.ends[graph]
+    elif recorder.compiling is not None or _from_dynamo(error):
+        stage, graph = "compile", recorder.compiling
+        source = user_line_of_error(error) or (recorder.ends[graph] if graph is not None else None)
+    else:
+        stage, source = "python", user_line_of_error(error)
+    recorder.running = recorder.compiling = None
+    return ProgramFailure(_kind(error, stage, source), stage, type(error).__name__, message_of(error), source, graph, call)
+
+
+def locate_failure(error: BaseException, *, call: int = 1) -> ProgramFailure:
+    """A failure raised outside any compiled graph (while dynamo traced, or in the code between
+    graphs) as a located record: the user's line and its kind."""
+    stage = "compile" if _from_dynamo(error) else "python"
+    source = user_line_of_error(error)
+    return ProgramFailure(_kind(error, stage, source), stage, type(error).__name__, message_of(error), source, None, call)
+
+
+def message_of(error: BaseException) -> str:
+    """The error's own words: its first line, or the error dynamo wrapped ("... got RuntimeError('X')": X)."""
+    first = (str(error).strip().splitlines() or [""])[0]
+    wrapped = _WRAPPED.search(first)
+    return (wrapped["message"] if wrapped else first)[:300]
+
+
+def _line_in_message(error: BaseException) -> SourceLine | None:
+    """The user's line an error's own text names (torch.fx adds the failing node's stack trace to it)."""
+    return user_line_of_error(error) if "Original traceback:" in str(error) else None
+
+
+def _from_dynamo(error: BaseException) -> bool:
+    """Raised while dynamo traced or compiled a frame (not by the user's code running)."""
+    import torch._dynamo.exc as exc
+
+    return isinstance(error, (exc.TorchDynamoException, exc.BackendCompilerFailed))
+
+
+def _kind(error: BaseException, stage: str, source: SourceLine | None) -> str:
+    text = _messages(error)
+    if _MIXED.search(text):
+        return "mixed devices at compile time" if stage == "compile" else "wrong device at run time"
+    if _HOST_ONLY_CODE.search(source.code if source else "") or _HOST_ONLY_MESSAGE.search(text):
+        return "host-only call between graphs"
+    if _WRONG_DEVICE.search(text):
+        return "wrong device at run time"
+    return "other"
+
+
+def _messages(error: BaseException) -> str:
+    """The messages of an error and of the errors it was raised from."""
+    parts: list[str] = []
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        parts.append(str(current))
+        current = current.__cause__ or current.__context__
+    return "\n".join(parts)
+
+
+def _compare(
+    outputs: Any, failure: ProgramFailure | None, reference: Any, not_comparable: str | None, rtol: float | None, atol: float | None
+) -> tuple[Any, str | None]:
+    if outputs is None and failure is not None:
+        return None, "not compared: the program failed"
+    if not_comparable is not None:
+        return None, not_comparable
+    if reference is None:
+        return None, "not compared: there is no CPU result to compare with"
+    return compare_outputs(outputs, reference, rtol=rtol, atol=atol), None
+
+
+def _unique(caught: list[warnings.WarningMessage]) -> tuple[str, ...]:
+    return tuple(
+        dict.fromkeys(f"{w.category.__name__}: {str(w.message).strip().splitlines()[0][:200]}" for w in caught if str(w.message).strip())
+    )

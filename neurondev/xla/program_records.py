@@ -1,0 +1,169 @@
+"""What running the user's whole program under torch.compile on XLA showed: per run, per call, and why it failed."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from neurondev.trace.source import Located, SourceLine
+from neurondev.xla.values import Comparison
+
+__all__ = ["FAILURE_KINDS", "ProgramCall", "ProgramFailure", "ProgramRun", "Programs"]
+
+FAILURE_KINDS = (
+    "mixed devices at compile time",  # dynamo's fake tensors met a host tensor and an XLA tensor in one op
+    "host-only call between graphs",  # .numpy(), a Python scalar of an array, ... on an XLA value
+    "wrong device at run time",  # a compiled graph got a tensor on the host where XLA was expected
+    "other",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class ProgramFailure(Located):
+    """Why the program failed: ``kind`` (one of ``FAILURE_KINDS``), the user's line (``source``: the
+    failing statement, or the line where the failing graph ends), ``stage`` ('compile': while dynamo
+    or the backend compiled; 'graph': while a compiled graph ran; 'python': in the code between
+    graphs), the graph that was compiling or running (``graph``), the exception's type and message."""
+
+    kind: str
+    stage: str
+    exception: str
+    message: str
+    source: SourceLine | None = None
+    graph: int | None = None
+    call: int = 1
+
+    def describe(self) -> str:
+        where = f" at {self.where} (`{self.code}`)" if self.source is not None else ""
+        when = {"compile": "at compile time", "graph": "while a compiled graph ran", "python": "in the code between graphs"}[self.stage]
+        again = f" on call {self.call}" if self.call > 1 else ""
+        return f"fails {when}{again}{where}: {self.kind}: {self.exception}: {self.message}"
+
+    def __str__(self) -> str:
+        return self.describe()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "stage": self.stage,
+            "exception": self.exception,
+            "message": self.message,
+            "graph": self.graph,
+            "call": self.call,
+            **self.source_dict(),
+            "text": self.describe(),
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class ProgramCall:
+    """One call of the compiled program: dynamo graphs compiled during it, and torch_xla's deltas."""
+
+    graphs: int
+    xla_compiles: int
+    executions: int
+    transfers_to_host: int
+    transfers_to_device: int
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class ProgramRun:
+    """The user's whole function under ``torch.compile(backend=...)`` with its inputs and module on XLA.
+
+    ``backend`` is 'openxla' (the program as written) or 'neurondev' (rewritten by the pass first).
+    ``calls`` holds each call (two: the first compiles, the second is the steady state);
+    ``graphs`` and ``xla_compiles`` add up every call, ``executions`` and ``transfers_to_host``
+    are the last call's (what every further call costs). ``matches_cpu`` compares the first
+    call's outputs with the function run eagerly on CPU (None: not compared, ``not_compared``
+    says why). ``warnings`` are what torch and torch_xla warned while it ran.
+    """
+
+    backend: str
+    failure: ProgramFailure | None = None
+    comparison: Comparison | None = None
+    not_compared: str | None = None
+    calls: tuple[ProgramCall, ...] = ()
+    warnings: tuple[str, ...] = ()
+    outputs: Any = dataclasses.field(default=None, repr=False, compare=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+    @property
+    def matches_cpu(self) -> bool | None:
+        return None if self.comparison is None else self.comparison.matches
+
+    @property
+    def graphs(self) -> int:
+        return sum(call.graphs for call in self.calls)
+
+    @property
+    def xla_compiles(self) -> int:
+        return sum(call.xla_compiles for call in self.calls)
+
+    @property
+    def executions(self) -> int:
+        return self.calls[-1].executions if self.calls else 0
+
+    @property
+    def transfers_to_host(self) -> int:
+        return self.calls[-1].transfers_to_host if self.calls else 0
+
+    @property
+    def recompiled(self) -> bool:
+        """A call after the first compiled a dynamo graph again."""
+        return any(call.graphs for call in self.calls[1:])
+
+    def describe(self) -> str:
+        """One line: fails (where, why), or runs with its per-call figures and how it compares with CPU."""
+        if self.failure is not None:
+            return self.failure.describe()
+        steady = f"{self.transfers_to_host} transfer(s) to the host per call"
+        again = ", compiles again on the second call" if self.recompiled else ""
+        joint = "but" if self.matches_cpu is False else "and" if self.matches_cpu else "with"
+        return f"runs ({self.graphs} graph(s), {steady}{again}) {joint} {self.values_text()}"
+
+    def values_text(self) -> str:
+        if self.comparison is None:
+            return f"values {self.not_compared or 'not compared'}"
+        compared = self.comparison
+        if compared.matches:
+            return "agrees with CPU"
+        if compared.structure is not None:
+            return f"DIFFERS from CPU ({compared.structure})"
+        return f"DIFFERS from CPU ({compared.elements_off} of {compared.elements} elements off, max abs {compared.max_abs_error:.3g})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend,
+            "ok": self.ok,
+            "failure": None if self.failure is None else self.failure.to_dict(),
+            "matches_cpu": self.matches_cpu,
+            "comparison": None if self.comparison is None else self.comparison.to_dict(),
+            "not_compared": self.not_compared,
+            "graphs": self.graphs,
+            "xla_compiles": self.xla_compiles,
+            "executions": self.executions,
+            "transfers_to_host": self.transfers_to_host,
+            "recompiled": self.recompiled,
+            "calls": [call.to_dict() for call in self.calls],
+            "warnings": list(self.warnings),
+            "text": self.describe(),
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class Programs:
+    """The user's program on XLA twice: ``as_written`` (torch_xla's openxla backend) and ``rewritten``
+    (the neurondev backend: DeviceRewriterPass, then openxla)."""
+
+    as_written: ProgramRun
+    rewritten: ProgramRun
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"as_written": self.as_written.to_dict(), "rewritten": self.rewritten.to_dict()}
