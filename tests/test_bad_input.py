@@ -100,6 +100,9 @@ CATALOGUE = [
     ("fix_of-node-name", lambda: seed_explanation().fix_of("out"), neurondev.InvalidSubjectError, TypeError, "one of this Explanation's pins (ex.pins[i])"),
     ("patch-root-int", lambda: seed_explanation().patch(root=5), neurondev.InvalidOptionError, ValueError, "root is the folder"),
     ("patch-root-missing", lambda: seed_explanation().patch(root="/no/such/folder"), neurondev.InvalidOptionError, ValueError, "an existing folder"),
+    ("check-program-str", lambda: neurondev.check(one_input, torch.randn(4), program="yes"), neurondev.InvalidOptionError, ValueError, "program is True or False"),
+    ("check-level", lambda: neurondev.check(one_input, torch.randn(4), level="fx"), neurondev.InvalidOptionError, ValueError, "'dynamo' (the graphs dynamo makes) or 'aten'"),
+    ("rerun-target-cpu", lambda: seed_explanation().rerun(target="cpu"), neurondev.InvalidTargetError, ValueError, "got target 'cpu'"),
     ("backend-int-target", lambda: _backend_with_target(5), neurondev.InvalidTargetError, ValueError, "torch would read an int as a CUDA index"),
 ]
 # fmt: on

@@ -205,3 +205,24 @@ def test_a_run_error_at_an_input_names_the_input_not_a_line():
     error = RunError("l_x_", "l_x_", RuntimeError("cannot place it"), None, input_index=1)
     assert str(error) == "RuntimeError at input 1 (l_x_): cannot place it"
     assert error.to_dict()["input_index"] == 1 and error.to_dict()["file"] is None
+
+
+def test_the_bridge_clears_no_counter_and_later_fallbacks_still_count():
+    """torch_xla's bridge clears the counters for every node it probes; inside neurondev that is virtual."""
+    import torch_xla.debug.metrics as metrics
+
+    def falls_back_on_xla(x):
+        flags = (x > 0).float() if x.device.type == "cpu" else (x > 0).int()  # as transformers' MoE code picks
+        return torch.histc(flags, bins=2, min=0, max=1)  # on XLA: the CPU has no int kernel, the bridge's probe fails
+
+    program = neurondev.explain(falls_back_on_xla, torch.randn(8), quiet=True).program.as_written
+    assert "histogram_cpu" in program.failure.message
+    names = metrics.counter_names()
+    assert len(names) == len(set(names))  # giving counters back by increment made a second one of the same name
+
+    def histc(x):
+        return torch.histc(x * 2, bins=4) + 1
+
+    captured = neurondev.capture(histc, torch.randn(16))
+    record = neurondev.run_on_xla(captured.graphs[0], *captured.example_inputs[0], repeat=0)
+    assert record.fallback_ops == {"aten::histc": 1}
