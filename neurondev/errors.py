@@ -28,6 +28,7 @@ __all__ = [
     "InputSpecError",
     "CannotRebuildError",
     "UncommittedChangesError",
+    "SourceChangedError",
     "NoGraphWarning",
     "warn_user",
 ]
@@ -120,6 +121,10 @@ class CannotRebuildError(NeurondevError, RuntimeError):
 
 class UncommittedChangesError(NeurondevError, RuntimeError):
     """A file to fix has uncommitted changes under git: commit or stash them, or pass force (--force)."""
+
+
+class SourceChangedError(NeurondevError, RuntimeError):
+    """A file to patch changed (or went) since it was traced: explain it again first."""
 
 
 class NoGraphWarning(UserWarning):

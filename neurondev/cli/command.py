@@ -319,7 +319,11 @@ def _fix(options: argparse.Namespace) -> int:
         for written in write_fixes(fixes, force=options.force):
             print(f"fixed {written.file} ({written.fixes} statement(s)); the original is {written.backup}", file=sys.stderr)
     else:
-        print(explanation.patch(), end="")
+        from neurondev.report.fixes.patch import unified_diff_bytes
+
+        sys.stdout.flush()
+        sys.stdout.buffer.write(unified_diff_bytes(fixes))  # each file's part in its own encoding, its own line endings
+        sys.stdout.buffer.flush()
     remaining = [fix for fix in fixes if not fix.verified]
     in_user_code = {(pin.file, pin.line) for pin in explanation.pins if pin.source is not None and not pin.output_transfer}
     print(_fix_verdict(fixes, remaining, bool(in_user_code)), file=sys.stderr)

@@ -195,7 +195,7 @@ def _gallery() -> builtins.list[Example]:
             _pattern(patterns.zeros_accumulator, (3, 8)),
             Outcome(pins=(("torch.zeros", "kwarg", _FROZEN),), breaks_before=("copy_",)),
             instead=_NEW.format("zeros", "zeros"),
-            fix="total = x.new_zeros(x.shape[-1])",
+            fix="total = x.new_zeros(x.shape[-1], dtype=torch.float32)",
         ),
         Example(
             "ones",
@@ -205,7 +205,7 @@ def _gallery() -> builtins.list[Example]:
             _pattern(patterns.ones_weights, (3, 8)),
             Outcome(pins=(("torch.ones", "kwarg", _FROZEN),), breaks_before=("mul_",)),
             instead=_NEW.format("ones", "ones"),
-            fix="weights = x.new_ones(x.shape[-1])",
+            fix="weights = x.new_ones(x.shape[-1], dtype=torch.float32)",
         ),
         Example(
             "full",
@@ -214,7 +214,7 @@ def _gallery() -> builtins.list[Example]:
             _pattern(patterns.full_like_scale, (3, 8)),
             Outcome(pins=(("torch.full", "kwarg", _FROZEN),), breaks_before=("add_",)),
             instead=_NEW.format("full", "full"),
-            fix="scale = x.new_full((x.shape[-1],), 0.5)",
+            fix="scale = x.new_full((x.shape[-1],), 0.5, dtype=torch.float32)",
         ),
         Example(
             "tensor",
@@ -226,7 +226,7 @@ def _gallery() -> builtins.list[Example]:
             _pattern(patterns.tensor_table, (3, 4)),
             Outcome(pins=(("torch.tensor", "kwarg", _FROZEN),), uploads_before=("mul",), uploads_after=("table",)),
             instead="x.new_tensor(data) follows x; better, create the table once (a buffer) and pass it in",
-            fix="table = x.new_tensor([1.0, 2.0, 3.0, 4.0])",
+            fix="table = x.new_tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.float32)",
         ),
         Example(
             "str-device",
@@ -236,7 +236,7 @@ def _gallery() -> builtins.list[Example]:
             _pattern(patterns.str_device, (3, 8)),
             Outcome(pins=(("torch.zeros", "kwarg", _FROZEN),), breaks_before=("copy_",)),
             instead=_NEW.format("zeros", "zeros"),
-            fix="out = x.new_zeros(x.shape)",
+            fix="out = x.new_zeros(x.shape, dtype=torch.float32)",
         ),
         Example(
             "literal-cpu",
@@ -246,7 +246,7 @@ def _gallery() -> builtins.list[Example]:
             _pattern(patterns.literal_cpu, (3, 8)),
             Outcome(pins=(("torch.zeros", "kwarg", "literal"),), breaks_before=("copy_",)),
             instead="x.new_zeros(...) with the tensor whose device you mean (without device= it is made on the default device: the host)",
-            fix="bias = x.new_zeros(x.shape[-1])",
+            fix="bias = x.new_zeros(x.shape[-1], dtype=torch.float32)",
         ),
         Example(
             "to-other-device",
@@ -276,7 +276,7 @@ def _gallery() -> builtins.list[Example]:
             _pattern(patterns.device_object, (8,)),
             Outcome(pins=(("torch.empty", "kwarg", _FROZEN),), breaks_before=("copy_",)),
             instead="torch.empty_like(x) or x.new_empty(shape)",
-            fix="buffer = x.new_empty(x.shape)",
+            fix="buffer = x.new_empty(x.shape, dtype=torch.float32)",
         ),
         Example(
             "cpu-midway",
@@ -297,7 +297,7 @@ def _gallery() -> builtins.list[Example]:
             _pattern(patterns.causal_mask, (6, 8)),
             Outcome(pins=(("torch.ones", "kwarg", _FROZEN),), fails_at="masked_fill"),
             instead=_NEW.format("ones", "ones") + " (or torch.ones_like on a square tensor)",
-            fix="mask = torch.triu(x.new_ones(n, n), diagonal=1).bool()",
+            fix="mask = torch.triu(x.new_ones(n, n, dtype=torch.float32), diagonal=1).bool()",
         ),
         Example(
             "rotary",
@@ -321,7 +321,7 @@ def _gallery() -> builtins.list[Example]:
             _pattern(patterns.kv_cache_step, (4, 8)),
             Outcome(pins=(("torch.zeros", "kwarg", _FROZEN),), breaks_before=("setitem", "copy_")),
             instead="x.new_zeros(shape), or allocate the cache once outside and pass it in",
-            fix="cache = x.new_zeros(2 * x.shape[0], x.shape[1])",
+            fix="cache = x.new_zeros(2 * x.shape[0], x.shape[1], dtype=torch.float32)",
         ),
         Example(
             "module-buffer",
@@ -332,7 +332,7 @@ def _gallery() -> builtins.list[Example]:
             _module,
             Outcome(pins=(("torch.zeros", "kwarg", _FROZEN),), breaks_before=("copy_",), uploads_before=("add",)),
             instead="register_buffer in __init__ (it moves with model.to(device)), or x.new_zeros",
-            fix="state = x.new_zeros(x.shape[-1])",
+            fix="state = x.new_zeros(x.shape[-1], dtype=torch.float32)",
         ),
         Example(
             "no-device-upload",

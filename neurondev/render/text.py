@@ -196,8 +196,10 @@ def summary(explanation: Explanation) -> str:
         return f"No graph was recorded for {explanation.name}: " + "; ".join(explanation.notes or ["nothing to explain"])
     text = f"{program_text(explanation)}. Traced on CPU, the graph moved to XLA: {headline(explanation)}. {after_text(explanation)}."
     graphs, breaks = len(explanation.capture.graphs), len(explanation.capture.dynamo_breaks)
-    if graphs > 1 or breaks:
-        text += f" Dynamo split {explanation.name} into {graphs} graphs at {breaks} break(s) of its own." if graphs > 1 else ""
+    if graphs > 1:
+        text += f" Dynamo split {explanation.name} into {graphs} graphs at {breaks} break(s) of its own."
+    elif breaks:
+        text += f" Dynamo made 1 graph of {explanation.name} and ran the rest as Python, after {breaks} break(s) of its own."
     text += specialised_text(explanation) + first_difference_text(explanation)
     return text + fixes_text(explanation)
 

@@ -29,7 +29,7 @@ from neurondev.report.model import Explanation, NativeTiming, Section, SectionKe
 from neurondev.report.options import ExplainOptions, default, refuse_shadowing
 from neurondev.report.verdicts import Verdict, cpu_verdict, random_reason, rewrite_verdict
 from neurondev.trace.capture import Capture, capture, required_inputs
-from neurondev.trace.copies import kept_rng
+from neurondev.trace.copies import kept_global_state
 from neurondev.trace.inputs import HostValue
 from neurondev.xla.first_difference import NodeDifference
 from neurondev.xla.native import TraceComparison
@@ -165,7 +165,7 @@ def rerun(explanation: Explanation, *, target: str | torch.device, on_step: Call
     on_meta = explanation.capture.device == "meta"
     traced = tuple(TracedGraph(s.key, s.traced, s.inputs, s.host_values, on_meta) for s in explanation.sections)
     program = ProgramStage(explanation.program, None, explanation.program_skipped)
-    with kept_rng(), stages:
+    with kept_global_state(), stages:
         pinned = pin_stage(traced, options.target, stages)
         runtime = runtime_stage(stages)
         rewritten = rewrite_stage(pinned, options.target, stages, runtime)
@@ -182,20 +182,20 @@ def explain_with(fn: Callable[..., Any], args: tuple, kwargs: dict, options: Exp
 
 def _explain(subject: Any, options: ExplainOptions, call: tuple[tuple, dict] | None) -> Explanation:
     """The whole pipeline; ``call`` is (args, kwargs) of ``subject`` (a function), None for a Capture."""
-    names = ("trace", "find pins", "start XLA") + (("verify fixes",) if options.fixes else ()) + ("rewrite",)
-    names += (("run before", "run after") if options.run else ()) + (("your program on XLA",) if options.program else ())
+    names = ("trace", "find pins", "start XLA", "rewrite") + (("run before", "run after") if options.run else ())
+    names += (("your program on XLA",) if options.program else ()) + (("verify fixes",) if options.fixes else ())
     names += ("trace on XLA",) if options.native and not options.program else ()
     name = subject.name if isinstance(subject, Capture) else getattr(subject, "__name__", type(subject).__name__)
     shown = names if call is not None else tuple(n for n in names if n not in ("trace", "verify fixes", "your program on XLA"))
-    with kept_rng(), Stages(shown, quiet=options.quiet, name=name) as stages:
+    with kept_global_state(), Stages(shown, quiet=options.quiet, name=name) as stages:
         captured = subject if call is None else _trace(subject, call, options, stages)
         traced = trace_stage(captured, options.level)
         pinned = pin_stage(traced, options.target, stages)
         runtime = runtime_stage(stages)
-        fixes = fix_stage(None if call is None else subject, call, pinned, runtime, options, stages)
         rewritten = rewrite_stage(pinned, options.target, stages, runtime)
         runs = run_stage(rewritten, runtime, options, stages)
         program = program_stage(None if call is None else ProgramSubject(subject, *call, name=name), captured, runtime, options, stages)
+        fixes = fix_stage(None if call is None else subject, call, captured, pinned, runtime, program, options, stages)
         native = native_stage(captured, subject, call, rewritten, runs, program, options, stages)
         verdicts = verdict_stage(rewritten, runs, options, stages)
     return _assemble(captured, rewritten, runs, program, native, verdicts, options, stages, fixes)
@@ -236,31 +236,43 @@ def pin_stage(traced: tuple[TracedGraph, ...], target: torch.device, stages: Sta
 
 
 def fix_stage(
-    fn: Any, call: tuple[tuple, dict] | None, pinned: tuple[PinnedGraph, ...], runtime: Runtime, options: ExplainOptions, stages: Stages
+    fn: Any,
+    call: tuple[tuple, dict] | None,
+    captured: Capture,
+    pinned: tuple[PinnedGraph, ...],
+    runtime: Runtime,
+    program: ProgramStage,
+    options: ExplainOptions,
+    stages: Stages,
 ) -> tuple[Fix, ...]:
     """The fixed statement for each pin in the user's own code, verified by tracing the fixed code again
-    (at dynamo's level, whatever level is explained: the statements are the same)."""
+    and running it as a program on XLA (at dynamo's level, whatever level is explained: the statements
+    are the same), against the graphs traced on CPU and the program as written."""
     if not options.fixes:
         return ()
     from neurondev.report.fixes.edits import propose
-    from neurondev.report.fixes.verify import verify
+    from neurondev.report.fixes.verify import Original, verify
 
     pins = [pin for graph in pinned for pin in graph.pins]
     if call is not None:
         stages.start("verify fixes")
     if any(graph.traced.on_meta for graph in pinned):
         return verify(None, None, propose(pins), pins, target=options.target, xla=False, unverifiable=_META_FIXES)
+    graphs = dict(enumerate(captured.graphs))
     if options.level != "dynamo" and call is not None:
-        pins = _dynamo_pins(fn, call, options.target)
-    return verify(fn, call, propose(pins), pins, target=options.target, xla=runtime.unavailable is None)
+        pins, graphs = _dynamo_pins(fn, call, options.target)
+    written = program.programs.as_written if program.programs is not None else None
+    original = Original(graphs, written)
+    return verify(fn, call, propose(pins, graphs), pins, target=options.target, xla=runtime.unavailable is None, original=original)
 
 
 _META_FIXES = "not verified: traced on the meta device, where there are no values to compare; explain a small configuration to verify"
 
 
-def _dynamo_pins(fn: Any, call: tuple[tuple, dict], target: torch.device) -> list[DevicePin]:
+def _dynamo_pins(fn: Any, call: tuple[tuple, dict], target: torch.device) -> tuple[list[DevicePin], dict[int, torch.fx.GraphModule]]:
     captured = capture(fn, *call[0], **call[1])
-    return [pin for index, gm in enumerate(captured.graphs) for pin in find_pins(gm, target=target, graph=index)]
+    pins = [pin for index, gm in enumerate(captured.graphs) for pin in find_pins(gm, target=target, graph=index)]
+    return pins, dict(enumerate(captured.graphs))
 
 
 def rewrite_stage(

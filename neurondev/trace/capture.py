@@ -24,7 +24,7 @@ from neurondev.errors import (
 )
 from neurondev.trace.aten import AtenGraph, AtenRecorder, run_backward
 from neurondev.trace.caches import kept_dynamo_caches
-from neurondev.trace.copies import MovedInput, fresh_function, kept_rng, traced_copies
+from neurondev.trace.copies import MovedInput, fresh_function, kept_global_state, own_namespaces, traced_copies
 from neurondev.trace.inputs import HostValue, host_values
 from neurondev.trace.source import Located, SourceLine, source_line, user_line_of_error
 
@@ -128,7 +128,7 @@ def capture(fn: Callable, *args: Any, level: str = "dynamo", **kwargs: Any) -> C
     """
     recorder = _Recorder(aten=check_level(level) == "aten")
     device = trace_device(fn, args, kwargs)
-    with kept_rng():
+    with kept_global_state():
         output, moved, notes = _trace(fn, args, kwargs, recorder, device=device)
     if device.type == "meta":
         notes.insert(0, _META_NOTE)
@@ -179,21 +179,22 @@ def _trace(
     notes = [] if notes is None else notes
     fn = _unwrap_compiled(fn, notes)
     check_inputs(fn, args, kwargs)
-    traced_fn, copied_args, copied_kwargs = traced_copies(fn, args, kwargs, device, moved, notes)
-    recorder.owners = (traced_fn, copied_args, copied_kwargs)
-    try:
-        with quiet_dynamo(), kept_dynamo_caches():
-            output = _compiled_entry(traced_fn, recorder)(*copied_args, **copied_kwargs)
-            if recorder.aten is not None and not recorder.aten.has_backward:
-                run_backward(output)  # the function did not back-propagate itself
-            return output, moved, notes
-    except Exception as error:
-        if recorder.stop and recorder.graphs:
-            return None, moved, notes
-        message = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        line = user_line_of_error(error)
-        where = f" at {line.where} ({line.code})" if line is not None else ""
-        raise TraceError(f"tracing {_name(fn)} on {device.type.upper()} raised {type(error).__name__}{where}: {message}") from error
+    with own_namespaces(fn) as namespaces:
+        traced_fn, copied_args, copied_kwargs = traced_copies(fn, args, kwargs, device, moved, notes, namespaces)
+        recorder.owners = (traced_fn, copied_args, copied_kwargs)
+        try:
+            with quiet_dynamo(), kept_dynamo_caches():
+                output = _compiled_entry(traced_fn, recorder)(*copied_args, **copied_kwargs)
+                if recorder.aten is not None and not recorder.aten.has_backward:
+                    run_backward(output)  # the function did not back-propagate itself
+                return output, moved, notes
+        except Exception as error:
+            if recorder.stop and recorder.graphs:
+                return None, moved, notes
+            message = str(error).strip().splitlines()[0] if str(error).strip() else ""
+            line = user_line_of_error(error)
+            where = f" at {line.where} ({line.code})" if line is not None else ""
+            raise TraceError(f"tracing {_name(fn)} on {device.type.upper()} raised {type(error).__name__}{where}: {message}") from error
 
 
 def capture_on_device(fn: Callable, args: tuple, kwargs: dict, device: torch.device) -> tuple[Capture, BaseException | None]:

@@ -5,7 +5,7 @@ dataclass or change a callable object's own state. It is traced and run on copie
 of (the function's state, args, kwargs) with one memo, so that an optimizer still refers to the
 copied model's parameters and a cache to its copied tensors. Tensors are then put on the trace's
 device (a module with ``.to``, tensors inside other objects one by one). The global RNG state is
-given back afterwards (``kept_rng``).
+given back afterwards, and the environment too (``kept_global_state``).
 """
 
 from __future__ import annotations
@@ -13,17 +13,21 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import os
 import sys
 import types
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from neurondev._compat import DYNAMIC_MARKS, keystr, tree_flatten_with_path, tree_unflatten
 from neurondev.errors import CaptureInputError
 
-__all__ = ["MovedInput", "fresh_function", "kept_rng", "traced_copies"]
+if TYPE_CHECKING:
+    from neurondev.trace.namespaces import Namespaces
+
+__all__ = ["MovedInput", "fresh_function", "kept_global_state", "own_namespaces", "traced_copies"]
 
 _MAX_DEPTH = 12
 
@@ -37,13 +41,21 @@ class MovedInput:
 
 
 def traced_copies(
-    fn: Callable[..., Any], args: tuple, kwargs: dict, device: torch.device, moved: list[MovedInput], notes: list[str]
+    fn: Callable[..., Any],
+    args: tuple,
+    kwargs: dict,
+    device: torch.device,
+    moved: list[MovedInput],
+    notes: list[str],
+    namespaces: Namespaces | None = None,
 ) -> tuple[Callable[..., Any], tuple, dict]:
     """(fn, args, kwargs) as copies on ``device``: nothing the trace does reaches the user's objects.
 
-    A plain function keeps its globals and closure (with a code object of its own, see
-    ``fresh_function``); a module, a bound method's object or a callable object is copied with
-    the arguments. What cannot be deep-copied is traced as it is, said in ``notes``.
+    A plain function keeps its closure (with a code object of its own, see ``fresh_function``) and
+    reads its globals from ``namespaces`` when given (copies: see ``neurondev.trace.namespaces``),
+    else from its module; a module, a bound method's object or a callable object is copied with the
+    arguments (a module's classes rebuilt in ``namespaces`` when given). What cannot be deep-copied
+    is traced as it is, said in ``notes``.
     """
     memo: dict[int, Any] = {}
     moved_arguments: list[MovedInput] = []
@@ -59,9 +71,38 @@ def traced_copies(
         )
         state_copy, args_copy, kwargs_copy = state, seeded_args, seeded_kwargs
     walker = _Mover(device, moved, notes)
-    traced_fn = fresh_function(fn) if state is None else walker.move(state_copy, _state_name(fn))
+    if state is None:
+        traced_fn = fresh_function(namespaces.entry(fn) if namespaces is not None else fn)
+    else:
+        traced_fn = _in_namespaces(walker.move(state_copy, _state_name(fn)), namespaces)
     moved.extend(moved_arguments)  # the function's own state first, then the arguments in order
     return traced_fn, walker.move(args_copy, "args"), walker.move(kwargs_copy, "kwargs")
+
+
+def _in_namespaces(state: Any, namespaces: Namespaces | None) -> Any:
+    """A copied module (or a method bound to one) with its classes rebuilt in the copied namespaces."""
+    if namespaces is None:
+        return state
+    if isinstance(state, torch.nn.Module):
+        namespaces.swap(state)
+        return state
+    if isinstance(state, types.MethodType) and isinstance(state.__self__, torch.nn.Module):
+        namespaces.swap(state.__self__)
+        return getattr(state.__self__, state.__name__)
+    return state
+
+
+@contextlib.contextmanager
+def own_namespaces(fn: Callable[..., Any]) -> Iterator[Namespaces | None]:
+    """Copies of the namespaces of ``fn``'s module while the block runs, when its code is the user's
+    (library code is run as it is); None otherwise."""
+    from neurondev.trace.namespaces import copied_namespaces, in_user_code
+
+    if not in_user_code(fn):
+        yield None
+        return
+    with copied_namespaces(fn) as namespaces:
+        yield namespaces
 
 
 def _has_state(fn: Callable[..., Any]) -> bool:
@@ -186,19 +227,33 @@ def _same_kind(original: tuple, items: list[Any]) -> tuple:
 
 
 @contextlib.contextmanager
-def kept_rng() -> Iterator[None]:
-    """Give the global random state back afterwards: torch's CPU generator, and XLA's when loaded.
+def kept_global_state() -> Iterator[None]:
+    """Give the global random state and the environment back afterwards.
 
     Tracing runs the user's function (dropout, ``torch.rand``) and runs draw again; none of that may
-    move the user's own random stream.
+    move the user's own random stream (torch's CPU generator, and XLA's when loaded). Torch sets
+    variables while tracing (inductor's ``TORCHINDUCTOR_CACHE_DIR``): they go; only what starting
+    the XLA runtime set stays (the running runtime reads it: ``PJRT_DEVICE``, ``XLA_FLAGS``, ...).
     """
     cpu = torch.get_rng_state()
     xla = _xla_rng_state()
+    environment = dict(os.environ)
     try:
         yield
     finally:
         torch.set_rng_state(cpu)
         _set_xla_rng_state(xla)
+        _restore_environment(environment)
+
+
+def _restore_environment(environment: dict[str, str]) -> None:
+    runtime = sys.modules.get("neurondev.xla.runtime")
+    kept = runtime.runtime_environment() if runtime is not None else frozenset()
+    for key in [key for key in os.environ if key not in environment and key not in kept]:
+        del os.environ[key]
+    for key, value in environment.items():
+        if os.environ.get(key) != value and key not in kept:
+            os.environ[key] = value
 
 
 def _xla_rng_state() -> int | None:

@@ -63,6 +63,11 @@ class SourceLine:
     def in_notebook_cell(self) -> bool:
         return bool(_NOTEBOOK_CELL.search(self.file))
 
+    @property
+    def in_pseudo_file(self) -> bool:
+        """Code that lives in no file on disk: a notebook cell, an IPython terminal's ``<ipython-input-...>``, ``<string>``."""
+        return self.in_notebook_cell or self.file.startswith("<")
+
     def to_dict(self) -> dict[str, Any]:
         return {"file": self.file, "line": self.line, "code": self.code, "where": self.where}
 

@@ -24,7 +24,7 @@ from neurondev.fx.devices import as_device, function_name
 from neurondev.fx.graphs import copy_graph
 from neurondev.passes.device_rewriter import rewrite_copy
 from neurondev.trace.capture import Capture, capture, capture_on_device
-from neurondev.trace.copies import kept_rng
+from neurondev.trace.copies import kept_global_state
 from neurondev.trace.source import Located, SourceLine, source_of
 from neurondev.xla import counters, runtime
 from neurondev.xla.program import locate_failure, message_of
@@ -126,7 +126,7 @@ def compare_traces(fn: Callable, *args: Any, **kwargs: Any) -> TraceComparison:
     A native trace that fails before recording any graph (a host tensor meeting an XLA one while
     dynamo traces) is reported, with the user's line, not raised.
     """
-    with kept_rng():
+    with kept_global_state():
         return compare_with_native(capture(fn, *args, **kwargs), fn, args, kwargs)
 
 

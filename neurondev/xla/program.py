@@ -24,7 +24,7 @@ from neurondev._compat import concrete, dynamo_break_of
 from neurondev.fx.graphs import copy_graph
 from neurondev.trace.caches import kept_dynamo_caches
 from neurondev.trace.capture import Capture, quiet_dynamo
-from neurondev.trace.copies import MovedInput, fresh_function, traced_copies
+from neurondev.trace.copies import MovedInput, fresh_function, own_namespaces, traced_copies
 from neurondev.trace.source import SourceLine, source_line, source_of, user_line_of_error
 from neurondev.xla import counters, runtime
 from neurondev.xla.program_records import ProgramCall, ProgramFailure, ProgramRun
@@ -60,25 +60,28 @@ def run_program(
     rtol: float | None = None,
     atol: float | None = None,
     keep_graphs: bool = False,
+    calls: int = _CALLS,
 ) -> tuple[ProgramRun, Capture | None]:
     """Call ``subject`` compiled with ``backend`` on the XLA device twice; compare the first call with
     ``reference`` (the eager CPU result) unless ``not_comparable`` says why not.
 
     ``label`` names the backend in the record ('openxla', 'neurondev'). With ``keep_graphs`` the
     graphs dynamo traced on XLA are kept as they were before the backend saw them, with their
-    inputs, as a Capture on the XLA device (the native trace). Nothing of the user's is touched.
+    inputs, as a Capture on the XLA device (the native trace). ``calls``: how many times it is
+    called (two: the second is the steady state). Nothing of the user's is touched.
     """
     device = runtime.device()
     moved: list[MovedInput] = []
     notes: list[str] = []
-    fn, args, kwargs = traced_copies(subject.fn, subject.args, subject.kwargs, device, moved, notes)
     recorder = _Recorder(backend, keep_graphs)
-    compiled = torch.compile(_entry(fn), backend=recorder)
-    with quiet_dynamo(), kept_dynamo_caches(), warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        calls, outputs, failure = _call_twice(compiled, args, kwargs, recorder)
+    with own_namespaces(subject.fn) as namespaces:
+        fn, args, kwargs = traced_copies(subject.fn, subject.args, subject.kwargs, device, moved, notes, namespaces)
+        compiled = torch.compile(_entry(fn), backend=recorder)
+        with quiet_dynamo(), kept_dynamo_caches(), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            made, outputs, failure = _calls(compiled, args, kwargs, recorder, calls)
     comparison, not_compared = _compare(outputs, failure, reference, not_comparable, rtol, atol)
-    record = ProgramRun(label, failure, comparison, not_compared, tuple(calls), _unique(caught), outputs)
+    record = ProgramRun(label, failure, comparison, not_compared, tuple(made), _unique(caught), outputs)
     native = recorder.capture(subject.name, moved, notes, str(device), (fn, args, kwargs)) if keep_graphs else None
     return record, native
 
@@ -158,12 +161,12 @@ def _host_call_in(gm: torch.fx.GraphModule) -> SourceLine | None:
     return next((line for line in lines if line is not None and _HOST_ONLY_CODE.search(line.code)), None)
 
 
-def _call_twice(
-    compiled: Callable[..., Any], args: tuple, kwargs: dict, recorder: _Recorder
+def _calls(
+    compiled: Callable[..., Any], args: tuple, kwargs: dict, recorder: _Recorder, count: int
 ) -> tuple[list[ProgramCall], Any, ProgramFailure | None]:
     calls: list[ProgramCall] = []
     outputs = None
-    for number in range(1, _CALLS + 1):
+    for number in range(1, count + 1):
         graphs = recorder.count
         with counters.keep_counters():
             counters.settle()

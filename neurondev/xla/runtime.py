@@ -23,6 +23,7 @@ __all__ = [
     "initial_rng_state",
     "load_torch_xla",
     "planned_runtime",
+    "runtime_environment",
     "to_device",
 ]
 
@@ -89,6 +90,7 @@ def _runtime() -> RuntimeChoice:
         choice = planned_runtime()
         if choice.set_pjrt_device:
             os.environ["PJRT_DEVICE"] = choice.set_pjrt_device
+            _runtime_environment.add("PJRT_DEVICE")
         _choice = choice
     _import_torch_xla()
     return _choice
@@ -119,12 +121,23 @@ def _rng_state() -> int | None:
         return None
 
 
+_runtime_environment: set[str] = set()
+
+
+def runtime_environment() -> frozenset[str]:
+    """The environment variables set when neurondev started the XLA runtime (PJRT_DEVICE, and what
+    importing torch_xla sets: XLA_FLAGS, ...): the running runtime reads them, so they stay."""
+    return frozenset(_runtime_environment)
+
+
 def _import_torch_xla() -> Any:
     global _initial_rng
     try:
         loaded = "torch_xla" in sys.modules
+        before = dict(os.environ)
         module = importlib.import_module("torch_xla")
         if not loaded:
+            _runtime_environment.update(key for key, value in os.environ.items() if before.get(key) != value)
             _initial_rng = _rng_state()
         return module
     except Exception as error:

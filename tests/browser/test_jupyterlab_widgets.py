@@ -20,7 +20,7 @@ CELLS = [
 
 def two_pins(x):
     a = torch.zeros(4, device=x.device)
-    b = torch.arange(4, device="cpu")
+    b = torch.arange(4, device=x.device)
     return a + x + b
 
 ex = neurondev.explain(two_pins, torch.randn(4), quiet=True)
@@ -109,18 +109,18 @@ def check_card_and_explorer(page) -> None:
     card = page.locator(".jp-OutputArea-output .neurondev-card").first
     card.wait_for(timeout=180_000)
     headline = card.locator(".nd-headline").first.inner_text()
-    assert "2 device pin(s) (torch.zeros at In[1]:4, torch.arange at In[1]:5)" in headline, headline
+    assert "2 frozen device pin(s) (torch.zeros at In[1]:4, torch.arange at In[1]:5)" in headline, headline
     assert card.locator("figure.nd-before svg").count() == 1
 
     explorer = page.locator(".neurondev-explorer")
     explorer.wait_for(timeout=120_000)
     program = explorer.locator(".nd-explorer-program table.nd-program")
-    assert "as written (openxla)" in program.inner_text() and "mixed devices at compile time" in program.inner_text()
+    assert "as written (openxla)" in program.inner_text() and "agrees with CPU" in program.inner_text()
     select = explorer.locator("select").first
     select.select_option(index=1)  # pick the second pin, as a click in the list does
     detail = explorer.locator(".nd-pin-detail")
     detail.filter(has_text="torch.arange").wait_for(timeout=30_000)
-    assert 'b = torch.arange(4, device="cpu")' in detail.locator(".nd-source").inner_text()
+    assert "b = torch.arange(4, device=x.device)" in detail.locator(".nd-source").inner_text()
 
     explorer.locator(".widget-toggle-buttons button", has_text="after").click()
     after = explorer.locator(".nd-picture.nd-after")
@@ -133,16 +133,16 @@ def check_card_and_explorer(page) -> None:
 def check_the_fix_is_verified_from_the_cell_and_copied(page, card, explorer) -> None:
     """The function lives in a cell: its fix is verified from the cell's source; the button copies it."""
     fixes = card.locator("table.nd-fixes")
-    assert "a = x.new_zeros(4)" in fixes.inner_text() and "verified" in fixes.inner_text()
+    assert "a = x.new_zeros(4, dtype=torch.float32)" in fixes.inner_text() and "verified" in fixes.inner_text()
     explorer.locator("select").first.select_option(index=0)
     fix = explorer.locator(".nd-fix")
     fix.wait_for(timeout=30_000)
-    assert fix.locator(".nd-fixed").inner_text().strip() == "a = x.new_zeros(4)"
+    assert fix.locator(".nd-fixed").inner_text().strip() == "a = x.new_zeros(4, dtype=torch.float32)"
     assert "(verified)" in fix.inner_text()
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
     fix.locator("button.nd-copy").click()
     fix.locator("button.nd-copy", has_text="Copied").wait_for(timeout=10_000)
-    assert page.evaluate("navigator.clipboard.readText()") == "a = x.new_zeros(4)"
+    assert page.evaluate("navigator.clipboard.readText()") == "a = x.new_zeros(4, dtype=torch.float32)"
 
 
 def luminance(css_colour: str) -> float:

@@ -28,7 +28,7 @@ def check(name: str) -> None:
     for fix in explanation.fixes:
         if fix.after is not None:  # verified: traced again on CPU and on XLA, the same outputs
             assert fix.verified and fix.file == patterns.__file__ and fix.removes and not fix.left, fix.why
-            assert "traced on XLA, the fixed statements make the same ops, on the device" in fix.why
+            assert "on XLA under torch.compile the fixed code runs, its statements make the same ops, on the device" in fix.why
         else:
             assert fix.status == "no spelling" and "neurondev backend" in fix.advice and fix.left and not fix.removes
 

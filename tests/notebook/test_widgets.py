@@ -75,9 +75,22 @@ def test_an_explanation_without_pins_still_explores():
     assert "<svg" in explorer.picture.value
 
 
-def test_the_selected_pins_fix_is_shown_verified_with_a_button_that_copies_it(explorer):
+def one_fixable_pin(x):
+    a = torch.zeros(4, device=x.device)
+    return a + x
+
+
+def test_the_selected_pins_fix_is_shown_verified_with_a_button_that_copies_it():
+    explorer = neurondev.explain(one_fixable_pin, torch.randn(4), quiet=True).explore()
     explorer.pins.value = explorer.pins.options[0][1]
     detail = explorer.detail.value
-    assert '<pre class="nd-fixed">a = x.new_zeros(4)</pre>' in detail
+    assert '<pre class="nd-fixed">a = x.new_zeros(4, dtype=torch.float32)</pre>' in detail
     assert '(<span style="color:#2e7d32">verified</span>)' in detail
-    assert 'data-fix="a = x.new_zeros(4)"' in detail and "navigator.clipboard.writeText(this.dataset.fix)" in detail
+    assert 'data-fix="a = x.new_zeros(4, dtype=torch.float32)"' in detail and "navigator.clipboard.writeText(this.dataset.fix)" in detail
+
+
+def test_a_fix_that_cannot_be_checked_on_xla_says_why(explorer):
+    """two_pins adds a host arange to XLA tensors: as a program it does not compile on XLA, fixed or not."""
+    explorer.pins.value = explorer.pins.options[0][1]
+    assert "not verified" in explorer.detail.value and "so nothing can be checked there" in explorer.detail.value
+    assert "mixed devices at compile time" in explorer.program.value

@@ -151,7 +151,7 @@ def test_a_pin_inside_an_autograd_function_is_found_rewritten_checked_and_fixed(
     assert ex.before[0].error is not None and ex.before[0].error.node == "autograd_function_apply"
     assert ex.after[0].error is None and ex.graphs_match_cpu is True
     (fix,) = ex.fixes
-    assert fix.verified and fix.after.strip() == "lo = x.new_zeros(x.shape)"
+    assert fix.verified and fix.after.strip() == "lo = x.new_zeros(x.shape, dtype=torch.float32)"
     with pytest.raises(neurondev.DevicePinsError, match="fwd_body_0.lo"):
         neurondev.check(pins_inside_a_function, x)
 

@@ -36,6 +36,11 @@ class Fix(Located):
         return self.source.in_notebook_cell
 
     @property
+    def in_pseudo_file(self) -> bool:
+        """In a notebook cell or an IPython terminal's input: shown, never in a patch."""
+        return self.source.in_pseudo_file
+
+    @property
     def status(self) -> str:
         """'verified', 'not verified' (a spelling that failed a check) or 'no spelling'."""
         if self.after is None:

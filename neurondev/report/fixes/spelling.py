@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from neurondev.fx.pins import DevicePin
@@ -30,6 +30,7 @@ _NEW = {
     "torch.full": "new_full",
     "torch.tensor": "new_tensor",
 }
+_LIKE = {f"torch.{kind}_like" for kind in ("empty", "zeros", "ones", "full", "rand", "randn", "randint")}
 _NEW_REFUSES = {"out", "memory_format", "names", "generator", "device_type"}  # keywords a Tensor.new_* method does not take
 _SIZE_READERS = {"shape", "size", "numel", "dim", "ndim", "dtype"}
 _LITERALS = {"'cpu'", '"cpu"', "'cuda'", '"cuda"'}
@@ -58,9 +59,12 @@ class _Parsed:
     statements: tuple[tuple[int, int], ...]
     functions: tuple[tuple[int, int], ...]
     assignments: tuple[tuple[int, str, str], ...]
+    headers: tuple[tuple[int, int], ...] = ()
 
 
 _BLOCK = "if True:\n"
+_HEADED = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)  # their header lines are fixable too
+_PASS = "    pass\n"
 _COMPOUND = (
     ast.FunctionDef,
     ast.AsyncFunctionDef,
@@ -82,17 +86,30 @@ def _parse(source: str) -> _Parsed | str:
         tree = ast.parse(source)
     except SyntaxError as error:
         return f"the file does not parse ({error.msg}, line {error.lineno})"
-    statements, functions, assignments = [], [], []
+    statements, functions, assignments, headers = [], [], [], []
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             functions.append((node.lineno, node.end_lineno or node.lineno))
+        if isinstance(node, _HEADED) and node.body and node.body[0].lineno > node.lineno:
+            headers.append((node.lineno, node.body[0].lineno - 1))
         if isinstance(node, ast.stmt) and not isinstance(node, _COMPOUND) and not hasattr(node, "handlers"):
             statements.append((node.lineno, node.end_lineno or node.lineno))
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             value = ast.get_source_segment(source, node.value)
             if value is not None:
                 assignments.append((node.lineno, node.targets[0].id, value))
-    return _Parsed(tuple(source.splitlines(keepends=True)), tuple(statements), tuple(functions), tuple(sorted(assignments)))
+    lines = tuple(source.splitlines(keepends=True))
+    return _Parsed(lines, tuple(statements), tuple(functions), tuple(sorted(assignments)), tuple(_header_ends(lines, headers)))
+
+
+def _header_ends(lines: tuple[str, ...], headers: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Each header's lines up to its colon's line (comments and blank lines before the body left out)."""
+    ends = []
+    for first, last in headers:
+        while last > first and (not lines[last - 1].strip() or lines[last - 1].lstrip().startswith("#")):
+            last -= 1
+        ends.append((first, last))
+    return ends
 
 
 def statement_lines(source: str, line: int) -> tuple[int, int]:
@@ -102,8 +119,10 @@ def statement_lines(source: str, line: int) -> tuple[int, int]:
     return found or (line, line)
 
 
-def spell(source: str, line: int, pins: Sequence[DevicePin]) -> Spelling:
-    """The fix of the statement at ``line`` of ``source`` for ``pins`` (pins of that line)."""
+def spell(source: str, line: int, pins: Sequence[DevicePin], dtypes: Mapping[str, str] | None = None) -> Spelling:
+    """The fix of the statement at ``line`` of ``source`` for ``pins`` (pins of that line); ``dtypes``
+    (pin node -> ``torch.int64``) spells the dtype of the value a pin made where ``new_*`` would
+    take another (the tensor's it is called on)."""
     try:
         import libcst
     except ImportError:  # a dependency, but an environment may lack it: say so on the card, never fail explain
@@ -112,22 +131,49 @@ def spell(source: str, line: int, pins: Sequence[DevicePin]) -> Spelling:
     if isinstance(parsed, str):
         return Spelling(line, line, None, "see the advice", parsed)
     found = _statement_at(parsed, line)
+    header = found is None
+    found = found or _header_at(parsed, line)
     if found is None:
         return Spelling(line, line, None, "see the advice", f"no statement found at line {line}")
     first, last = found
     written = "".join(parsed.lines[first - 1 : last])
     block = _BLOCK if written[:1].isspace() else ""  # an indented statement parses as the body of a block, byte for byte
+    parseable, body = _parseable_header(written) if header else (written, "")
     try:
-        snippet = libcst.parse_module(block + written)
+        snippet = libcst.parse_module(block + parseable + body)
     except libcst.ParserSyntaxError as error:
         return Spelling(first, last, None, "see the advice", f"the statement does not parse alone ({str(error).splitlines()[0]})")
-    editor = _editor(list(pins), _assignments_above(parsed, first))
-    statement = snippet.visit(editor).code[len(block) :]
+    editor = _editor(list(pins), _assignments_above(parsed, first), dict(dtypes or {}))
+    code = snippet.visit(editor).code[len(block) :]
+    statement = _as_written_header(code[: len(code) - len(body)], written) if header else code
     left = tuple(pin.node for pin in pins if pin.node not in editor.removes)
     if not editor.removes:
         return Spelling(first, last, None, editor.advice or _advice_without_spelling(pins), editor.reason or NO_SPELLING, (), left)
     text = "".join(parsed.lines[: first - 1]) + statement + "".join(parsed.lines[last:])
     return Spelling(first, last, text, editor.advice, editor.reason, tuple(editor.removes), left)
+
+
+def _header_at(parsed: _Parsed, line: int) -> tuple[int, int] | None:
+    """The header (``if ...:``, ``while ...:``, ``with ...:``, ``for ...:``) whose lines include ``line``."""
+    found = [header for header in parsed.headers if header[0] <= line <= header[1]]
+    return min(found, key=lambda header: header[1] - header[0], default=None)
+
+
+def _parseable_header(written: str) -> tuple[str, str]:
+    """A header parses with a body: ``pass`` one level in (an ``elif`` is spelled ``if``, and back)."""
+    indent = written[: len(written) - len(written.lstrip())]
+    text = written if written.endswith("\n") else written + "\n"
+    if text.lstrip().startswith("elif"):
+        text = indent + text.lstrip()[2:]  # 'elif x:' -> 'if x:'
+    return text, indent + _PASS
+
+
+def _as_written_header(code: str, written: str) -> str:
+    """The edited header with its own first keyword (``elif``) and line ending back."""
+    if written.lstrip().startswith("elif") and not code.lstrip().startswith("elif"):
+        indent = code[: len(code) - len(code.lstrip())]
+        code = indent + "el" + code.lstrip()
+    return code if written.endswith("\n") else code.rstrip("\n")
 
 
 def _statement_at(parsed: _Parsed, line: int) -> tuple[int, int] | None:
@@ -172,7 +218,7 @@ def dotted(node: Any) -> str:
     return ""
 
 
-def _editor(pins: list[DevicePin], scope: dict[str, Any]) -> Any:
+def _editor(pins: list[DevicePin], scope: dict[str, Any], dtypes: dict[str, str]) -> Any:
     """A libcst transformer that edits the calls of one statement, and says what it did."""
     import libcst
 
@@ -181,6 +227,7 @@ def _editor(pins: list[DevicePin], scope: dict[str, Any]) -> Any:
             super().__init__()
             self.pins = pins
             self.scope = scope
+            self.dtypes = dtypes
             self.removes: list[str] = []
             self.left: list[str] = []
             self.advice = ""
@@ -208,6 +255,8 @@ def _edit_call(editor: Any, call: Any) -> Any:
     name = dotted(call.func)
     if name in _NEW:
         return _constructor(editor, call, name)
+    if name in _LIKE:
+        return _like(editor, call, name)
     if isinstance(call.func, libcst.Attribute) and call.func.attr.value == "to":
         return _to(editor, call)
     if isinstance(call.func, libcst.Attribute) and call.func.attr.value in ("cpu", "cuda") and not call.args:
@@ -227,23 +276,81 @@ def _constructor(editor: Any, call: Any, name: str) -> Any:
     if owner is None and _is_literal(device.value):
         owner = _tensor_named_in(call)
     method = _NEW[name]
-    if refused or owner is None or any(arg.star for arg in call.args):
+    problem = _no_new_form(name, method, refused, owner)
+    if problem is not None:
         editor.left.append(pin.node)
-        editor.reason = (
-            f"{name}(..., {refused[0]}=...) has no Tensor.{method} form"
-            if refused
-            else f"the device does not name a tensor: write t.{method}(...) with the tensor whose device you mean"
-        )
-        editor.advice = f"t.{method}(...)"
+        editor.reason, editor.advice = problem
         return call
     args = _without(call.args, device)
-    if name == "torch.tensor" and not any(arg.keyword is not None and arg.keyword.value == "dtype" for arg in args):
+    if pin.node in editor.dtypes and not _has_keyword(args, "dtype"):  # new_* would take the tensor's dtype, on every input
+        args = _with_keyword(args, "dtype", editor.dtypes[pin.node])
+    if name == "torch.tensor" and not _has_keyword(args, "dtype"):
         args = _with_dtype_of_data(args)
     editor.removes.append(pin.node)
     owner_code = libcst.Module([]).code_for_node(owner)
     editor.advice = f"{owner_code}.{method}(...)"
     editor.reason = f"a Tensor method follows {owner_code}'s device when the graph runs; device= is frozen while tracing"
     return call.with_changes(func=libcst.Attribute(value=_parenthesised(owner.deep_clone()), attr=libcst.Name(method)), args=args)
+
+
+def _no_new_form(name: str, method: str, refused: list[str], owner: Any) -> tuple[str, str] | None:
+    """(reason, advice) when ``name(..., device=D)`` has no ``owner.method(...)`` spelling; else None."""
+    import libcst
+
+    if refused:
+        return f"{name}(..., {refused[0]}=...) has no Tensor.{method} form", f"t.{method}(...)"
+    if owner is None:
+        return f"the device does not name a tensor: write t.{method}(...) with the tensor whose device you mean", f"t.{method}(...)"
+    if isinstance(owner, libcst.Name) and owner.value == "self":
+        reason = (
+            f"self is the module, not a tensor: take the device of one of its parameters or buffers "
+            f"(self.weight.{method}(...), or register the value as a buffer)"
+        )
+        return reason, f"self.<parameter>.{method}(...)"
+    return None
+
+
+def _like(editor: Any, call: Any, name: str) -> Any:
+    """``torch.zeros_like(x, device=x.device)``: the device of ``x`` is what ``*_like`` takes anyway."""
+    import libcst
+
+    device = next((arg for arg in call.args if arg.keyword is not None and arg.keyword.value == "device"), None)
+    pin = _take(editor, {name}, ("kwarg",)) if device is not None else None
+    if pin is None or device is None:
+        return call
+    like = call.args[0].value if call.args and call.args[0].keyword is None and not call.args[0].star else None
+    owner = _tensor_of(device.value, editor.scope)
+    code = libcst.Module([]).code_for_node
+    if like is None or owner is None or code(owner) != code(like):
+        editor.left.append(pin.node)
+        editor.advice = f"{name}(t) without device="
+        editor.reason = f"device= names another tensor than the one {name} copies: drop it where that is the same tensor"
+        return call
+    editor.removes.append(pin.node)
+    editor.advice = f"{name}({code(like)}) without device="
+    editor.reason = f"without device=, {name} makes the value on {code(like)}'s device when the graph runs; device= is frozen while tracing"
+    return call.with_changes(args=_without(call.args, device))
+
+
+def _has_keyword(args: Sequence[Any], name: str) -> bool:
+    return any(arg.keyword is not None and arg.keyword.value == name for arg in args)
+
+
+def _with_keyword(args: list[Any], name: str, value: str) -> list[Any]:
+    """``args`` with ``name=value`` added last (the old last's comma kept for the new one)."""
+    import libcst
+
+    if not args:
+        return [libcst.Arg(value=libcst.parse_expression(value), keyword=libcst.Name(name), equal=_tight_equal())]
+    last = args[-1].with_changes(comma=libcst.Comma(whitespace_after=libcst.SimpleWhitespace(" ")))
+    added = libcst.Arg(value=libcst.parse_expression(value), keyword=libcst.Name(name), equal=_tight_equal(), comma=args[-1].comma)
+    return [*args[:-1], last, added]
+
+
+def _tight_equal() -> Any:
+    import libcst
+
+    return libcst.AssignEqual(whitespace_before=libcst.SimpleWhitespace(""), whitespace_after=libcst.SimpleWhitespace(""))
 
 
 def _to(editor: Any, call: Any) -> Any:
@@ -280,36 +387,60 @@ def _drop_move(editor: Any, call: Any) -> Any:
 
 
 def _without(args: Sequence[Any], dropped: Any) -> list[Any]:
-    """The arguments without ``dropped`` (its own comment goes with it). When it was the last: on one
-    line the new last takes its comma (none, or a trailing one); one argument per line, the new last
-    keeps its comma and comment and the closing parenthesis keeps its place."""
+    """The arguments without ``dropped``. When it was the last: on one line the new last takes its
+    comma (none, or a trailing one); one argument per line, the new last keeps its comma and the
+    closing parenthesis keeps its place. A comment on the dropped argument's line moves to the line
+    of the argument before it (after it, when it was the first): every comment is kept."""
     import libcst
 
+    position = list(args).index(dropped)
     kept = [arg for arg in args if arg is not dropped]
-    if not kept or args[-1] is not dropped:
+    if not kept:
         return kept
-    own, theirs = kept[-1].comma, dropped.comma
-    per_line = isinstance(own, libcst.Comma) and isinstance(own.whitespace_after, libcst.ParenthesizedWhitespace)
-    if per_line and isinstance(theirs, libcst.Comma) and isinstance(theirs.whitespace_after, libcst.ParenthesizedWhitespace):
-        closing = own.whitespace_after.with_changes(indent=theirs.whitespace_after.indent, last_line=theirs.whitespace_after.last_line)
-        kept[-1] = kept[-1].with_changes(comma=own.with_changes(whitespace_after=closing))
-    else:
-        kept[-1] = kept[-1].with_changes(comma=theirs)
+    if args[-1] is dropped:
+        own, theirs = kept[-1].comma, dropped.comma
+        per_line = isinstance(own, libcst.Comma) and isinstance(own.whitespace_after, libcst.ParenthesizedWhitespace)
+        if per_line and isinstance(theirs, libcst.Comma) and isinstance(theirs.whitespace_after, libcst.ParenthesizedWhitespace):
+            closing = own.whitespace_after.with_changes(indent=theirs.whitespace_after.indent, last_line=theirs.whitespace_after.last_line)
+            kept[-1] = kept[-1].with_changes(comma=own.with_changes(whitespace_after=closing))
+        else:
+            kept[-1] = kept[-1].with_changes(comma=theirs)
+    comment = _comment_of(dropped)
+    if comment is not None:
+        receiver = max(position - 1, 0)
+        kept[receiver] = _with_comment(kept[receiver], comment)
     return kept
+
+
+def _comment_of(arg: Any) -> Any:
+    """The comment at the end of an argument's own line (after its comma), or None."""
+    import libcst
+
+    comma = arg.comma
+    if not isinstance(comma, libcst.Comma) or not isinstance(comma.whitespace_after, libcst.ParenthesizedWhitespace):
+        return None
+    return comma.whitespace_after.first_line.comment
+
+
+def _with_comment(arg: Any, comment: Any) -> Any:
+    """``arg`` with ``comment`` at the end of its line (beside its own comment, if it has one)."""
+    import libcst
+
+    comma = arg.comma
+    if not isinstance(comma, libcst.Comma) or not isinstance(comma.whitespace_after, libcst.ParenthesizedWhitespace):
+        return arg  # an argument not on a line of its own: the comment has no line to go to
+    first = comma.whitespace_after.first_line
+    joined = comment if first.comment is None else libcst.Comment(f"{first.comment.value}  {comment.value}")
+    spacing = first.whitespace if first.comment is not None else libcst.SimpleWhitespace("  ")
+    line = first.with_changes(whitespace=spacing, comment=joined)
+    return arg.with_changes(comma=comma.with_changes(whitespace_after=comma.whitespace_after.with_changes(first_line=line)))
 
 
 def _with_dtype_of_data(args: list[Any]) -> list[Any]:
     """torch.tensor infers the dtype from the data, new_tensor takes x's: a list of ints or bools says its dtype."""
-    import libcst
-
     data = args[0].value if args and args[0].keyword is None else None
     dtype = _literal_dtype(data)
-    if dtype is None:
-        return args
-    last = args[-1].with_changes(comma=libcst.Comma(whitespace_after=libcst.SimpleWhitespace(" ")))
-    equal = libcst.AssignEqual(whitespace_before=libcst.SimpleWhitespace(""), whitespace_after=libcst.SimpleWhitespace(""))
-    added = libcst.Arg(value=libcst.parse_expression(dtype), keyword=libcst.Name("dtype"), equal=equal, comma=args[-1].comma)
-    return [*args[:-1], last, added]
+    return args if dtype is None else _with_keyword(args, "dtype", dtype)
 
 
 def _literal_dtype(data: Any) -> str | None:
@@ -338,6 +469,10 @@ def _tensor_of(expression: Any, scope: dict[str, Any], depth: int = 3) -> Any:
         return _tensor_of(expression.args[0].value, scope, depth)
     if isinstance(expression, libcst.Name) and depth > 0 and expression.value in scope:
         return _tensor_of(scope[expression.value], scope, depth - 1)
+    if isinstance(expression, libcst.FormattedString):  # f"{x.device}", f"{x.device.type}"
+        parts = [part for part in expression.parts if not (isinstance(part, libcst.FormattedStringText) and not part.value)]
+        if len(parts) == 1 and isinstance(parts[0], libcst.FormattedStringExpression):
+            return _tensor_of(parts[0].expression, scope, depth)
     return None
 
 

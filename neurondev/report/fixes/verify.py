@@ -1,11 +1,19 @@
-"""Verification: the fixed code traced again with the same inputs must lose the pins, gain none, trace on XLA
-as it does on CPU, and give the same outputs on CPU; a fix that fails a check stays advice, with the reason."""
+"""Verification: every check must run and hold, or the fix stays advice with the reason.
+
+The fixed code, traced again with the same inputs, must lose the pins and gain none; every value the
+fixed statement makes must have the dtype, shape, layout and requires_grad the original's had (where
+only the dtype differs, as ``new_ones`` taking an int64 tensor's, the dtype is spelled and the fix
+checked again); the outputs on CPU must be equal; and on XLA, the fixed function under torch.compile
+(openxla) must run where the original ran, its statements traced into the same ops as on CPU with
+every value they make on the device. No XLA device here means the checks on XLA cannot run: then no
+fix is verified, and the reason says so.
+"""
 
 from __future__ import annotations
 
 import collections
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,17 +23,32 @@ from neurondev.fx.pins import DevicePin, find_pins
 from neurondev.report.fixes.edits import Edit, FileEdits, dedented
 from neurondev.report.fixes.rebuild import rebuilt
 from neurondev.report.fixes.records import Fix
-from neurondev.trace.copies import kept_rng, traced_copies
+from neurondev.trace.copies import kept_global_state, traced_copies
+from neurondev.xla.program_records import ProgramRun
 
-__all__ = ["verify"]
+__all__ = ["Original", "verify"]
 
 
 @dataclasses.dataclass(frozen=True)
 class _Outcome:
-    """What one round of verification found for each edit: None when it passed, else the reason."""
+    """What one round of verification found for each edit (by id): the failure's reason, and the
+    edits whose values differ from the original's in dtype alone (the dtypes to spell)."""
 
     failures: dict[int, str]
     xla_note: str
+    respell: dict[int, dict[str, str]] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class Original:
+    """What verification compares the fixed code with: the graphs traced on CPU (by graph index) and
+    the program as written on XLA (None: not run yet, verification runs it)."""
+
+    graphs: dict[int, torch.fx.GraphModule] = dataclasses.field(default_factory=dict)
+    program: ProgramRun | None = None
+
+
+_NO_XLA = "not verified: there is no XLA device here, so the checks on XLA could not run (the checks on CPU held)"
 
 
 _GIVEN_A_CAPTURE = "not verified: explain was given a Capture; pass the function and its inputs to verify fixes"
@@ -39,6 +62,7 @@ def verify(
     *,
     target: torch.device,
     xla: bool,
+    original: Original | None = None,
     unverifiable: str = _GIVEN_A_CAPTURE,
 ) -> tuple[Fix, ...]:
     """One Fix per proposed statement; the spelled ones verified together, then one by one when that fails.
@@ -48,11 +72,29 @@ def verify(
         return tuple(_fix(e, False, e.spelling.reason) for f in files for e in f.edits)
     if fn is None or call is None:
         return _fixes(files, _Outcome({id(e): unverifiable for _, e in spelled}, ""))
-    outcome = _round(fn, call, spelled, pins, target, xla)
+    against = _with_program(original or Original(), fn, call, xla)
+    outcome = _round(fn, call, spelled, pins, target, xla, against)
+    if outcome.respell:  # values of another dtype only: spell the original's dtype and check again
+        files = [
+            file.respelled({key: dtypes for key, dtypes in outcome.respell.items() if key in {id(e) for e in file.edits}}) for file in files
+        ]
+        spelled = [(f, e) for f in files for e in f.spelled]
+        outcome = _round(fn, call, spelled, pins, target, xla, against)
     if outcome.failures and len(spelled) > 1:  # which fix fails: each alone
-        alone = {id(e): _round(fn, call, [(f, e)], pins, target, xla).failures.get(id(e)) for f, e in spelled}
+        alone = {id(e): _round(fn, call, [(f, e)], pins, target, xla, against).failures.get(id(e)) for f, e in spelled}
         outcome = _Outcome({key: reason for key, reason in alone.items() if reason}, outcome.xla_note)
     return _fixes(files, outcome)
+
+
+def _with_program(original: Original, fn: Callable[..., Any], call: tuple[tuple, dict], xla: bool) -> Original:
+    """The original's program on XLA, run here when explain did not run it (check, the fix command)."""
+    if original.program is not None or not xla:
+        return original
+    from neurondev._compat import lookup_backend
+    from neurondev.xla.program import ProgramSubject, run_program
+
+    run, _ = run_program(ProgramSubject(fn, *call), lookup_backend("openxla"), label="openxla", calls=1)
+    return dataclasses.replace(original, program=run)
 
 
 def _fixes(files: Sequence[FileEdits], outcome: _Outcome) -> tuple[Fix, ...]:
@@ -64,7 +106,7 @@ def _fixes(files: Sequence[FileEdits], outcome: _Outcome) -> tuple[Fix, ...]:
             elif id(edit) in outcome.failures:
                 fixes.append(_fix(edit, False, outcome.failures[id(edit)]))
             else:
-                checked = "traced again: no pin left on the line, no new pin, the same outputs on CPU"
+                checked = "traced again: no pin left on the line, no new pin, values of the same dtypes and shapes, the same outputs on CPU"
                 reason = edit.spelling.reason[:1].upper() + edit.spelling.reason[1:]
                 fixes.append(_fix(edit, True, f"{checked}{outcome.xla_note}. {reason}"))
     return tuple(fixes)
@@ -93,6 +135,7 @@ def _round(
     pins: Sequence[DevicePin],
     target: torch.device,
     xla: bool,
+    original: Original,
 ) -> _Outcome:
     """Apply ``spelled`` together, trace the fixed callable again and check every edit."""
     from neurondev.trace.capture import capture
@@ -106,20 +149,104 @@ def _round(
     args, kwargs = call
     try:
         # the original runs rebuilt too (its own code, copied namespaces): neither run writes to the user's globals
-        with kept_rng(), rebuilt(fn, texts) as (fixed_fn, originals), rebuilt(fn, {}) as (original_fn, _):
+        with kept_global_state(), rebuilt(fn, texts) as (fixed_fn, originals), rebuilt(fn, {}) as (original_fn, _):
             fixed = capture(fixed_fn, *args, **kwargs)
             new_pins = [p for i, g in enumerate(fixed.graphs) for p in find_pins(g, target=target, graph=i)]
             failures = _pin_failures(spelled, applied, files, originals, pins, new_pins)
+            values, respell = _value_failures(spelled, applied, original.graphs, fixed.graphs, originals)
             outputs = _outputs_differ(original_fn, fixed_fn, args, kwargs)
-            xla_failures, xla_note = _xla_failures(fixed, fixed_fn, call, spelled, applied, files, originals, target) if xla else ({}, "")
+            xla_failures, xla_note = (
+                _xla_failures(fixed, fixed_fn, call, spelled, applied, files, originals, target, original) if xla else ({}, "")
+            )
     except Exception as error:  # the fixed code does not load, trace or run: no fix is verified, the reason is said
         message = str(error).strip().splitlines()[0][:300] if str(error).strip() else ""
-        return everyone(f"not verified: the fixed code raised {type(error).__name__}: {message}")
-    if outputs:
-        return everyone(f"not verified: {outputs}")
-    for key, reason in xla_failures.items():
-        failures.setdefault(key, reason)
-    return _Outcome(failures, xla_note if xla else "; not compared with a trace on XLA (no XLA device here)")
+        failed = everyone(f"not verified: the fixed code raised {type(error).__name__}: {message}")
+        return dataclasses.replace(failed, respell=_unspelled_dtypes(spelled, original.graphs))
+    if respell and not failures:
+        return _Outcome({}, xla_note, respell)
+    for found in (values, {} if outputs == "" else {id(e): f"not verified: {outputs}" for _, e in spelled}, xla_failures):
+        for key, reason in found.items():
+            failures.setdefault(key, reason)
+    if not xla:
+        for _, edit in spelled:
+            failures.setdefault(id(edit), _NO_XLA)
+    return _Outcome(failures, xla_note)
+
+
+def _signatures(nodes: Iterable[torch.fx.Node]) -> set[tuple[Any, ...]]:
+    """What each value a statement makes is, device aside: (dtype, shape, layout, requires_grad)."""
+    found = set()
+    for node in nodes:
+        value = node.meta.get("example_value")
+        if isinstance(value, torch.Tensor):
+            found.add((value.dtype, tuple(value.shape), value.layout, value.requires_grad))
+    return found
+
+
+def _statement_nodes(graphs: Iterable[torch.fx.GraphModule], file: str, first: int, last: int) -> list[torch.fx.Node]:
+    """The nodes (in bodies that higher-order ops call too) traced from lines ``first``..``last`` of ``file``."""
+    from neurondev.fx.subgraphs import subgraphs
+    from neurondev.trace.source import source_of
+
+    modules = [m for gm in graphs for m in (gm, *(body.module for body in subgraphs(gm)))]
+    nodes = [node for module in modules for node in module.graph.nodes]
+    return [node for node in nodes if (s := source_of(node)) is not None and s.file == file and first <= s.line <= last]
+
+
+def _value_failures(
+    spelled: Sequence[tuple[FileEdits, Edit]],
+    applied: dict[str, list[Edit]],
+    graphs: dict[int, torch.fx.GraphModule],
+    fixed_graphs: Sequence[torch.fx.GraphModule],
+    originals: dict[str, str],
+) -> tuple[dict[int, str], dict[int, dict[str, str]]]:
+    """Per edit: values that differ from the original's (the reason), or differ in dtype alone (the dtypes to spell)."""
+    copies = {original: copy for copy, original in originals.items()}
+    failures: dict[int, str] = {}
+    respell: dict[int, dict[str, str]] = {}
+    for file, edit in spelled:
+        before_nodes = _statement_nodes(graphs.values(), file.file, edit.spelling.first, edit.spelling.last)
+        before = _signatures(before_nodes)
+        after = _signatures(_statement_nodes(fixed_graphs, copies.get(file.file, file.file), *file.new_range(edit, applied[file.file])))
+        if not before or before == after:
+            continue
+        if {s[1:] for s in before} == {s[1:] for s in after}:
+            dtypes = _dtypes_of(edit, before_nodes)
+            if dtypes and not all(dtypes.get(node) and f"dtype={dtypes[node]}" in (edit.after or "") for node in edit.spelling.removes):
+                respell[id(edit)] = dtypes
+                continue
+        failures[id(edit)] = f"not verified: the fixed statement makes {_described(after)} where the original made {_described(before)}"
+    return failures, respell
+
+
+def _unspelled_dtypes(spelled: Sequence[tuple[FileEdits, Edit]], graphs: dict[int, torch.fx.GraphModule]) -> dict[int, dict[str, str]]:
+    """For fixed code that raised: the original dtypes of the edits that do not spell them yet (a
+    ``new_tensor`` of indices takes the float dtype of the tensor it is called on, and indexing fails)."""
+    respell = {}
+    for file, edit in spelled:
+        dtypes = _dtypes_of(edit, _statement_nodes(graphs.values(), file.file, edit.spelling.first, edit.spelling.last))
+        if dtypes and not any(f"dtype={dtype}" in (edit.after or "") for dtype in dtypes.values()):
+            respell[id(edit)] = dtypes
+    return respell
+
+
+def _dtypes_of(edit: Edit, nodes: Sequence[torch.fx.Node]) -> dict[str, str]:
+    """The dtype each pin the edit removes made, as spelled in code (``torch.float32``)."""
+    by_name = {node.name: node for node in nodes}
+    dtypes = {}
+    for pin in edit.pins:
+        value = by_name[pin.node.rsplit(".", 1)[-1]].meta.get("example_value") if pin.node.rsplit(".", 1)[-1] in by_name else None
+        if isinstance(value, torch.Tensor) and pin.node in edit.spelling.removes:
+            dtypes[pin.node] = str(value.dtype)
+    return dtypes
+
+
+def _described(signatures: set[tuple[Any, ...]]) -> str:
+    parts = sorted(
+        f"{str(d).replace('torch.', '')}{list(shape)}{'' if layout == torch.strided else f' {layout}'}{' (grad)' if grad else ''}"
+        for d, shape, layout, grad in signatures
+    )
+    return ", ".join(parts) or "no tensor"
 
 
 def _mapped(pin: DevicePin, originals: dict[str, str], applied: dict[str, list[Edit]], files: dict[str, FileEdits]) -> tuple:
@@ -210,15 +337,29 @@ def _xla_failures(
     files: dict[str, FileEdits],
     originals: dict[str, str],
     target: torch.device,
+    original: Original,
 ) -> tuple[dict[int, str], str]:
-    """Trace the fixed code natively on XLA: each fixed statement's ops must be the CPU trace's, and every value it makes on XLA."""
-    from neurondev.xla.native import compare_with_native
+    """The fixed function as a program on XLA (torch.compile, openxla): it must run where the original
+    ran, and its trace there must make each fixed statement's ops with every value on the device."""
+    from neurondev._compat import lookup_backend
+    from neurondev.xla.native import compare_captures
+    from neurondev.xla.program import ProgramSubject, run_program
 
-    try:
-        traces = compare_with_native(fixed, fixed_fn, *call)
-    except Exception as error:  # no native trace to compare with: say so, the other checks stand
-        return {}, f"; not compared with a trace on XLA ({type(error).__name__}: {str(error).splitlines()[0][:120] if str(error) else ''})"
-    copies = {original: copy for copy, original in originals.items()}
+    everyone = lambda reason: {id(e): reason for _, e in spelled}  # noqa: E731
+    run, native = run_program(ProgramSubject(fixed_fn, *call), lookup_backend("openxla"), label="openxla", keep_graphs=True, calls=1)
+    was = original.program.failure if original.program is not None else None
+    if run.failure is not None and (was is None or (was.kind, was.message) != (run.failure.kind, run.failure.message)):
+        written = "as written it ran" if was is None else f"as written it failed otherwise ({was.kind}: {was.message})"
+        return everyone(
+            f"not verified: the fixed code fails on XLA under torch.compile: {run.failure.kind}: {run.failure.message}; {written}"
+        ), ""
+    assert native is not None
+    if not native.graphs:
+        return everyone(
+            f"not verified: your program does not compile on XLA, fixed or not ({run.failure}), so nothing can be checked there"
+        ), ""
+    traces = compare_captures(fixed, native)
+    copies = {original_path: copy for copy, original_path in originals.items()}
     failures: dict[int, str] = {}
     for file, edit in spelled:
         path = copies.get(file.file, file.file)
@@ -229,10 +370,10 @@ def _xla_failures(
                 f"not verified: traced on XLA the fixed statement makes {list(differs[0].xla_ops)}, on CPU {list(differs[0].cpu_ops)}"
             )
             continue
-        host = _host_values_made(traces.native.graphs, path, first, last, target)
+        host = _host_values_made(native.graphs, path, first, last, target)
         if host:
             failures[id(edit)] = f"not verified: traced on XLA the fixed statement still makes {host} on the host"
-    return failures, "; traced on XLA, the fixed statements make the same ops, on the device"
+    return failures, "; on XLA under torch.compile the fixed code runs, its statements make the same ops, on the device"
 
 
 def _host_values_made(graphs: Sequence[torch.fx.GraphModule], path: str, first: int, last: int, target: torch.device) -> str:

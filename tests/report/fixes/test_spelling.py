@@ -39,15 +39,17 @@ def user_module(tmp_path):
 
 
 def pins_of(module):
-    pins = []
+    """The pins of every golden function, each graph numbered apart, and those graphs (what explain hands propose)."""
+    pins, graphs = [], {}
     for name, inputs in INPUTS.items():
-        captured = capture(getattr(module, name), *inputs())
-        pins += [pin for index, gm in enumerate(captured.graphs) for pin in find_pins(gm, graph=index)]
-    return pins
+        for gm in capture(getattr(module, name), *inputs()).graphs:
+            graphs[len(graphs)] = gm
+            pins += find_pins(gm, graph=len(graphs) - 1)
+    return pins, graphs
 
 
 def test_every_spelled_statement_matches_the_golden_file_and_nothing_else_changes(user_module):
-    (edits,) = propose(pins_of(user_module))
+    (edits,) = propose(*pins_of(user_module))
     fixed = edits.fixed_text()
     assert fixed == (GOLDEN / "user_code.fixed.py").read_text()
     original = (GOLDEN / "user_code.py").read_text().splitlines()
@@ -57,7 +59,7 @@ def test_every_spelled_statement_matches_the_golden_file_and_nothing_else_change
 
 
 def test_statements_without_a_spelling_say_so_and_name_their_pins(user_module):
-    (edits,) = propose(pins_of(user_module))
+    (edits,) = propose(*pins_of(user_module))
     unspelled = {edit.before.strip(): edit.spelling for edit in edits.edits if edit.after is None}
     assert set(unspelled) == {"moved = (mask * 2).to(x.device)", "positions = torch.arange(x.shape[-1], device=x.device)"}
     for spelling in unspelled.values():
@@ -70,7 +72,7 @@ def test_without_libcst_a_statement_gets_no_fixed_line_and_says_how_to_install_i
 
     from neurondev.report.fixes.spelling import spell
 
-    pins = pins_of(user_module)
+    pins, _ = pins_of(user_module)
     real_import = builtins.__import__
 
     def no_libcst(name, *args, **kwargs):

@@ -63,8 +63,9 @@ def test_a_fix_that_changes_the_dtype_is_not_verified(user_module):
         """
     )
     (fix,) = neurondev.explain(module.gather, torch.randn(3, 4), run=False, quiet=True).fixes
-    assert fix.after == "picks = x.new_tensor(index)"  # new_tensor takes x's dtype: float indices
-    assert not fix.verified and fix.why.startswith("not verified: the fixed code raised")
+    # new_tensor would take x's dtype (float indices, which fail): the int64 the original made is spelled
+    assert fix.after == "picks = x.new_tensor(index, dtype=torch.int64)"
+    assert fix.verified, fix.why
 
 
 def spelled_differently(name, after):
@@ -118,7 +119,7 @@ def test_verifying_leaves_the_users_module_file_and_functions_as_they_were(user_
     explanation = neurondev.explain(module.entry, torch.randn(4), run=False, quiet=True)
     assert builtins.neurondev_test_imports == imports  # the fixed copy is compiled, the module is not run again
     (fix,) = explanation.fixes
-    assert fix.verified and fix.after == "return x.new_zeros(x.shape)"
+    assert fix.verified and fix.after == "return x.new_zeros(x.shape, dtype=torch.float32)"
     assert sys.modules[module.__name__] is module and module.entry is entry and module.helper is helper
     assert Path(module.__file__).read_text() == text
     assert explanation.patch(root=Path(module.__file__).parent).splitlines()[2:] == [
@@ -127,7 +128,7 @@ def test_verifying_leaves_the_users_module_file_and_functions_as_they_were(user_
         " ",
         " def helper(x):",
         "-    return torch.zeros(x.shape, device=x.device)",
-        "+    return x.new_zeros(x.shape)",
+        "+    return x.new_zeros(x.shape, dtype=torch.float32)",
         " ",
         " def entry(x):",
         "     out = helper(x)",
@@ -145,7 +146,7 @@ def test_a_function_in_a_notebook_cell_is_verified_from_the_cells_source():
     exec(compile(source, cell, "exec"), main.__dict__)
     explanation = neurondev.explain(main.two_pins, torch.randn(4), run=False, quiet=True)
     (fix,) = explanation.fixes
-    assert fix.verified and fix.after == "a = x.new_zeros(4)  # keep me" and fix.in_notebook_cell
+    assert fix.verified and fix.after == "a = x.new_zeros(4, dtype=torch.float32)  # keep me" and fix.in_notebook_cell
     assert explanation.patch() == ""  # a cell is not a file: the card shows it, the diff leaves it out
 
 
@@ -168,7 +169,9 @@ def test_pins_of_the_same_node_name_in_two_graphs_are_told_apart(user_module):
     explanation = neurondev.explain(module.two_graphs, torch.randn(4), run=False, quiet=True)
     assert [(pin.graph, pin.node, pin.function) for pin in explanation.pins] == [(0, "out", "torch.zeros"), (1, "out", "torch.arange")]
     fixed, unspelled = explanation.fixes
-    assert fixed.verified and fixed.after == "out = x.new_zeros(x.shape)", fixed.why  # the arange's node is named out too
+    assert fixed.verified and fixed.after == "out = x.new_zeros(x.shape, dtype=torch.float32)", (
+        fixed.why
+    )  # the arange's node is named out too
     assert unspelled.status == "no spelling"
 
 

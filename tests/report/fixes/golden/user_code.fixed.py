@@ -5,27 +5,27 @@ import torch
 
 def buffers(x):
     # an accumulator on x's device
-    total = x.new_zeros(x.shape[-1])  # frozen while tracing
+    total = x.new_zeros(x.shape[-1], dtype=torch.float32)  # frozen while tracing
     total.copy_(x.sum(0))
     scale = x.new_full(
         (x.shape[-1],),
         0.5,
-        dtype=torch.float32,
+        dtype=torch.float32,  # the last argument, on its own line
     )
     scale.add_(x.amax(0))
     return total + scale
 
 
 def tables(x, index_source):
-    table = x.new_tensor([1.0, 2.0, 3.0, 4.0])
-    picks = x.new_tensor([0, 2], dtype=torch.long)
+    table = x.new_tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.float32)
+    picks = x.new_tensor([0, 2], dtype=torch.int64)
     return (x * table)[:, picks] + index_source.sum()
 
 
 def through_a_name(x):
     device = torch.device(x.device.type)
     where = device
-    out = x.new_empty(x.shape)
+    out = x.new_empty(x.shape, dtype=torch.float32)
     out.copy_(x.exp())
     return out
 
@@ -38,7 +38,7 @@ def moves(x, mask):
 
 
 def literal_and_unfixable(x):
-    bias = x.new_zeros(x.shape[-1])
+    bias = x.new_zeros(x.shape[-1], dtype=torch.float32)
     bias.copy_(x[0])
     positions = torch.arange(x.shape[-1], device=x.device)
     return bias + positions
@@ -47,6 +47,6 @@ def literal_and_unfixable(x):
 def in_a_block(x):
     for _ in range(2):
         extra = x.new_zeros(
-    x.shape[-1])   # a continuation line less indented than its statement
+    x.shape[-1], dtype=torch.float32)   # a continuation line less indented than its statement
         extra.copy_(x[0])
     return extra
