@@ -23,3 +23,4 @@ bench: setup
 	$(PY) benchmarks/bench_xla.py
 	$(PY) benchmarks/bench_explain.py
 	$(PY) benchmarks/bench_native.py
+	$(PY) benchmarks/bench_watch.py

@@ -16,6 +16,7 @@ from neurondev.errors import (
     InvalidTargetError,
     MissingInputsError,
     ModelExplorerUnavailableError,
+    NestedWatchError,
     NeurondevError,
     NoGraphWarning,
     NotCallableError,
@@ -30,6 +31,7 @@ from neurondev.errors import (
 )
 from neurondev.fx.pins import DevicePin, diagnose, find_pins
 from neurondev.integrations.backend import backend
+from neurondev.loops.result import Watch, watch
 from neurondev.passes.device_rewriter import DeviceRewriterPass, Rewrite, rewrite_copy
 from neurondev.report.check import check
 from neurondev.report.fixes.records import Fix
@@ -52,6 +54,7 @@ __all__ = [
     "run_on_xla",
     "compare_traces",
     "check",
+    "watch",
     "backend",
     "DeviceRewriterPass",
     # records
@@ -65,6 +68,7 @@ __all__ = [
     "TraceComparison",
     "SourceLine",
     "Fix",
+    "Watch",
     # errors and warnings
     "NeurondevError",
     "CaptureInputError",
@@ -77,6 +81,7 @@ __all__ = [
     "InvalidTargetError",
     "MissingInputsError",
     "ModelExplorerUnavailableError",
+    "NestedWatchError",
     "NotCallableError",
     "OptionShadowsArgumentError",
     "SourceChangedError",

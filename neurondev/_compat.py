@@ -19,13 +19,17 @@ __all__ = [
     "DYNAMIC_MARKS",
     "aot_autograd",
     "cache_entry_ids",
+    "compilation_metrics",
+    "compile_attempts_class",
     "compiled_code_objects",
     "concrete",
     "default_tolerances",
     "detect_fake_mode",
     "dynamo_break_of",
     "extract_compiled_graph",
+    "graphs_made",
     "ipython_cell_number",
+    "is_recompile_limit",
     "keystr",
     "lookup_backend",
     "make_boxed_func",
@@ -33,6 +37,7 @@ __all__ = [
     "OpOverloadPacket",
     "qualified_name",
     "reset_code",
+    "set_guard_complete_hook",
     "tree_flatten",
     "tree_flatten_with_path",
     "tree_leaves",
@@ -159,3 +164,40 @@ def reset_code(code: Any) -> None:
     from torch._C._dynamo.eval_frame import reset_code as reset
 
     reset(code)
+
+
+def compile_attempts_class() -> Any:
+    """The class whose ``__call__`` dynamo runs for every frame it compiles (on a cache miss), whatever
+    the backend: ``ConvertFrameAssert(frame, cache_entry, hooks, frame_state, *, skip=0)``."""
+    from torch._dynamo.convert_frame import ConvertFrameAssert
+
+    return ConvertFrameAssert
+
+
+def compilation_metrics() -> list[Any]:
+    """Dynamo's record of each compile (``CompilationMetrics``: ``cache_size``, ``recompile_reason``, ...)."""
+    from torch._dynamo.utils import get_compilation_metrics
+
+    return get_compilation_metrics()
+
+
+def graphs_made() -> int:
+    """How many graphs dynamo has handed a backend in this process."""
+    from torch._dynamo.utils import counters
+
+    return int(counters["stats"]["unique_graphs"])
+
+
+def is_recompile_limit(error: BaseException) -> bool:
+    """Dynamo refused to compile a frame again: it hit its recompile limit (the frame then runs uncompiled)."""
+    from torch._dynamo.exc import RecompileLimitExceeded
+
+    return isinstance(error, RecompileLimitExceeded) or "cache limit exceeded" in str(error).lower()
+
+
+def set_guard_complete_hook(hook: Callable[[bool], bool] | None) -> Callable[[bool], bool] | None:
+    """Dynamo's hook called with each guard check of a compiled frame (True: its compiled code runs);
+    returns the hook that was set before."""
+    from torch._C._dynamo.eval_frame import set_guard_complete_hook as setter
+
+    return setter(hook)  # type: ignore[arg-type]

@@ -29,6 +29,7 @@ __all__ = [
     "CannotRebuildError",
     "UncommittedChangesError",
     "SourceChangedError",
+    "NestedWatchError",
     "NoGraphWarning",
     "warn_user",
 ]
@@ -125,6 +126,10 @@ class UncommittedChangesError(NeurondevError, RuntimeError):
 
 class SourceChangedError(NeurondevError, RuntimeError):
     """A file to patch changed (or went) since it was traced: explain it again first."""
+
+
+class NestedWatchError(NeurondevError, RuntimeError):
+    """A watch was started while another is on: watches do not nest (each sees every compile anyway)."""
 
 
 class NoGraphWarning(UserWarning):

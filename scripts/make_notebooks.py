@@ -717,6 +717,121 @@ print("clean:", neurondev.check(fixed, torch.randn(64)).pins == ())""",
     ),
 ]
 
+LOOPS = [
+    (
+        "md",
+        """# Loops: why it keeps compiling
+
+On Trainium every new XLA program is a neuronx-cc compile of tens of seconds to minutes, so after
+"why does my graph break" comes "why does it keep compiling". `neurondev.watch()` records every
+dynamo compile inside a block, whatever the backend, with the reason in words (which value failed
+its guard, what it was and what it became, the line that reads it), torch_xla's compiles, executions
+and transfers, and what to write instead. The loop runs exactly as it would without it.""",
+    ),
+    ("code", SETUP + "\nfrom neurondev import xla, testing\ndevice = xla.device()"),
+    (
+        "md",
+        """## A decode loop with transformers' default cache
+
+The cache grows by one position per token, so every step is a new shape; importing torch_xla turns
+dynamo's automatic dynamic shapes off, so every shape is a new graph.""",
+    ),
+    (
+        "code",
+        """model, (ids,), _ = testing.tiny_llama(2)
+model = model.to(device)
+forward = model.forward
+model.forward = torch.compile(forward, backend="openxla")
+
+with neurondev.watch() as growing:
+    model.generate(ids.to(device), max_new_tokens=12, do_sample=False)
+print(growing.summary())
+growing.compiles[["function", "index", "kind", "value", "before", "after"]]""",
+    ),
+    (
+        "md",
+        """Eight compiles, then dynamo's recompile limit: `forward` runs uncompiled from there, every op
+traced lazily on XLA on every step. The card shows the same, with a chart per stretch of time:""",
+    ),
+    ("code", "growing"),
+    (
+        "md",
+        """## The same loop with a static cache
+
+A static cache is preallocated at its full length: the shapes stop changing after the first decode
+step. `neurondev.watch(fn)` wraps the compiled forward, so each call gets a row. (Dynamo keeps what it
+compiled on the function's code, and gave up on it above: start afresh.)""",
+    ),
+    (
+        "code",
+        """torch._dynamo.reset()
+model.forward = neurondev.watch(torch.compile(forward, backend="openxla"))
+model.generate(ids.to(device), max_new_tokens=12, do_sample=False, cache_implementation="static")
+steady = model.forward
+print(steady.summary())
+print("compiled per call:", list(steady.calls["compiled"]), "| steady state after call", steady.steady_state)
+steady""",
+    ),
+    (
+        "md",
+        """## A training loop: a float learning-rate schedule and a short last batch""",
+    ),
+    (
+        "code",
+        """torch.manual_seed(0)
+net = torch.nn.Linear(4, 2).to(device)
+
+def step(x, lr):
+    loss = net(x).pow(2).mean()
+    return loss * lr
+
+def batches(sizes):
+    return [torch.arange(n * 4, dtype=torch.float32).reshape(n, 4).div(10).to(device) for n in sizes]
+
+torch._dynamo.reset()
+compiled = torch.compile(step, backend="openxla")
+with neurondev.watch() as training:
+    lr = 0.1
+    for x in batches([8, 8, 8, 8, 5]):
+        compiled(x, lr).item()
+        lr *= 0.9
+print(training.summary())
+for advice in training.advice:
+    print("-", advice.text)""",
+    ),
+    (
+        "md",
+        """The advice, applied: the rate is a tensor on the device, changed in place (the graph reads it
+instead of baking it in), and the short batch is padded to the bucket size 8 (its padded rows are
+masked out of the loss).""",
+    ),
+    (
+        "code",
+        """def padded_step(x, rows, lr):
+    loss = (net(x).pow(2).mean(-1) * rows).sum() / rows.sum()
+    return loss * lr
+
+def padded(x, size=8):
+    rows = torch.zeros(size, device=device)
+    rows[: x.shape[0]] = 1
+    return torch.cat([x, x.new_zeros(size - x.shape[0], x.shape[1])]), rows
+
+torch._dynamo.reset()
+compiled = neurondev.watch(torch.compile(padded_step, backend="openxla"))
+lr = torch.tensor(0.1, device=device)
+for x in batches([8, 8, 8, 8, 5]):
+    compiled(*padded(x), lr).item()
+    lr.mul_(0.9)
+print(compiled.summary())
+print("compiled per call:", list(compiled.calls["compiled"]))""",
+    ),
+    (
+        "md",
+        """One compile, then steady. From a terminal, `neurondev watch train.py --epochs 1` runs a script the
+same way (`--html`, `--json` for the reports; exit 1 while compiles continue to the end).""",
+    ),
+]
+
 NOTEBOOK_CELLS = {
     "01_quickstart.ipynb": QUICKSTART,
     "02_why_devices_freeze.ipynb": WHY,
@@ -724,6 +839,7 @@ NOTEBOOK_CELLS = {
     "04_collectives.ipynb": COLLECTIVES,
     "05_real_model.ipynb": REAL_MODEL,
     "06_beyond_device_arguments.ipynb": BEYOND,
+    "07_loops.ipynb": LOOPS,
 }
 
 

@@ -1,7 +1,7 @@
 """Take the README's pictures in real Chromium: the seed example's card, the focus view of a
-32-layer Llama, and the tiny GPT-2 in Model Explorer.
+32-layer Llama, the tiny GPT-2 in Model Explorer, and the watch card of a decode loop.
 
-    .venv/bin/python scripts/make_picture.py                 # all three
+    .venv/bin/python scripts/make_picture.py                 # all four
     .venv/bin/python scripts/make_picture.py model-explorer  # one
 """
 
@@ -61,7 +61,26 @@ def model_explorer(browser) -> Path:
     return ASSETS / "model-explorer.png"
 
 
-PICTURES = {"card": card, "focus-view": deep_focus_view, "model-explorer": model_explorer}
+def watch_card(browser) -> Path:
+    """A tiny Llama's decode loop with the default cache, a watched forward: compiles on every step, then the limit."""
+    import torch
+
+    from neurondev import xla
+
+    device = xla.device()
+    model, (ids,), _ = testing.tiny_llama(2)
+    model = model.to(device)
+    watched = neurondev.watch(torch.compile(model.forward, backend="openxla"))
+    model.forward = watched
+    model.generate(ids.to(device), max_new_tokens=16, do_sample=False)
+    with tempfile.TemporaryDirectory() as folder:
+        page = browser.new_page(viewport={"width": 1000, "height": 900}, device_scale_factor=1)
+        page.goto(watched.save_html(Path(folder) / "watch.html").as_uri())
+        page.locator(".neurondev-card").screenshot(path=str(ASSETS / "watch-card.png"))
+    return ASSETS / "watch-card.png"
+
+
+PICTURES = {"card": card, "focus-view": deep_focus_view, "model-explorer": model_explorer, "watch": watch_card}
 
 
 def main(names: list[str]) -> None:

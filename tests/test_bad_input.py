@@ -162,3 +162,27 @@ def test_an_already_compiled_function_is_unwrapped_and_said_so():
         captured = neurondev.capture(compiled, torch.randn(4))
     assert len(captured.graphs) == 1 and len(neurondev.diagnose(captured)) == 1
     assert "already compiled with torch.compile" in captured.notes[0]
+
+
+def test_watch_misuse_is_named():
+    with pytest.raises(neurondev.NotCallableError, match="pass the function itself"):
+        neurondev.watch(5)
+    with neurondev.watch(), pytest.raises(neurondev.NestedWatchError, match="watches do not nest"), neurondev.watch():
+        pass
+    with pytest.raises(neurondev.NotCallableError, match="is a context manager"):
+        neurondev.watch()(1)
+
+
+@pytest.mark.parametrize(
+    "argv, phrase",
+    [
+        (["watch", "--html", "/no/such/folder/w.html", "train.py"], "the folder /no/such/folder does not exist"),
+        (["watch", "no_such_script.py"], "no script no_such_script.py"),
+    ],
+    ids=["watch-html-folder", "watch-no-script"],
+)
+def test_the_watch_command_refuses_bad_input_before_running(argv, phrase, capsys):
+    from neurondev import cli
+
+    assert cli.main(argv) == 2
+    assert phrase in capsys.readouterr().err

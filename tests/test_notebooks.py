@@ -85,6 +85,15 @@ KEY_TEXT = {
         "2 device pin(s) frozen into the graph of buffer_and_positions",
         "clean: True",
     ],
+    "07_loops.ipynb": [
+        "LlamaForCausalLM.forward compiled 8 time(s) (1 first, 7 recompiles, then dynamo's recompile limit (8): it runs uncompiled",
+        "cache.layers[0].keys changed at 6 compiles (16 -> 17 -> 18 -> ... -> 21 -> 22): a cache growing by one per call",
+        "compiled per call: [1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0] | steady state after call 2",
+        "a Python number burned into the graph (read at In[5]:6); x changed size at dimension 0: 8 -> 5",
+        "pad to a few bucket sizes (8), or drop the short last batch",
+        "Watched padded_step (5 calls): padded_step compiled 1 time(s) (1 first).",
+        "compiled per call: [1, 0, 0, 0, 0]",
+    ],
 }
 _TIMING = re.compile(r"\d\s?(ms|s)\b")
 # A float printed from XLA math may differ in its last bits between processors: a fact is the text

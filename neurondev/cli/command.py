@@ -1,4 +1,4 @@
-"""The neurondev command: demo, explain, check, fix, examples, doctor (also python -m neurondev)."""
+"""The neurondev command: demo, explain, check, fix, watch, examples, doctor (also python -m neurondev)."""
 
 from __future__ import annotations
 
@@ -108,7 +108,19 @@ def _parser() -> argparse.ArgumentParser:
     listing.set_defaults(run=_examples)
     doctor = commands.add_parser("doctor", help="what is installed and usable here, with fixes")
     doctor.set_defaults(run=_doctor)
-    for sub in (demo, explain, guard, mend, listing, doctor):
+    looking = commands.add_parser(
+        "watch",
+        help="run a script under neurondev.watch(): every compile, why, and what to write instead",
+        description="Runs SCRIPT.py as __main__ (options before it are the watch's; everything after it is the script's own "
+        "sys.argv, as with python -m cProfile). Exit 0 when compiling reached a steady state, 1 when compiles continue to the "
+        "end, 2 on usage errors or when the script raises (the report is still written).",
+    )
+    looking.add_argument("--html", help="write the card here")
+    looking.add_argument("--json", help="write the record as JSON here")
+    looking.add_argument("script", metavar="SCRIPT.py", help="the script to run")
+    looking.add_argument("arguments", nargs=argparse.REMAINDER, metavar="ARGS", help="the script's own arguments")
+    looking.set_defaults(run=_watch)
+    for sub in (demo, explain, guard, mend, listing, doctor, looking):
         sub.add_argument("--debug", action="store_true", help="show the traceback of an error")
     return parser
 
@@ -347,6 +359,41 @@ def _examples(options: argparse.Namespace) -> int:
     with pandas.option_context("display.width", 200, "display.max_colwidth", 60, "display.max_rows", 100):
         print(examples.list()[["title", "before", "after"]].to_string())
     return EXIT_CLEAN
+
+
+def _watch(options: argparse.Namespace) -> int:
+    """Run the script as __main__ under watch(); report; 0 steady, 1 compiles continue, 2 when it raised."""
+    import runpy
+
+    import neurondev
+
+    script = Path(options.script)
+    if not script.is_file():
+        raise UsageError(f"no script {options.script}: give the path of a Python file, e.g. neurondev watch train.py --epochs 1")
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    sys.argv = [str(script), *options.arguments]
+    sys.path.insert(0, str(script.resolve().parent))
+    raised: BaseException | None = None
+    try:
+        with neurondev.watch() as watched:
+            runpy.run_path(str(script), run_name="__main__")
+    except SystemExit as exit_:
+        raised = None if exit_.code in (None, 0) else exit_
+    except BaseException as error:  # the script's own error: shown, and the report still written
+        raised = error
+        traceback.print_exc()
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+    print(watched.summary())
+    if options.html:
+        print(f"report: {watched.save_html(options.html)}")
+    if options.json:
+        Path(options.json).write_text(watched.to_json(), encoding="utf-8")
+        print(f"json: {options.json}")
+    if raised is not None:
+        print(f"neurondev: the script raised {type(raised).__name__}: the record above is up to that point", file=sys.stderr)
+        return EXIT_ERROR
+    return EXIT_CLEAN if watched.reached_steady_state else EXIT_FINDINGS
 
 
 def _doctor(options: argparse.Namespace) -> int:

@@ -1,0 +1,231 @@
+"""neurondev.watch on real loops: exact compile counts and causes, the calls of a watched function, the command."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+import torch
+
+import neurondev
+from neurondev import cli
+from neurondev.testing import tiny_llama
+from tests.helpers import HIDE_TORCH_XLA, line_of, run_python
+from tests.loops import loops
+
+pytestmark = pytest.mark.xla
+
+
+@pytest.fixture()
+def device():
+    from neurondev import xla
+
+    torch._dynamo.reset()  # each test compiles afresh (the code objects are shared across tests); watch never resets
+    yield xla.device()
+    torch._dynamo.reset()
+
+
+def compiled_step(device, backend="openxla"):
+    torch.manual_seed(0)
+    model = loops.Regressor().to(device)
+    return torch.compile(loops.make_step(model), backend=backend)
+
+
+def test_a_float_learning_rate_recompiles_every_step_and_is_named_with_its_line(device):
+    compiled = compiled_step(device)
+    with neurondev.watch() as w:
+        loops.train(compiled, device, batches=(8, 8, 8))
+    table = w.compiles
+    assert list(table["kind"]) == ["first", "recompile", "recompile"] and list(table["index"]) == [0, 1, 2]
+    assert list(table["value"][1:]) == ["lr", "lr"] and list(table["before"][1:]) == ["0.1", "0.09"]
+    assert list(table["after"][1:]) == ["0.09", "0.081"]
+    assert set(table["read_at"][1:]) == {f"loops.py:{line_of(loops.make_step, 'return loss * lr')}"}
+    assert set(table["function"]) == {"make_step.<locals>.step"}
+    (advice,) = w.advice
+    assert (
+        advice.cause == "python number"
+        and "torch.tensor(lr)" in advice.text
+        and advice.line == line_of(loops.make_step, "return loss * lr")
+    )
+    assert w.steady_state == "never" and "compiles continue to the end" in w.summary()
+
+
+def test_a_short_last_batch_compiles_once_more_and_the_advice_names_the_buckets(device):
+    compiled = compiled_step(device)
+    with neurondev.watch() as w:
+        loops.train(compiled, device, batches=(8, 8, 8, 5), decay=1.0)
+    last = w.compiles_read[-1]
+    assert [c.kind for c in w.compiles_read] == ["first", "recompile"]
+    assert (last.cause.kind, last.cause.value, last.cause.before, last.cause.after) == ("changing size", "x", "8", "5")
+    (advice,) = w.advice
+    assert "pad to a few bucket sizes (8)" in advice.text and "drop_last=True" in advice.text
+
+
+def test_a_watched_function_has_a_row_per_call_and_a_steady_state(device):
+    compiled = compiled_step(device)
+    watched = neurondev.watch(compiled)
+    loops.train(watched, device, batches=(8, 8, 8, 8), decay=1.0)
+    calls = watched.calls
+    assert list(calls["call"]) == [1, 2, 3, 4] and list(calls["compiled"]) == [1, 0, 0, 0]
+    assert list(calls["graphs"]) == [1, 0, 0, 0] and list(calls["xla_compiles"][1:]) == [0, 0, 0]
+    assert watched.steady_state == 1 and "Steady state after call 1" in watched.summary()
+    assert json.loads(watched.to_json())["calls"][0]["compiled"] == 1
+
+
+def test_watching_changes_neither_the_outputs_nor_the_compiles_nor_logging(device):
+    handlers = {name: list(logging.getLogger(name).handlers) for name in ("torch._dynamo", "torch")}
+    levels = {name: logging.getLogger(name).level for name in handlers}
+    from neurondev._compat import graphs_made
+
+    start = graphs_made()
+    bare = loops.train(compiled_step(device), device)
+    bare_graphs = graphs_made() - start
+    torch._dynamo.reset()
+    start = graphs_made()
+    with neurondev.watch() as w:
+        watched = loops.train(compiled_step(device), device)
+    assert watched == bare and len(w.compiles_read) == 4
+    assert graphs_made() - start == bare_graphs == 4  # the same four graphs, and only those
+    assert {name: list(logging.getLogger(name).handlers) for name in handlers} == handlers
+    assert {name: logging.getLogger(name).level for name in handlers} == levels
+
+
+def test_the_neurondev_backend_counts_as_openxla_does(device):
+    counts = {}
+    for backend in ("openxla", "neurondev"):
+        torch._dynamo.reset()
+        with neurondev.watch() as w:
+            loops.train(compiled_step(device, backend), device)
+        counts[backend] = [(c.kind, c.cause.kind, c.event.graphs) for c in w.compiles_read]
+    assert counts["openxla"] == counts["neurondev"]
+
+
+def test_a_loop_that_raises_keeps_its_record_and_the_error_goes_on(device):
+    compiled = compiled_step(device)
+    with pytest.raises(ZeroDivisionError), neurondev.watch() as w:
+        loops.train(compiled, device, batches=(8,))
+        raise ZeroDivisionError("the loop's own error")
+    assert w.state == "done" and len(w.compiles_read) == 1
+
+
+def test_the_recompile_limit_is_named_and_the_function_runs_uncompiled_from_there(device):
+    compiled = compiled_step(device)
+    with torch._dynamo.config.patch(recompile_limit=2), neurondev.watch() as w:
+        loops.train(compiled, device, batches=(8, 8, 8, 8))
+    kinds = [c.kind for c in w.compiles_read]
+    assert kinds == ["first", "recompile", "recompile limit reached"]
+    assert w.compiles_read[-1].event.limit == 2 and w.steady_state == "never"
+    assert any(a.cause == "recompile limit" and "only delays the cost" in a.text for a in w.advice)
+    assert "then dynamo's recompile limit (2): it runs uncompiled from there" in w.summary()
+
+
+@pytest.mark.slow
+def test_a_decode_loop_names_the_growing_cache_and_a_static_cache_is_steady_after_the_second_call(device):
+    model, (ids,), _ = tiny_llama(1)
+    model = model.to(device)
+    model.forward = torch.compile(model.forward, backend="openxla")
+    with neurondev.watch() as dynamic:
+        model.generate(ids.to(device), max_new_tokens=4, do_sample=False)
+    causes = [c.cause.kind for c in dynamic.compiles_read]
+    assert causes == ["first compile", "prompt to decode", "cache growth", "cache growth"]
+    assert {c.event.function for c in dynamic.compiles_read} == {"LlamaForCausalLM.forward"}
+    assert dynamic.compiles_read[2].cause.value == "cache.layers[0].keys"
+    assert any("cache_implementation='static'" in a.text for a in dynamic.advice)
+    torch._dynamo.reset()
+    model.forward = torch.compile(model.forward.__wrapped__ if hasattr(model.forward, "__wrapped__") else model.forward, backend="openxla")
+    static_forward = neurondev.watch(model.forward)
+    model.forward = static_forward
+    model.generate(ids.to(device), max_new_tokens=6, do_sample=False, cache_implementation="static")
+    compiled = list(static_forward.calls["compiled"])
+    assert compiled[:2] == [1, 1] and sum(compiled[2:]) == 0 and static_forward.steady_state == 2
+
+
+def test_the_card_draws_the_calls_and_saves_a_page(device, tmp_path):
+    compiled = compiled_step(device)
+    watched = neurondev.watch(compiled)
+    loops.train(watched, device, batches=(8,) * 6, decay=1.0)
+    card = watched._repr_html_()
+    assert card.count("<rect") == 3 * 6 and "steady after call 1" in card and "<script" not in card
+    page = watched.save_html(tmp_path / "watch.html").read_text()
+    assert "neurondev watch" in page and "<svg" in page
+
+
+def test_a_long_loop_is_binned_on_the_card(device):
+    compiled = compiled_step(device)
+    watched = neurondev.watch(compiled)
+    loops.train(watched, device, batches=(8,) * 130, decay=1.0)
+    assert watched._repr_html_().count("<rect") == 3 * 44  # 130 calls in bins of 3
+
+
+SCRIPT = """
+import sys
+import torch, torch_xla
+sys.path.insert(0, {root!r})
+from tests.loops import loops
+device = torch_xla.device()
+torch.manual_seed(0)
+compiled = torch.compile(loops.make_step(loops.Regressor().to(device)), backend="openxla")
+print("losses", len(loops.train(compiled, device, batches=[8] * int(sys.argv[1]), decay=float(sys.argv[2]))))
+{tail}
+"""
+
+
+def script(tmp_path, tail=""):
+    from pathlib import Path
+
+    path = tmp_path / "train.py"
+    path.write_text(SCRIPT.format(root=str(Path(__file__).resolve().parents[2]), tail=tail))
+    return path
+
+
+def test_the_command_runs_a_script_with_its_own_arguments_and_exits_by_the_steady_state(device, tmp_path, capsys):
+    path = script(tmp_path)
+    assert cli.main(["watch", "--json", str(tmp_path / "w.json"), str(path), "3", "0.9"]) == 1  # the rate decays: never steady
+    out = capsys.readouterr().out
+    assert "losses 3" in out and "No steady state" in out
+    assert json.loads((tmp_path / "w.json").read_text())["steady_state"] == "never"
+    torch._dynamo.reset()
+    assert cli.main(["watch", "--html", str(tmp_path / "w.html"), str(path), "3", "1.0"]) == 0  # a constant rate: steady
+    assert "<svg" in (tmp_path / "w.html").read_text()
+
+
+def test_a_script_that_raises_still_writes_its_report_and_exits_2(device, tmp_path, capsys):
+    path = script(tmp_path, tail="raise RuntimeError('the script broke')")
+    assert cli.main(["watch", "--json", str(tmp_path / "w.json"), str(path), "2", "1.0"]) == 2
+    captured = capsys.readouterr()
+    assert "RuntimeError: the script broke" in captured.err and "losses 2" in captured.out
+    assert json.loads((tmp_path / "w.json").read_text())["compiles"]
+
+
+def test_watch_works_without_torch_xla_and_says_why_the_xla_figures_are_empty():
+    result = run_python(
+        HIDE_TORCH_XLA
+        + """
+import torch, neurondev
+def step(x, lr):
+    return (x * lr).sum()
+compiled = torch.compile(step, backend="eager")
+with neurondev.watch() as w:
+    for i in range(3):
+        compiled(torch.randn(4), 0.5 * i)
+print("kinds:", [c.kind for c in w.compiles_read])
+print("xla:", list(w.compiles["xla_compiles"]))
+print("note:", w.xla_note)
+"""
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    # without torch_xla, dynamo's automatic dynamic shapes are on: the second new rate makes lr dynamic, no third compile
+    assert "kinds: ['first', 'recompile']" in result.stdout
+    assert "xla: [None, None]" in result.stdout and "torch_xla was not loaded" in result.stdout
+
+
+def test_compiles_are_read_right_after_dynamo_kept_its_latest_64_records():
+    """dynamo keeps the records of its latest 64 compiles: a watch reads its own by identity, not by count."""
+    for i in range(70):
+        torch.compile(lambda x, i=i: x + i, backend="eager")(torch.randn(2))
+    step = torch.compile(lambda x, lr: x * lr, backend="eager")
+    with neurondev.watch() as w:
+        step(torch.randn(2), 0.5)
+        step(torch.randn(3, 3), 0.5)
+    assert [c.kind for c in w.compiles_read] == ["first", "recompile"] and w.compiles_read[1].event.index == 1
