@@ -30,6 +30,7 @@ __all__ = [
     "UncommittedChangesError",
     "SourceChangedError",
     "NestedWatchError",
+    "PassInvariantError",
     "NoGraphWarning",
     "warn_user",
 ]
@@ -130,6 +131,10 @@ class SourceChangedError(NeurondevError, RuntimeError):
 
 class NestedWatchError(NeurondevError, RuntimeError):
     """A watch was started while another is on: watches do not nest (each sees every compile anyway)."""
+
+
+class PassInvariantError(NeurondevError, AssertionError):
+    """DeviceRewriterPass left a device argument it rewrites (its ``ensures`` check): a bug in neurondev, please report it."""
 
 
 class NoGraphWarning(UserWarning):

@@ -20,8 +20,10 @@ __all__ = [
     "graph_module_of",
     "is_assertion",
     "is_output_transfer",
+    "is_pin",
     "on_target",
     "parse_target",
+    "rewritten_by",
     "slot_device",
 ]
 
@@ -208,6 +210,42 @@ def slot_device(node: torch.fx.Node, slot: Slot) -> torch.device:
         if isinstance(index, int) and not isinstance(index, bool):
             return torch.device(device.type, index)
     return device
+
+
+def is_pin(slot: Slot, device: torch.device, target: torch.device) -> bool:
+    """Whether a device argument places a value elsewhere than ``target``: the one rule the pin finder
+    and the pass share. A device *type* (``torch.autocast(device_type=...)``) has no index: it is a
+    pin when its type is not the target's (``'xla'`` is right for ``xla:0``)."""
+    if slot.kind == "type":
+        return device.type != target.type
+    return not on_target(device, target)
+
+
+def rewritten_by(
+    node: torch.fx.Node,
+    slot: Slot,
+    device: torch.device,
+    target: torch.device,
+    *,
+    positional: bool,
+    keep_host_outputs: bool,
+    traced_on_meta: bool,
+) -> bool:
+    """Whether DeviceRewriterPass with these options rewrites this device argument.
+
+    ``positional=False`` is the seed document's kwargs-only algorithm, exactly: every ``device=``
+    kwarg that is not the target, ``meta`` and results handed back included. The default pass
+    also rewrites positional devices, keeps a move to the host whose value only leaves the graph
+    (``keep_host_outputs``), and leaves ``meta`` alone unless the graph was traced on meta (a meta
+    tensor in a CPU-traced graph is a shape-only value the user made on purpose; on XLA it stays one).
+    """
+    if not is_pin(slot, device, target):
+        return False
+    if not positional:
+        return slot.kind == "kwarg" or (slot.kind == "method" and "device" in node.kwargs)
+    if keep_host_outputs and is_output_transfer(node, device):
+        return False
+    return device.type != "meta" or traced_on_meta
 
 
 def is_output_transfer(node: torch.fx.Node, device: torch.device) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import linecache
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -18,8 +19,9 @@ from neurondev.fx.devices import (
     graph_module_of,
     is_assertion,
     is_output_transfer,
-    on_target,
+    is_pin,
     parse_target,
+    rewritten_by,
     slot_device,
 )
 from neurondev.fx.subgraphs import subgraphs
@@ -103,8 +105,8 @@ def find_pins(
     for prefix, node in _nodes_and_bodies(module):
         for slot in device_slots(node):
             device = slot_device(node, slot)
-            if not on_target(device, wanted):
-                pins.append(_pin(node, slot, device, graph, part, traced_on_meta, prefix))
+            if is_pin(slot, device, wanted):
+                pins.append(_pin(node, slot, device, graph, part, wanted, traced_on_meta, prefix))
     return pins
 
 
@@ -116,11 +118,18 @@ def _nodes_and_bodies(gm: torch.fx.GraphModule) -> Iterator[tuple[str, torch.fx.
 
 
 def _pin(
-    node: torch.fx.Node, slot: Slot, device: torch.device, graph: int, part: str, traced_on_meta: bool = False, prefix: str = ""
+    node: torch.fx.Node,
+    slot: Slot,
+    device: torch.device,
+    graph: int,
+    part: str,
+    target: torch.device,
+    traced_on_meta: bool = False,
+    prefix: str = "",
 ) -> DevicePin:
     source = source_of(node) or (_with_statement(node) if slot.kind == "type" else None)
-    rewritable = device.type != "meta" or traced_on_meta
     method = slot.kind == "method"
+    rule = functools.partial(rewritten_by, node, slot, device, target, traced_on_meta=traced_on_meta)
     return DevicePin(
         graph=graph,
         node=prefix + node.name,
@@ -129,8 +138,8 @@ def _pin(
         device=device if method else slot.value,
         format="other" if method else device_format(slot.value),
         location=slot.location,
-        kwargs_pass=rewritable and (slot.kind == "kwarg" or (method and "device" in node.kwargs)),
-        default_pass=rewritable and not is_output_transfer(node, device),
+        kwargs_pass=rule(positional=False, keep_host_outputs=False),
+        default_pass=rule(positional=True, keep_host_outputs=True),
         kind="assertion" if is_assertion(node) else judge_kind(source, slot.location, device_call=node.target is torch.device),
         users=tuple(prefix + user.name for user in node.users),
         source=source,
@@ -205,8 +214,10 @@ def diagnose(subject: Any, target: str | torch.device = "xla") -> Any:
       device        the pinned device as written in the graph
       format        how it is written: str, torch.device, int, other
       location      where it sits: kwarg, arg[i], kwarg[type] (torch.device(type=...)), or method (.cpu()/.cuda())
-      kwargs_pass   whether the documented kwargs-only DeviceRewriterPass rewrites it
-      default_pass  whether the default DeviceRewriterPass rewrites it (False only for meta)
+      kwargs_pass   whether the documented kwargs-only DeviceRewriterPass rewrites it (every device= kwarg
+                    not on the target, meta included, as the seed document's algorithm does)
+      default_pass  whether the default DeviceRewriterPass rewrites it (not meta unless traced on meta, not
+                    a result handed back at the end); the pass decides with the same rule
       kind          frozen (from a tensor's .device), literal, variable or unknown, judged from the source;
                     assertion for torch.export's aten._assert_tensor_metadata (a check, not a placement)
       file, line    the user's source location (from the node's stack trace)

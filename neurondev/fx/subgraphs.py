@@ -29,9 +29,7 @@ class Subgraph:
 
 def subgraphs(gm: torch.fx.GraphModule, prefix: str = "") -> Iterator[Subgraph]:
     """Every body a node of ``gm`` reads with ``get_attr`` (and the bodies inside those), outermost first."""
-    for node in gm.graph.nodes:
-        if node.op != "get_attr":
-            continue
+    for node in gm.graph.find_nodes(op="get_attr"):  # looked up, not a walk over every node
         body = _attribute(gm, str(node.target))
         if not isinstance(body, torch.fx.GraphModule):
             continue

@@ -4,21 +4,41 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import weakref
 from typing import Any
 
 import torch
 import torch.fx
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
-from neurondev.errors import InvalidOptionError
-from neurondev.fx.devices import Slot, device_slots, graph_module_of, is_output_transfer, on_target, parse_target, slot_device
+from neurondev.errors import InvalidOptionError, PassInvariantError
+from neurondev.fx.devices import Slot, device_slots, graph_module_of, parse_target, rewritten_by, slot_device
 from neurondev.fx.graphs import copy_graph
 from neurondev.fx.subgraphs import subgraphs
 from neurondev.passes.fake_meta import refresh_meta
 
-__all__ = ["DeviceRewriterPass", "Rewrite", "rewrite_copy"]
+__all__ = ["DeviceRewriterPass", "Rewrite", "RewriteResult", "rewrite_copy"]
 
 log = logging.getLogger("neurondev")
+_met: weakref.WeakKeyDictionary[torch.fx.GraphModule, list[torch.fx.Node]] = weakref.WeakKeyDictionary()  # call -> ensures, per graph
+
+
+class RewriteResult(PassResult):
+    """torch.fx's ``PassResult(graph_module, modified)``, carrying what the pass did: ``rewrites`` (one
+    Rewrite per device argument changed) and ``meta_refreshed`` (node.meta's fake values propagated
+    again: True; not possible here, no XLA runtime: False; nothing rewritten: None)."""
+
+    rewrites: tuple[Rewrite, ...]
+    meta_refreshed: bool | None
+
+    def __new__(cls, graph_module: torch.fx.GraphModule, modified: bool, rewrites: tuple = (), meta_refreshed: bool | None = None):
+        result = super().__new__(cls, graph_module, modified)
+        result.rewrites = tuple(rewrites)
+        result.meta_refreshed = meta_refreshed
+        return result
+
+    def __repr__(self) -> str:
+        return f"RewriteResult(graph_module={type(self.graph_module).__name__}(), modified={self.modified}, rewrites={len(self.rewrites)})"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,13 +83,18 @@ class DeviceRewriterPass(PassBase):
     keeps the traced devices (making a value there could abort the process).
 
     The pass edits the GraphModule it is given (as a pass in a pipeline does; an ExportedProgram's
-    graph module likewise); use :func:`rewrite_copy` to keep the original. ``self.rewrites`` lists
-    what the last call changed.
+    graph module likewise); use :func:`rewrite_copy` to keep the original. What it did is its result:
+    a ``RewriteResult`` (a ``PassResult``) with ``rewrites`` and ``meta_refreshed``; the pass holds no
+    state between calls, so it can run in a ``PassManager`` any number of times. ``ensures`` checks that
+    no device argument the pass rewrites is left. Whether a device argument is a pin, and whether the
+    pass rewrites it, is one rule (``neurondev.fx.devices.rewritten_by``), which the pin table's
+    ``kwargs_pass`` and ``default_pass`` columns read too.
     """
 
     def __init__(
         self,
         target: str | torch.device = "xla",
+        *,
         rewrite_positional: bool = True,
         keep_host_outputs: bool | None = None,
         traced_on_meta: bool = False,
@@ -86,55 +111,71 @@ class DeviceRewriterPass(PassBase):
         self.rewrite_positional = rewrite_positional
         self.keep_host_outputs = rewrite_positional if keep_host_outputs is None else keep_host_outputs
         self.traced_on_meta = bool(traced_on_meta)
-        self.rewrites: list[Rewrite] = []
-        self.meta_refreshed: bool | None = None
 
-    def __call__(self, graph_module: Any) -> PassResult:
+    def __call__(self, graph_module: Any) -> RewriteResult:
         result = super().__call__(graph_module_of(graph_module, purpose="DeviceRewriterPass rewrites a traced graph, got"))
-        assert result is not None  # PassBase returns what call() returns
+        assert isinstance(result, RewriteResult)  # PassBase returns what call() returns
         return result
 
-    def call(self, graph_module: torch.fx.GraphModule) -> PassResult:
-        self.rewrites = []
-        rewritten = self._rewrite_graph(graph_module, "")
-        bodies = [(body, self._rewrite_graph(body.module, f"{body.name}.")) for body in subgraphs(graph_module)]
+    def call(self, graph_module: torch.fx.GraphModule) -> RewriteResult:
+        rewrites: list[Rewrite] = []
+        met: list[torch.fx.Node] = []
+        rewritten = self._rewrite_graph(graph_module, "", rewrites, met)
+        bodies = [(body, self._rewrite_graph(body.module, f"{body.name}.", rewrites, met)) for body in subgraphs(graph_module)]
+        _met[graph_module] = met
         callers = {node for body, nodes in bodies if nodes for node in graph_module.graph.nodes if node.name in body.callers}
-        self.meta_refreshed = None
-        if self.rewrites:
+        meta_refreshed = None
+        if rewrites:
             refreshed = [refresh_meta(body.module, nodes, self.target) for body, nodes in bodies if nodes]
             refreshed.append(refresh_meta(graph_module, [*rewritten, *callers], self.target))
-            self.meta_refreshed = all(result is not None for result in refreshed)
-            if not self.meta_refreshed:
+            meta_refreshed = all(result is not None for result in refreshed)
+            if not meta_refreshed:
                 log.info("DeviceRewriterPass: %s is not loaded here, node.meta keeps the traced devices", self.target.type)
             for body, nodes in bodies:
                 if nodes:
                     body.module.recompile()
             graph_module.recompile()  # deferred to the first call on dynamo's lazy GraphModules
-            log.debug("DeviceRewriterPass rewrote %d device argument(s) to %s", len(self.rewrites), self.target)
-        return PassResult(graph_module, bool(self.rewrites))
+            log.debug("DeviceRewriterPass rewrote %d device argument(s) to %s", len(rewrites), self.target)
+        return RewriteResult(graph_module, bool(rewrites), tuple(rewrites), meta_refreshed)
 
-    def _rewrite_graph(self, graph_module: torch.fx.GraphModule, prefix: str) -> list[torch.fx.Node]:
-        """Rewrite one graph's nodes (``prefix`` names the body they are in); the nodes rewritten."""
+    def ensures(self, graph_module: torch.fx.GraphModule) -> None:
+        """No device argument this pass rewrites is left (in the graph and in the bodies it calls). Only
+        nodes that had device arguments can hold one (the pass adds none): those ``call`` met are checked."""
+        for node in _met.pop(graph_module, ()):
+            if any(self._needs_rewrite(node, slot) for slot in device_slots(node, self.rewrite_positional)):
+                raise PassInvariantError(f"DeviceRewriterPass left a device argument to rewrite at node {node.name}: {node.format_node()}")
+
+    def _rewrite_graph(
+        self, graph_module: torch.fx.GraphModule, prefix: str, rewrites: list[Rewrite], met: list[torch.fx.Node]
+    ) -> list[torch.fx.Node]:
+        """Rewrite one graph's nodes (``prefix`` names the body they are in); the nodes rewritten. ``met``
+        gets every node with a device argument (``ensures`` checks those)."""
         positional, slots_of, rewritten = self.rewrite_positional, device_slots, []
         for node in graph_module.graph.nodes:
             slots = slots_of(node, positional)
-            stale = [slot for slot in slots if self._needs_rewrite(node, slot)] if slots else None
+            if not slots:
+                continue
+            met.append(node)
+            stale = [slot for slot in slots if self._needs_rewrite(node, slot)]
             if stale:
-                self._rewrite(node, stale, prefix)
+                self._rewrite(node, stale, prefix, rewrites)
                 rewritten.append(node)
         return rewritten
 
     def _needs_rewrite(self, node: torch.fx.Node, slot: Slot) -> bool:
-        device = slot_device(node, slot)
-        if self.keep_host_outputs and is_output_transfer(node, device):
-            return False
-        if slot.kind == "type":
-            return device.type != self.target.type
-        return (device.type != "meta" or self.traced_on_meta) and not on_target(device, self.target)
+        return rewritten_by(
+            node,
+            slot,
+            slot_device(node, slot),
+            self.target,
+            positional=self.rewrite_positional,
+            keep_host_outputs=self.keep_host_outputs,
+            traced_on_meta=self.traced_on_meta,
+        )
 
-    def _rewrite(self, node: torch.fx.Node, slots: list[Slot], prefix: str = "") -> None:
+    def _rewrite(self, node: torch.fx.Node, slots: list[Slot], prefix: str, rewrites: list[Rewrite]) -> None:
         if node.target is torch.device:
-            self._rewrite_device_call(node, slots[0], prefix)
+            rewrites.append(self._rewrite_device_call(node, slots[0], prefix))
             return
         args, kwargs = list(node.args), dict(node.kwargs)
         for slot in slots:
@@ -147,10 +188,10 @@ class DeviceRewriterPass(PassBase):
                 kwargs.pop("device", None)
             else:
                 args[slot.position] = new
-            self.rewrites.append(Rewrite(prefix + node.name, slot.location, slot.value, new))
+            rewrites.append(Rewrite(prefix + node.name, slot.location, slot.value, new))
         node.args, node.kwargs = tuple(args), kwargs
 
-    def _rewrite_device_call(self, node: torch.fx.Node, slot: Slot, prefix: str = "") -> None:
+    def _rewrite_device_call(self, node: torch.fx.Node, slot: Slot, prefix: str = "") -> Rewrite:
         """``torch.device('cuda', 1)`` / ``torch.device(type='cpu', index=0)``: type and index both
         come from the target, in the form the call was written in."""
         new = self._new_value(slot)
@@ -161,7 +202,7 @@ class DeviceRewriterPass(PassBase):
             new = self.target.type
             index = {} if self.target.index is None else {"index": self.target.index}
             node.args, node.kwargs = (), {**kwargs, "type": new, **index}
-        self.rewrites.append(Rewrite(prefix + node.name, slot.location, slot.value, new))
+        return Rewrite(prefix + node.name, slot.location, slot.value, new)
 
     def _new_value(self, slot: Slot) -> Any:
         if slot.kind == "type":
@@ -182,6 +223,8 @@ def rewrite_copy(
     """Rewrite a deep copy of ``graph_module`` (or of an ExportedProgram's graph module); the original
     is untouched. Returns (rewritten GraphModule, rewrites)."""
     original = graph_module_of(graph_module, purpose="rewrite_copy copies and rewrites a traced graph, got")
-    rewriter = DeviceRewriterPass(target, rewrite_positional, keep_host_outputs, traced_on_meta)
+    rewriter = DeviceRewriterPass(
+        target, rewrite_positional=rewrite_positional, keep_host_outputs=keep_host_outputs, traced_on_meta=traced_on_meta
+    )
     result = rewriter(copy_graph(original))
-    return result.graph_module, rewriter.rewrites
+    return result.graph_module, list(result.rewrites)

@@ -51,9 +51,8 @@ def backend(
         _tell_once_about_cpu_inputs()
         return _inner_backend(settings["inner"])(gm, example_inputs)
     device = parse_target(settings["target"]) if settings["target"] is not None else _target_of(example_inputs)
-    rewriter = DeviceRewriterPass(target=device, rewrite_positional=settings["rewrite_positional"])
-    rewriter(gm)
-    for rewrite in rewriter.rewrites:
+    result = DeviceRewriterPass(target=device, rewrite_positional=settings["rewrite_positional"])(gm)
+    for rewrite in result.rewrites:
         log.info("neurondev backend: %s %s: %r -> %r", rewrite.node, rewrite.location, rewrite.old, rewrite.new)
     if not placement.host:
         return _inner_backend(settings["inner"])(gm, example_inputs)

@@ -118,10 +118,10 @@ def test_every_positional_form_is_found():
     assert not table.kwargs_pass.any() and table.default_pass.all()
 
 
-def test_meta_is_reported_but_not_rewritable():
+def test_meta_is_reported_rewritten_by_the_documented_pass_and_left_by_the_default():
     gm = build_graph(("call_function", torch.empty, (2,), {"device": "meta"}))
     (pin,) = neurondev.find_pins(gm)
-    assert pin.device == "meta" and not pin.kwargs_pass and not pin.default_pass
+    assert pin.device == "meta" and pin.kwargs_pass and not pin.default_pass
 
 
 def test_target_decides_what_is_a_pin():

@@ -75,9 +75,8 @@ def test_torch_device_in_keyword_form_is_found_and_rewritten():
 def test_none_meta_and_target_devices_are_left_alone_and_modified_is_false(device):
     gm = empty_with(device)
     code = gm.code
-    pass_ = DeviceRewriterPass()
-    result = pass_(gm)
-    assert result.modified is False and pass_.rewrites == []
+    result = DeviceRewriterPass()(gm)
+    assert result.modified is False and result.rewrites == ()
     assert node_named(gm, "empty").kwargs["device"] == device
     assert gm.code == code
 
@@ -96,8 +95,8 @@ def positional_graph():
 
 def test_positional_pins_are_rewritten_by_default_in_their_format():
     gm = positional_graph()
-    pass_ = DeviceRewriterPass()
-    assert pass_(gm).modified
+    result = DeviceRewriterPass()(gm)
+    assert result.modified
     assert node_named(gm, "to").args == (node_named(gm, "x"), torch.device("xla"))
     assert node_named(gm, "to_1").args[1:] == ("xla", torch.float16)
     assert node_named(gm, "device_1").args == ("xla",)
@@ -106,16 +105,16 @@ def test_positional_pins_are_rewritten_by_default_in_their_format():
     assert (cpu.target, cpu.args[1:], cpu.kwargs) == ("to", ("xla",), {})
     assert (cuda.target, cuda.args[1:], cuda.kwargs) == ("to", ("xla",), {"non_blocking": True})
     assert node_named(gm, "empty").kwargs["device"] == "xla"
-    assert len(pass_.rewrites) == 7
+    assert len(result.rewrites) == 7
     assert neurondev.find_pins(gm) == []
 
 
 def test_kwargs_only_is_exactly_the_documented_algorithm():
     gm = positional_graph()
     before = {node.name: (node.target, node.args) for node in gm.graph.nodes}
-    pass_ = DeviceRewriterPass(rewrite_positional=False)
-    assert pass_(gm).modified
-    assert [(r.node, r.location, r.old, r.new) for r in pass_.rewrites] == [("empty", "kwarg", "cpu", "xla")]
+    result = DeviceRewriterPass(rewrite_positional=False)(gm)
+    assert result.modified
+    assert [(r.node, r.location, r.old, r.new) for r in result.rewrites] == [("empty", "kwarg", "cpu", "xla")]
     assert {node.name: (node.target, node.args) for node in gm.graph.nodes} == before
 
 
@@ -125,17 +124,27 @@ def test_kwargs_only_rewrites_every_device_kwarg_including_to_and_new_calls():
         ("call_method", "new_zeros", ("x", (2,)), {"device": "cpu"}),
         ("call_function", torch.arange, (4,), {"device": torch.device("cuda", 0)}),
     )
-    pass_ = DeviceRewriterPass(rewrite_positional=False)
-    pass_(gm)
-    assert [r.new for r in pass_.rewrites] == [torch.device("xla"), "xla", torch.device("xla")]
+    result = DeviceRewriterPass(rewrite_positional=False)(gm)
+    assert [r.new for r in result.rewrites] == [torch.device("xla"), "xla", torch.device("xla")]
+
+
+@pytest.mark.parametrize("device", ["meta", torch.device("meta")])
+def test_kwargs_only_rewrites_meta_too_as_the_seed_algorithm_does_and_the_default_leaves_it(device):
+    """The seed document rewrites every device that is not the target; the default pass leaves meta (a
+    shape-only value made on purpose in a CPU-traced graph) unless the graph was traced on meta."""
+    result = DeviceRewriterPass(rewrite_positional=False)(empty_with(device))
+    assert [(r.old, r.new) for r in result.rewrites] == [(device, "xla" if isinstance(device, str) else torch.device("xla"))]
+    assert DeviceRewriterPass()(empty_with(device)).modified is False
+    (pin,) = neurondev.find_pins(empty_with(device))
+    assert pin.kwargs_pass and not pin.default_pass
 
 
 def test_second_application_reports_not_modified():
     gm = positional_graph()
     DeviceRewriterPass()(gm)
     code = gm.code
-    again = DeviceRewriterPass()
-    assert again(gm).modified is False and again.rewrites == []
+    again = DeviceRewriterPass()(gm)
+    assert again.modified is False and again.rewrites == ()
     assert gm.code == code
 
 
@@ -178,8 +187,8 @@ def test_a_move_to_the_host_that_only_leaves_the_graph_is_kept_by_default_and_re
     (pin,) = neurondev.find_pins(gm)
     assert pin.output_transfer and not pin.default_pass and pin.kwargs_pass
     assert DeviceRewriterPass()(copy.deepcopy(gm)).modified is False
-    documented = DeviceRewriterPass(rewrite_positional=False)
-    assert documented(copy.deepcopy(gm)).modified and [r.new for r in documented.rewrites] == ["xla"]
+    documented = DeviceRewriterPass(rewrite_positional=False)(copy.deepcopy(gm))
+    assert documented.modified and [r.new for r in documented.rewrites] == ["xla"]
     assert DeviceRewriterPass(keep_host_outputs=False)(copy.deepcopy(gm)).modified
 
 
@@ -192,6 +201,29 @@ def test_autocast_of_the_traced_device_becomes_autocast_of_the_target_type():
     (pin,) = neurondev.find_pins(gm)
     assert (pin.function, pin.location, pin.kind, pin.device) == ("torch.autocast", "arg[0]", "frozen", "cpu")
     assert pin.line == mixed.__code__.co_firstlineno + 1  # the with-statement, which dynamo gives no line
-    pass_ = DeviceRewriterPass(target="xla:0")
-    pass_(gm)
-    assert [(r.old, r.new) for r in pass_.rewrites] == [("cpu", "xla")]  # a device type, never 'xla:0'
+    result = DeviceRewriterPass(target="xla:0")(gm)
+    assert [(r.old, r.new) for r in result.rewrites] == [("cpu", "xla")]  # a device type, never 'xla:0'
+
+
+def test_autocast_on_the_target_type_is_no_pin_for_an_indexed_target_and_check_accepts_the_advice():
+    """The advice for autocast is device_type='xla': with target 'xla:0' that is neither a pin nor rewritten."""
+
+    def on_xla(x):
+        with torch.autocast(device_type="xla", dtype=torch.bfloat16):
+            return x @ x.T
+
+    gm = build_graph(("call_function", torch.amp.autocast_mode._enter_autocast, ("xla", torch.bfloat16, True, None), {}))
+    assert neurondev.find_pins(gm, target="xla:0") == []
+    assert DeviceRewriterPass(target="xla:0")(gm).modified is False
+    assert neurondev.check(on_xla, torch.randn(4, 4), target="xla:0", native=False).pins == ()
+
+
+def test_the_result_carries_the_rewrites_so_a_pass_manager_running_it_again_reads_them():
+    from torch.fx.passes.infra.pass_manager import PassManager
+
+    gm = positional_graph()
+    pass_ = DeviceRewriterPass()
+    first = pass_(gm)
+    assert len(first.rewrites) == 7 and isinstance(first, PassResult)
+    assert PassManager([pass_], steps=2)(gm).modified is False  # a second step finds nothing: the first result is unchanged
+    assert len(first.rewrites) == 7

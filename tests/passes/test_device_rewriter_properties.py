@@ -35,7 +35,8 @@ to_kwarg_nodes = st.tuples(st.just("to_kwarg"), devices, st.booleans())
 device_nodes = st.tuples(st.just("torch.device"), st.sampled_from(["cpu", "cuda", "xla", "meta"]), st.sampled_from([None, 0, 1]))
 method_nodes = st.tuples(st.just("method"), st.sampled_from(["cpu", "cuda"]), st.booleans())
 plain_nodes = st.tuples(st.just("plain"))
-node_specs = st.lists(st.one_of(kwarg_nodes, to_nodes, to_kwarg_nodes, device_nodes, method_nodes, plain_nodes), max_size=25)
+one_node = st.one_of(kwarg_nodes, to_nodes, to_kwarg_nodes, device_nodes, method_nodes, plain_nodes)
+node_specs = st.lists(one_node, max_size=25)
 
 
 def make_graph(specs) -> torch.fx.GraphModule:
@@ -61,6 +62,8 @@ def _node(graph, x, spec):
         return graph.call_function(torch.device, (spec[1],) if spec[2] is None else (spec[1], spec[2]))
     if kind == "method":
         return graph.call_method(spec[1], (x,), {"non_blocking": True} if spec[2] else {})
+    if kind == "autocast":
+        return graph.call_function(torch.amp.autocast_mode._enter_autocast, (spec[1], torch.bfloat16, True, None))
     return graph.call_function(torch.relu, (x,))
 
 
@@ -99,14 +102,13 @@ def test_random_graphs_keep_their_shape_and_lose_every_rewritable_pin(specs, pos
     gm = make_graph(specs)
     before_shape = shape_without_devices(gm)
     before_count = len(gm.graph.nodes)
-    pass_ = DeviceRewriterPass(rewrite_positional=positional)
-    result = pass_(gm)
+    result = DeviceRewriterPass(rewrite_positional=positional)(gm)
 
     gm.graph.lint()
     assert len(gm.graph.nodes) == before_count
     assert shape_without_devices(gm) == before_shape
-    assert result.modified == bool(pass_.rewrites)
-    for rewrite in pass_.rewrites:
+    assert result.modified == bool(result.rewrites)
+    for rewrite in result.rewrites:
         assert torch.device(rewrite.new).type == "xla"
         expected = str if rewrite.location == "method" else expected_type(rewrite.old)
         assert type(rewrite.new) is expected
@@ -115,25 +117,31 @@ def test_random_graphs_keep_their_shape_and_lose_every_rewritable_pin(specs, pos
     if positional:
         assert all(torch.device(pin.device).type == "meta" or pin.device == "meta" for pin in left)
     else:
-        assert all(pin.location != "kwarg" or str(pin.device).startswith("meta") for pin in left)
+        assert all(pin.location != "kwarg" for pin in left)  # the documented algorithm: every device= kwarg, meta included
 
     again = DeviceRewriterPass(rewrite_positional=positional)
     assert again(gm).modified is False
 
 
-@settings(max_examples=200, deadline=None)
-@given(node_specs)
-def test_modified_is_true_exactly_when_a_rewritable_pin_existed(specs):
+autocast_nodes = st.tuples(st.just("autocast"), st.sampled_from(["cpu", "cuda", "xla"]))
+targets = st.sampled_from(["xla", "xla:0", torch.device("xla", 1), "cpu"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(one_node, autocast_nodes), max_size=20), targets, st.booleans())
+def test_the_pin_table_and_the_pass_follow_one_rule(specs, target, positional):
+    """modified == any(pin.default_pass) (or kwargs_pass, for the documented pass), for indexed targets and autocast too."""
     gm = make_graph(specs)
-    rewritable = [pin for pin in neurondev.find_pins(gm) if pin.default_pass]
-    assert DeviceRewriterPass()(gm).modified == bool(rewritable)
+    pins = neurondev.find_pins(gm, target=target)
+    expected = any(pin.default_pass if positional else pin.kwargs_pass for pin in pins)
+    assert DeviceRewriterPass(target=target, rewrite_positional=positional)(gm).modified == expected
 
 
 def documented_rewrite(current):
-    """The seed document's format rule, written as it stands there (``torch.device(target)``: the
-    old index is not carried over), plus one rule of ours: meta is left alone."""
+    """The seed document's rule, written as it stands there: every device that is not the target is
+    rewritten, meta included, in its format (``torch.device(target)``: the old index is not carried over)."""
     device = torch.device("cuda", current) if isinstance(current, int) else torch.device(current)
-    if device.type in ("xla", "meta"):
+    if device.type == "xla":
         return current
     target = "xla"
     if isinstance(current, str):

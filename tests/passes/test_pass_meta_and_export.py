@@ -122,4 +122,4 @@ def test_a_pass_result_prints_as_a_graph_module_in_python_and_ipython(seed_captu
     gm, _ = neurondev.rewrite_copy(seed_capture.graphs[0])
     gm = copy.deepcopy(gm)  # a copy of a copy still deep-copies (torch finds its base class by name)
     result = neurondev.DeviceRewriterPass(target="cpu")(gm)
-    assert repr(result) == pretty(result) == "PassResult(graph_module=GraphModule(), modified=True)"
+    assert repr(result) == pretty(result) == "RewriteResult(graph_module=GraphModule(), modified=True, rewrites=1)"

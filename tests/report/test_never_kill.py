@@ -84,9 +84,8 @@ def test_without_torch_xla_the_rewrite_leaves_node_meta_as_traced_instead_of_abo
         HIDE_TORCH_XLA
         + CUSTOM_OP
         + """
-pass_ = neurondev.DeviceRewriterPass()
-result = pass_(neurondev.capture(experts, x, w).graphs[0])
-print("modified:", result.modified, "meta refreshed:", pass_.meta_refreshed)
+result = neurondev.DeviceRewriterPass()(neurondev.capture(experts, x, w).graphs[0])
+print("modified:", result.modified, "meta refreshed:", result.meta_refreshed)
 """
     )
     assert result.returncode == 0, result.stderr[-3000:]
