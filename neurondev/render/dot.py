@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import torch.fx
@@ -74,7 +74,7 @@ def _has_node(value: Any) -> bool:
 class _Marks:
     pins: dict[str, DevicePin]
     rewrites: dict[str, Rewrite]
-    devices: dict[str, Any]
+    devices: Mapping[str, Any]
     breaks: set[str]
     failed: str | None
     failure: str

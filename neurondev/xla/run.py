@@ -7,7 +7,8 @@ import dataclasses
 import io
 import statistics
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 import torch
@@ -120,12 +121,12 @@ class RunRecord:
     compilations: int = 0
     transfers_to_host: int = 0
     transfers_to_device: int = 0
-    fallback_ops: dict[str, int] = dataclasses.field(default_factory=dict)
-    node_fallbacks: dict[str, int] = dataclasses.field(default_factory=dict)
+    fallback_ops: Mapping[str, int] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
+    node_fallbacks: Mapping[str, int] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
     graph_breaks: tuple[GraphBreak, ...] = ()
     output_transfers: tuple[GraphBreak, ...] = ()
     uploads: tuple[Upload, ...] = ()
-    node_devices: dict[str, Any] = dataclasses.field(default_factory=dict)
+    node_devices: Mapping[str, Any] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
     crossings: tuple[Crossing, ...] = ()
     output_devices: tuple[str, ...] = ()
     error: RunError | None = None
@@ -134,6 +135,12 @@ class RunRecord:
     seconds: float | None = None
     first_call: Counts | None = None
     outputs: Any = dataclasses.field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for name in ("fallback_ops", "node_fallbacks", "node_devices"):  # frozen means frozen: read-only mappings
+            value = getattr(self, name)
+            if not isinstance(value, MappingProxyType):
+                object.__setattr__(self, name, MappingProxyType(dict(value)))
 
     @property
     def matches_reference(self) -> bool | None:
@@ -177,7 +184,7 @@ class RunRecord:
     def to_dict(self) -> dict[str, Any]:
         """Plain data (JSON-ready): every figure, break, upload, crossing and the failure as text."""
         plain = {
-            name: getattr(self, name)
+            name: dict(value) if isinstance(value := getattr(self, name), Mapping) else value
             for name in (
                 "device",
                 "executions",
