@@ -68,7 +68,7 @@ def _fail(message: str, options: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from neurondev import __version__
+    from neurondev._version import __version__
     from neurondev.cli.inputs import SPEC_HELP
 
     parser = argparse.ArgumentParser(
@@ -144,7 +144,8 @@ def _run_options(sub: argparse.ArgumentParser) -> None:
 
 
 def _demo(options: argparse.Namespace) -> int:
-    from neurondev import examples, explain
+    from neurondev.gallery import catalogue as examples
+    from neurondev.report.pipeline import explain
 
     with examples.get("seed").open() as (fn, args, kwargs):
         explanation = explain(fn, *args, **kwargs, quiet=True)
@@ -155,7 +156,8 @@ def _demo(options: argparse.Namespace) -> int:
 
 
 def _explain(options: argparse.Namespace) -> int:
-    from neurondev import examples, explain
+    from neurondev.gallery import catalogue as examples
+    from neurondev.report.pipeline import explain
 
     if bool(options.function) == bool(options.example):
         raise UsageError("give either MODULE:FUNC (with --input for each argument) or --example NAME")
@@ -317,8 +319,8 @@ def _check(options: argparse.Namespace) -> int:
 
 def _fix(options: argparse.Namespace) -> int:
     """0: every pin in the user's code has a verified fix (shown or written); 1: some remain; 2: an error."""
-    from neurondev import explain
     from neurondev.report.fixes.patch import write_fixes
+    from neurondev.report.pipeline import explain
 
     if options.force and not options.write:
         raise UsageError("--force goes with --write (it lets --write change a file with uncommitted git changes)")
@@ -354,7 +356,7 @@ def _fix_verdict(fixes: Sequence[Any], remaining: Sequence[Any], pins: bool) -> 
 def _examples(options: argparse.Namespace) -> int:
     import pandas
 
-    from neurondev import examples
+    from neurondev.gallery import catalogue as examples
 
     with pandas.option_context("display.width", 200, "display.max_colwidth", 60, "display.max_rows", 100):
         print(examples.list()[["title", "before", "after"]].to_string())
@@ -365,7 +367,7 @@ def _watch(options: argparse.Namespace) -> int:
     """Run the script as __main__ under watch(); report; 0 steady, 1 compiles continue, 2 when it raised."""
     import runpy
 
-    import neurondev
+    from neurondev.loops.result import watch
 
     script = Path(options.script)
     if not script.is_file():
@@ -375,7 +377,7 @@ def _watch(options: argparse.Namespace) -> int:
     sys.path.insert(0, str(script.resolve().parent))
     raised: BaseException | None = None
     try:
-        with neurondev.watch() as watched:
+        with watch() as watched:
             runpy.run_path(str(script), run_name="__main__")
     except SystemExit as exit_:
         raised = None if exit_.code in (None, 0) else exit_

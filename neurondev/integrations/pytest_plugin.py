@@ -37,7 +37,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _run(fn: Callable, args: tuple, kwargs: dict) -> Any:
-    from neurondev import NeurondevError, check
+    from neurondev.errors import NeurondevError
+    from neurondev.report.check import check
 
     try:
         return check(fn, *args, **kwargs)

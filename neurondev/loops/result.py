@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from neurondev._views import view
 from neurondev.errors import InvalidOptionError, NestedWatchError, NotCallableError
 from neurondev.loops.causes import Advice, Cause, advice_for, cause_of
 from neurondev.loops.recorder import CallRecord, CompileEvent, Recorder, active, settled, since, xla_counts
@@ -222,9 +223,7 @@ class Watch:
 
     # --- views ----------------------------------------------------------------------------------
     def summary(self) -> str:
-        from neurondev.render.watch import watch_summary
-
-        return watch_summary(self)
+        return str(view("watch_summary")(self))
 
     def __repr__(self) -> str:
         read = self.compiles_read
@@ -234,24 +233,18 @@ class Watch:
         )
 
     def _repr_html_(self) -> str:
-        from neurondev.render.watch import watch_card
-
-        return watch_card(self)
+        return str(view("watch_card")(self))
 
     def save_html(self, path: str | Path) -> Path:
         """Write the card as one self-contained page (inline SVG, no script)."""
-        from neurondev.render.watch import watch_report
-
         path = Path(path)
-        path.write_text(watch_report(self), encoding="utf-8")
+        path.write_text(view("watch_page")(self), encoding="utf-8")
         return path
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data: ``compiles`` and ``calls`` (rows as the tables have them), ``steady_state``,
         ``advice`` ([{cause, text, file, line, code, where}]), ``summary``, ``xla_note``, ``seconds``."""
-        from neurondev.render.json import plain
-
-        return plain(
+        return view("plain")(
             {
                 "compiles": [c.row() for c in self.compiles_read],
                 "calls": [_call_row(record) for record in self._recorder.calls],

@@ -30,7 +30,7 @@ class Explorer(widgets.VBox):
     """
 
     def __init__(self, explanation: Explanation) -> None:
-        if not isinstance(explanation, Explanation):
+        if not all(hasattr(explanation, name) for name in ("sections", "rerun", "fix_of")):  # what it reads, not what it is
             raise InvalidSubjectError(
                 f"Explorer explores an Explanation, got {type(explanation).__name__}; write neurondev.explain(fn, x).explore()"
             )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable
 from typing import Any, cast
 
@@ -28,21 +29,15 @@ def backend_loaded(device: torch.device) -> bool:
 
     A value on a device whose backend is not loaded (an XLA device before torch_xla is imported)
     can abort the whole process from inside autograd's C++ ("PyTorch is not linked with support
-    for xla devices"), which no ``except`` catches. For XLA, the runtime is loaded here (as a run
-    would load it: PJRT_DEVICE chosen first); other devices are asked with a harmless empty tensor.
+    for xla devices"), which no ``except`` catches. For XLA: only when torch_xla is loaded already
+    (the pass never loads it: that would start a runtime as a side effect; explain starts XLA before
+    it rewrites, and a backend on XLA inputs runs with it loaded); other devices are asked with a
+    harmless empty tensor.
     """
     if device.type in ("cpu", "meta", "cuda"):
         return True
     if device.type == "xla":
-        # Loading the XLA runtime belongs to neurondev.xla; a pass needs it only to make fake values there.
-        from neurondev.errors import XlaUnavailableError
-        from neurondev.xla.runtime import load_torch_xla
-
-        try:
-            load_torch_xla()
-        except XlaUnavailableError:
-            return False
-        return True
+        return "torch_xla" in sys.modules
     try:
         torch.empty(0, device=device)
     except RuntimeError:

@@ -1,9 +1,9 @@
 """The result of explain: sections keyed by (graph, part), run totals, and the frozen Explanation itself.
 
 Everything here is set once by the pipeline (``neurondev.report.pipeline``) and never written to
-afterwards; tables, cards, DOT, JSON and files are computed from it on display or save. The
-display and save methods import ``neurondev.render`` (and the explorer) when called: those read
-this model, and this model hands itself to them only when asked, never at import time.
+afterwards; tables, cards, DOT, JSON and files are computed from it on display or save. This model
+knows no viewer: its display and save methods call the views the renderers registered
+(``neurondev._views``), and ``rerun`` calls the pipeline the result was handed (``rerunner``).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.fx
 
+from neurondev._views import view
 from neurondev.errors import InvalidOptionError, InvalidSubjectError
 from neurondev.fx.kernels import CpuKernel
 from neurondev.fx.pins import DevicePin, pin_table
@@ -180,6 +181,7 @@ class Explanation:
     fixes: tuple[Fix, ...] = ()
     program: Programs | None = None
     program_skipped: str | None = None
+    rerunner: Callable[..., Explanation] | None = dataclasses.field(default=None, repr=False, compare=False)
 
     # --- derived views ------------------------------------------------------------------------
     @property
@@ -305,11 +307,9 @@ class Explanation:
             raise InvalidOptionError(f"which is 'before' or 'after', got {which!r}")
         return Totals.of(self.before if which == "before" else self.after)
 
-    # --- views, computed on demand --------------------------------------------------------------
+    # --- views, computed on demand (by the renderers registered with neurondev._views: this record imports none)
     def summary(self) -> str:
-        from neurondev.render.text import summary
-
-        return summary(self)
+        return str(view("summary")(self))
 
     def __repr__(self) -> str:
         pins, graphs = len(self.pins), len(self.sections)
@@ -317,22 +317,16 @@ class Explanation:
         return f"<Explanation of {self.name}: {pins} device pin(s) in {graphs} graph(s), {ran}>"
 
     def _repr_html_(self) -> str:
-        from neurondev.render.html import card
-
-        return card(self)
+        return str(view("card")(self))
 
     def save_html(self, path: str | Path) -> Path:
         """Write the self-contained report (inline SVG and CSS, no script, nothing from the network)."""
-        from neurondev.render.html import report
-
         path = Path(path)
-        path.write_text(report(self), encoding="utf-8")
+        path.write_text(view("page")(self), encoding="utf-8")
         return path
 
     def to_dict(self) -> dict[str, Any]:
-        from neurondev.render.json import explanation_dict
-
-        return explanation_dict(self)
+        return dict(view("explanation_json")(self))
 
     def to_json(self, **options: Any) -> str:
         """Strict JSON (no NaN or Infinity literals): what ``to_dict()`` holds."""
@@ -340,15 +334,11 @@ class Explanation:
 
     def to_dot(self, which: str = "before", section: int | SectionKey = 0, *, full: bool = False, radius: int = 2) -> str:
         """DOT text of one section's graph ``before`` (pins marked) or ``after`` the pass (rewrites marked)."""
-        from neurondev.render.graphs import dot_of
-
-        return dot_of(self, which, section, full=full, radius=radius)
+        return str(view("dot")(self, which, section, full=full, radius=radius))
 
     def svg(self, which: str = "before", section: int | SectionKey = 0, *, full: bool = False, radius: int = 2) -> str:
         """SVG text of one section's graph; DotUnavailableError without a dot program."""
-        from neurondev.render.svg import render_svg
-
-        return render_svg(self.to_dot(which, section, full=full, radius=radius))
+        return str(view("svg")(self.to_dot(which, section, full=full, radius=radius)))
 
     def save_svg(self, path: str | Path, which: str = "before", section: int | SectionKey = 0, **options: Any) -> Path:
         path = Path(path)
@@ -357,27 +347,21 @@ class Explanation:
 
     def save_model_explorer(self, folder: str | Path) -> ModelExplorerFiles:
         """Write the graphs before and after the pass, and the overlays (pins, breaks, crossings, uploads,
-        fallbacks, devices), as Model Explorer files into ``folder``; needs ``neurondev[explorer]``."""
-        from neurondev.render.model_explorer import save_model_explorer
-
-        return save_model_explorer(self, folder)
+        fallbacks, devices, where XLA first differs), as Model Explorer files into ``folder``; needs ``neurondev[explorer]``."""
+        return view("model_explorer_files")(self, folder)
 
     def model_explorer(self, folder: str | Path | None = None, *, port: int | None = None) -> ModelExplorerServer:
         """Start Model Explorer (on loopback) with this Explanation's graphs; in a notebook it shows embedded."""
-        from neurondev.notebook.model_explorer import open_model_explorer
-
-        return open_model_explorer(self, folder, port=port)
+        return view("model_explorer")(self, folder, port=port)
 
     def rerun(self, *, target: str | torch.device | None = None, on_step: Callable[[], None] | None = None) -> Explanation:
         """A new Explanation of the same trace, rewritten for ``target`` (default: the same) and run again.
 
         This one is left as it is. ``on_step`` is called after each run (the explorer's progress bar).
         """
-        from neurondev.report.pipeline import rerun
-
-        return rerun(self, target=self.target if target is None else target, on_step=on_step)
+        if self.rerunner is None:
+            raise InvalidOptionError("this Explanation was not made by explain: there is no pipeline to run it again")
+        return self.rerunner(self, target=self.target if target is None else target, on_step=on_step)
 
     def explore(self) -> Explorer:
-        from neurondev.notebook.widgets import Explorer
-
-        return Explorer(self)
+        return view("explore")(self)

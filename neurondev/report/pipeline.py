@@ -22,11 +22,11 @@ from neurondev.errors import InvalidOptionError, NotCallableError, XlaUnavailabl
 from neurondev.fx.kernels import CpuKernel, cpu_kernels
 from neurondev.fx.pins import DevicePin, find_pins
 from neurondev.fx.subgraphs import subgraphs
-from neurondev.notebook.progress import Stages
 from neurondev.passes.device_rewriter import Rewrite, rewrite_copy
 from neurondev.report.fixes.records import Fix
 from neurondev.report.model import Explanation, NativeTiming, Section, SectionKey
 from neurondev.report.options import ExplainOptions, default, refuse_shadowing
+from neurondev.report.progress import Stages
 from neurondev.report.verdicts import Verdict, cpu_verdict, random_reason, rewrite_verdict
 from neurondev.trace.capture import Capture, capture, required_inputs
 from neurondev.trace.copies import kept_global_state
@@ -494,6 +494,7 @@ def _assemble(
         fixes=fixes,
         program=program.programs,
         program_skipped=program.skipped,
+        rerunner=rerun,
     )
 
 

@@ -23,6 +23,7 @@ import torch
 
 from neurondev._compat import DYNAMIC_MARKS, keystr, tree_flatten_with_path, tree_unflatten
 from neurondev.errors import CaptureInputError
+from neurondev.trace import process
 
 if TYPE_CHECKING:
     from neurondev.trace.namespaces import Namespaces
@@ -247,8 +248,7 @@ def kept_global_state() -> Iterator[None]:
 
 
 def _restore_environment(environment: dict[str, str]) -> None:
-    runtime = sys.modules.get("neurondev.xla.runtime")
-    kept = runtime.runtime_environment() if runtime is not None else frozenset()
+    kept = process.runtime_environment()
     for key in [key for key in os.environ if key not in environment and key not in kept]:
         del os.environ[key]
     for key, value in environment.items():
@@ -270,8 +270,6 @@ def _set_xla_rng_state(state: int | None) -> None:
     import torch_xla.core.xla_model as xm
 
     # torch_xla was loaded inside the block (by a run): its stream goes back to where it started.
-    from neurondev.xla.runtime import initial_rng_state
-
-    restore = state if state is not None else initial_rng_state()
+    restore = state if state is not None else process.initial_xla_rng()
     if restore is not None:
         xm.set_rng_state(restore)

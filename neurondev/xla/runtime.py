@@ -13,6 +13,7 @@ import torch
 
 from neurondev._compat import keystr, tree_flatten_with_path, tree_unflatten
 from neurondev.errors import XlaInputError, XlaUnavailableError
+from neurondev.trace import process
 
 __all__ = [
     "RuntimeChoice",
@@ -90,7 +91,7 @@ def _runtime() -> RuntimeChoice:
         choice = planned_runtime()
         if choice.set_pjrt_device:
             os.environ["PJRT_DEVICE"] = choice.set_pjrt_device
-            _runtime_environment.add("PJRT_DEVICE")
+            process.note_runtime_environment({"PJRT_DEVICE"})
         _choice = choice
     _import_torch_xla()
     return _choice
@@ -103,12 +104,9 @@ def load_torch_xla() -> Any:
     return _import_torch_xla()
 
 
-_initial_rng: int | None = None
-
-
 def initial_rng_state() -> int | None:
     """XLA's random state when neurondev first loaded torch_xla (None: neurondev did not load it)."""
-    return _initial_rng
+    return process.initial_xla_rng()
 
 
 def _rng_state() -> int | None:
@@ -121,24 +119,20 @@ def _rng_state() -> int | None:
         return None
 
 
-_runtime_environment: set[str] = set()
-
-
 def runtime_environment() -> frozenset[str]:
     """The environment variables set when neurondev started the XLA runtime (PJRT_DEVICE, and what
     importing torch_xla sets: XLA_FLAGS, ...): the running runtime reads them, so they stay."""
-    return frozenset(_runtime_environment)
+    return process.runtime_environment()
 
 
 def _import_torch_xla() -> Any:
-    global _initial_rng
     try:
         loaded = "torch_xla" in sys.modules
         before = dict(os.environ)
         module = importlib.import_module("torch_xla")
         if not loaded:
-            _runtime_environment.update(key for key, value in os.environ.items() if before.get(key) != value)
-            _initial_rng = _rng_state()
+            process.note_runtime_environment({key for key, value in os.environ.items() if before.get(key) != value})
+            process.note_initial_xla_rng(_rng_state())
         return module
     except Exception as error:
         minor = ".".join(torch.__version__.split("+")[0].split(".")[:2])

@@ -1,0 +1,106 @@
+"""The package's layers: read every module's imports with ast (those inside functions too, TYPE_CHECKING
+blocks aside) and fail on a circle between modules or on an import from a lower folder to a higher one."""
+
+from __future__ import annotations
+
+import ast
+import collections
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "neurondev"
+# Lowest first: a module may import its own folder and the folders before it (and the base modules).
+ORDER = ("trace", "fx", "passes", "xla", "loops", "report", "render", "notebook", "integrations", "gallery", "cli")
+BASE = ("neurondev.errors", "neurondev._compat", "neurondev._views", "neurondev._version")
+TOP = ("neurondev", "neurondev.__main__", "neurondev.testing", "neurondev.examples", "neurondev.widgets")
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        name = ".".join(("neurondev", *path.relative_to(PACKAGE).with_suffix("").parts))
+        found[name.removesuffix(".__init__")] = path
+    return found
+
+
+def _type_checking_blocks(tree: ast.Module) -> set[int]:
+    hidden = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            hidden |= {id(inner) for inner in ast.walk(node)}
+    return hidden
+
+
+def imports(known: dict[str, Path]) -> dict[str, set[str]]:
+    """{module: the neurondev modules it imports, at run time}."""
+    graph: dict[str, set[str]] = collections.defaultdict(set)
+    for name, path in known.items():
+        tree = ast.parse(path.read_text())
+        hidden = _type_checking_blocks(tree)
+        for node in ast.walk(tree):
+            if id(node) in hidden:
+                continue
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("neurondev"):
+                targets = [f"{node.module}.{alias.name}" for alias in node.names] + [node.module]
+                targets = [t for t in targets if t in known][:1] or [node.module]
+            elif isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names if alias.name.startswith("neurondev")]
+            else:
+                continue
+            for target in targets:
+                while target not in known and "." in target:
+                    target = target.rsplit(".", 1)[0]
+                if target != name and target in known:
+                    graph[name].add(target)
+    return graph
+
+
+def layer(name: str) -> int:
+    """The position of a module's folder: base modules lowest, the package's top modules highest."""
+    if name in BASE:
+        return -1
+    if name in TOP:
+        return len(ORDER)
+    return ORDER.index(name.split(".")[1])
+
+
+def test_no_module_imports_a_higher_folder():
+    known = modules()
+    upward = sorted(f"{a} -> {b}" for a, targets in imports(known).items() for b in targets if layer(b) > layer(a))
+    assert upward == []
+
+
+def test_no_modules_import_each_other_in_a_circle():
+    graph = imports(modules())
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(node: str) -> None:  # Tarjan's strongly connected components
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in graph.get(node, ()):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for module in list(graph):
+        if module not in index:
+            visit(module)
+    assert circles == []
+
+
+def test_every_folder_is_in_the_order():
+    folders = {path.name for path in PACKAGE.iterdir() if path.is_dir() and (path / "__init__.py").exists()}
+    assert folders == set(ORDER)
