@@ -34,9 +34,9 @@ from neurondev.errors import (
 from neurondev.fx.pins import DevicePin, diagnose, find_pins
 from neurondev.integrations.backend import backend
 from neurondev.loops.result import Watch, watch
-from neurondev.notebook import views as _notebook_views  # noqa: F401 - the explorer's and Model Explorer's views of a result
+from neurondev.notebook import interactive as _notebook_views  # noqa: F401 - the explorer's and Model Explorer's views of a result
 from neurondev.passes.device_rewriter import DeviceRewriterPass, Rewrite, rewrite_copy
-from neurondev.render import views as _render_views  # noqa: F401 - the renderers' views of a result (cards, text, JSON, DOT)
+from neurondev.render import display as _render_views  # noqa: F401 - the renderers' views of a result (cards, text, JSON, DOT)
 from neurondev.report.check import check
 from neurondev.report.fixes.records import Fix
 from neurondev.report.model import Explanation, Section, SectionKey
@@ -44,7 +44,8 @@ from neurondev.report.pipeline import explain
 from neurondev.trace.capture import Capture, capture
 from neurondev.trace.source import SourceLine
 from neurondev.xla.native import TraceComparison, compare_traces
-from neurondev.xla.run import RunRecord, run_on_xla
+from neurondev.xla.run import run_on_xla
+from neurondev.xla.run_records import RunRecord
 
 __all__ = [
     # verbs

@@ -1,8 +1,8 @@
 """The views of neurondev's results, registered by the folders that draw them: a result calls a view by name, imports none.
 
 As python graphviz composes its classes from capabilities that only call hooks on ``self``, an
-Explanation or a Watch never imports a renderer: ``neurondev.render.views`` and
-``neurondev.notebook.views`` register theirs when ``neurondev`` is imported, and a result's display
+Explanation or a Watch never imports a renderer: ``neurondev.render.display`` and
+``neurondev.notebook.interactive`` register theirs when ``neurondev`` is imported, and a result's display
 methods (``_repr_html_``, ``summary``, ``save_html``, ``explore``, ...) call ``view(name)(self, ...)``.
 """
 

@@ -1,5 +1,5 @@
 """``neurondev.widgets``: the ipywidgets explorer of an Explanation."""
 
-from neurondev.notebook.widgets import Explorer
+from neurondev.notebook.explorer import Explorer
 
 __all__ = ["Explorer"]

@@ -103,9 +103,26 @@ CATALOGUE = [
     ("check-program-str", lambda: neurondev.check(one_input, torch.randn(4), program="yes"), neurondev.InvalidOptionError, ValueError, "program is True or False"),
     ("check-level", lambda: neurondev.check(one_input, torch.randn(4), level="fx"), neurondev.InvalidOptionError, ValueError, "'dynamo' (the graphs dynamo makes) or 'aten'"),
     ("rerun-target-cpu", lambda: seed_explanation().rerun(target="cpu"), neurondev.InvalidTargetError, ValueError, "got target 'cpu'"),
+    ("save_html-missing-folder", lambda: seed_explanation().save_html("/no/such/folder/r.html"), neurondev.InvalidOptionError, ValueError, "the folder /no/such/folder does not exist"),
+    ("save_html-int", lambda: seed_explanation().save_html(5), neurondev.InvalidOptionError, ValueError, "a path (a str or a pathlib.Path), got int 5"),
+    ("save_svg-folder", lambda: seed_explanation().save_svg("/tmp"), neurondev.InvalidOptionError, ValueError, "is a folder: give a file name"),
+    ("save_model_explorer-onto-a-file", lambda: seed_explanation().save_model_explorer(__file__), neurondev.InvalidOptionError, ValueError, "is a file, not a folder"),
+    ("model_explorer-port-str", lambda: seed_explanation().model_explorer(port="abc"), neurondev.InvalidOptionError, ValueError, "port is a TCP port number"),
+    ("fix_of-another-explanations-pin", lambda: seed_explanation().fix_of(_other_pin()), neurondev.InvalidSubjectError, TypeError, "is a pin of another one"),
+    ("patch-root-without-the-file", lambda: _fixed_explanation().patch(root="/usr"), neurondev.InvalidOptionError, ValueError, "is not inside the folder /usr"),
+    ("run-str-for-a-tensor", lambda: neurondev.run_on_xla(seed_graph(), "x"), neurondev.XlaInputError, TypeError, "is a tensor in the graph (float32, (64,)), got a str"),
+    ("capture-meta-and-cpu-inputs", lambda: neurondev.capture(lambda a, b: a + b, torch.randn(2, device="meta"), torch.randn(2)), neurondev.CaptureInputError, TypeError, "some inputs are meta tensors"),
     ("backend-int-target", lambda: _backend_with_target(5), neurondev.InvalidTargetError, ValueError, "torch would read an int as a CUDA index"),
 ]
 # fmt: on
+
+
+def _other_pin():
+    return neurondev.explain(one_input, torch.randn(4), run=False, quiet=True).pins[0]
+
+
+def _fixed_explanation():
+    return neurondev.explain(examples.get("seed").build()[0], torch.randn(64), run=False, quiet=True)
 
 
 def _backend_with_target(target):
@@ -178,10 +195,15 @@ def test_watch_misuse_is_named():
     [
         (["watch", "--html", "/no/such/folder/w.html", "train.py"], "the folder /no/such/folder does not exist"),
         (["watch", "no_such_script.py"], "no script no_such_script.py"),
+        (
+            ["explain", "neurondev/gallery/patterns.py:seed_function", "--input", "randn(64)", "--model-explorer", __file__],
+            "is a file, not a folder",
+        ),
+        (["explain", "neurondev/gallery/patterns.py:seed_function", "--meta", "--input", "randn(64)"], "--meta builds an nn.Module class"),
     ],
-    ids=["watch-html-folder", "watch-no-script"],
+    ids=["watch-html-folder", "watch-no-script", "explain-model-explorer-onto-a-file", "explain-meta-on-a-function"],
 )
-def test_the_watch_command_refuses_bad_input_before_running(argv, phrase, capsys):
+def test_the_command_refuses_bad_input_before_it_runs_anything(argv, phrase, capsys):
     from neurondev import cli
 
     assert cli.main(argv) == 2

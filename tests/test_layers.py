@@ -104,3 +104,8 @@ def test_no_modules_import_each_other_in_a_circle():
 def test_every_folder_is_in_the_order():
     folders = {path.name for path in PACKAGE.iterdir() if path.is_dir() and (path / "__init__.py").exists()}
     assert folders == set(ORDER)
+
+
+def test_no_two_modules_share_a_name():
+    names = collections.Counter(path.stem for path in PACKAGE.rglob("*.py") if path.stem != "__init__")
+    assert [name for name, count in names.items() if count > 1] == []

@@ -43,15 +43,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _check_report_paths(options: argparse.Namespace) -> None:
     """Refuse a report path that cannot be written before anything runs (not after a long run)."""
-    for flag in ("html", "json"):
-        value = getattr(options, flag, None)
-        if not isinstance(value, str):
-            continue
-        folder = Path(value).expanduser().resolve().parent
-        if not folder.is_dir():
-            raise UsageError(f"--{flag} {value}: the folder {folder} does not exist")
-        if Path(value).is_dir():
-            raise UsageError(f"--{flag} {value} is a folder: give a file name, e.g. {Path(value) / ('report.' + flag)}")
+    from neurondev._paths import output_file, output_folder
+    from neurondev.errors import InvalidOptionError
+
+    try:
+        for flag in ("html", "json"):
+            value = getattr(options, flag, None)
+            if isinstance(value, str):
+                output_file(value, what=f"--{flag}", example=f"report.{flag}")
+        if isinstance(getattr(options, "model_explorer", None), str):
+            output_folder(options.model_explorer, what="--model-explorer", example="me/")
+    except InvalidOptionError as error:
+        raise UsageError(str(error)) from None
 
 
 def _fail(message: str, options: argparse.Namespace) -> int:
@@ -69,7 +72,7 @@ def _fail(message: str, options: argparse.Namespace) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     from neurondev._version import __version__
-    from neurondev.cli.inputs import SPEC_HELP
+    from neurondev.cli.specs import SPEC_HELP
 
     parser = argparse.ArgumentParser(
         prog="neurondev", description="See and fix device pins that torch.compile freezes into graphs traced on CPU."
@@ -126,7 +129,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run_options(sub: argparse.ArgumentParser) -> None:
-    from neurondev.cli.inputs import SPEC_HELP
+    from neurondev.cli.specs import SPEC_HELP
 
     sub.add_argument("--input", action="append", default=[], metavar="SPEC", help=f"an example input, in order: {SPEC_HELP}")
     sub.add_argument("--target", default="xla", help="the device pins are rewritten to (default: %(default)s)")
@@ -179,10 +182,15 @@ def _explain(options: argparse.Namespace) -> int:
 def _function_and_inputs(options: argparse.Namespace) -> tuple[Callable, tuple]:
     """MODULE:FUNC loaded and its --input specs parsed (fixed seeds), or a UsageError saying what is missing.
     With ``--meta`` a Module class is built on the meta device and the inputs are meta (shapes only)."""
-    from neurondev.cli.inputs import parse_input
+    from neurondev.cli.specs import parse_input
 
     meta = getattr(options, "meta", False)
     fn = load_callable(options.function, meta=meta)
+    if meta and not isinstance(fn, __import__("torch").nn.Module):
+        raise UsageError(
+            f"--meta builds an nn.Module class on the meta device; {options.function} is not one: drop --meta "
+            "(a function is explained with real inputs), or name the Module class"
+        )
     args = tuple(parse_input(spec, seed=index) for index, spec in enumerate(options.input))
     if meta:
         args = tuple(arg.to("meta") for arg in args)

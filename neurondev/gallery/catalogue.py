@@ -9,7 +9,6 @@ from __future__ import annotations
 import builtins
 import contextlib
 import dataclasses
-import socket
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -18,6 +17,7 @@ import torch
 from neurondev.errors import UnknownExampleError
 from neurondev.gallery import patterns
 from neurondev.gallery.patterns import collective_function, seed_function
+from neurondev.notebook.explorer_server import free_port
 from neurondev.report.fixes.records import Fix
 
 __all__ = ["CATALOGUE", "Example", "Outcome", "collective_function", "describe_fixes", "get", "gloo_group", "list", "seed_function"]
@@ -34,7 +34,7 @@ def gloo_group(rank: int = 0, world_size: int = 1, *, port: int | None = None) -
     if dist.is_initialized():
         yield _world_name()
         return
-    address = f"tcp://127.0.0.1:{port or _free_port()}"
+    address = f"tcp://127.0.0.1:{port or free_port()}"
     dist.init_process_group("gloo", init_method=address, rank=rank, world_size=world_size)
     try:
         yield _world_name()
@@ -49,12 +49,6 @@ def _world_name() -> str:
     world = dist.group.WORLD
     assert world is not None  # only called while a default group exists
     return world.group_name
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @dataclasses.dataclass(frozen=True)

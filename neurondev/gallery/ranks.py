@@ -19,7 +19,7 @@ import torch
 from neurondev.errors import UnsupportedWorldSizeError
 
 if TYPE_CHECKING:
-    from neurondev.xla.run import RunRecord
+    from neurondev.xla.run_records import RunRecord
 
 __all__ = [
     "PJRT_CPU_WORLD_SIZES",

@@ -15,11 +15,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from neurondev._paths import output_file
 from neurondev._views import view
 from neurondev.errors import InvalidOptionError, NestedWatchError, NotCallableError
 from neurondev.loops.causes import Advice, Cause, advice_for, cause_of
 from neurondev.loops.recorder import CallRecord, CompileEvent, Recorder, active, settled, since, xla_counts
-from neurondev.trace.source import short_location
+from neurondev.trace.source import display_name, short_location
 
 __all__ = ["CALL_COLUMNS", "COMPILE_COLUMNS", "Compile", "Watch", "watch"]
 
@@ -237,7 +238,7 @@ class Watch:
 
     def save_html(self, path: str | Path) -> Path:
         """Write the card as one self-contained page (inline SVG, no script)."""
-        path = Path(path)
+        path = output_file(path, what="save_html's path", example="watch.html")
         path.write_text(view("watch_page")(self), encoding="utf-8")
         return path
 
@@ -268,9 +269,7 @@ def watch(fn: Callable[..., Any] | None = None) -> Watch:
 
 
 def _name(fn: Any) -> str:
-    if fn is None:
-        return "the block"
-    return type(fn).__name__ if not hasattr(fn, "__qualname__") else str(fn.__qualname__)
+    return "the block" if fn is None else display_name(fn)
 
 
 def _compiles_between(before: Any, after: Any) -> int | None:

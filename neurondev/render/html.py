@@ -7,11 +7,11 @@ import html
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from neurondev.render.graphs import svg_or_reason
+from neurondev.render.drawing import svg_or_reason
 from neurondev.render.text import after_text, before_text, first_difference_text, pins_text, program_text, specialised_text
 from neurondev.report.advice import LIBRARY_NOTE, short_fix
 from neurondev.trace.source import SourceLine, is_user_file
-from neurondev.xla.run import RunRecord
+from neurondev.xla.run_records import RunRecord
 
 if TYPE_CHECKING:
     from neurondev.fx.pins import DevicePin
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from neurondev.report.verdicts import Verdict
     from neurondev.xla.program_records import ProgramRun
 
-__all__ = ["CSS", "card", "code_diff", "metrics_table", "program_panel", "report"]
+__all__ = ["CSS", "card", "code_diff", "escape", "metrics_table", "program_panel", "report"]
 
 CSS = """
 .neurondev-card { --nd-fg: var(--jp-ui-font-color1, #1f2328); --nd-muted: var(--jp-ui-font-color2, #59636e);
@@ -58,8 +58,12 @@ body { margin: 24px; }
 """
 
 
-def _e(value: Any) -> str:
+def escape(value: Any) -> str:
+    """Text for HTML (None as nothing): the one escape every card and the explorer use."""
     return html.escape("" if value is None else str(value))
+
+
+_e = escape
 
 
 def _where(source: SourceLine | None) -> str:

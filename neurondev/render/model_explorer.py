@@ -24,7 +24,7 @@ from neurondev.trace.source import source_of
 
 if TYPE_CHECKING:
     from neurondev.report.model import Explanation, Section
-    from neurondev.xla.run import RunRecord
+    from neurondev.xla.run_records import RunRecord
 
 __all__ = ["OVERLAYS", "ModelExplorerFiles", "graph_collection", "overlays", "save_model_explorer"]
 

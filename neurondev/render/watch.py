@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import collections
-import html
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from neurondev.render.html import escape as _e
 
 if TYPE_CHECKING:
     from neurondev.loops.result import Compile, Watch
@@ -13,10 +14,6 @@ __all__ = ["chart_svg", "watch_card", "watch_report", "watch_summary"]
 
 _BINS = 60
 _SERIES = (("compiles", "#d62728"), ("XLA compiles", "#9467bd"), ("transfers to host", "#1f77b4"))
-
-
-def _e(value: Any) -> str:
-    return html.escape("" if value is None else str(value))
 
 
 def watch_summary(watch: Watch) -> str:

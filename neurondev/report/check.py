@@ -193,7 +193,7 @@ def _suggestion(explanation: Explanation, finding: Finding) -> str:
     """The verified fixed statement of a pin's line, to paste; or why there is none."""
     if finding.kind != "pin" or finding.source is None:
         return ""
-    fix = next((f for f in explanation.fixes if f.file == finding.file and f.first <= (finding.line or 0) <= f.last), None)
+    fix = explanation.fix_at(finding.file, finding.line)
     if fix is None:
         return ""
     if fix.verified and fix.after is not None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.fx
 
+from neurondev._paths import output_file, output_folder
 from neurondev._views import view
 from neurondev.errors import InvalidOptionError, InvalidSubjectError
 from neurondev.fx.kernels import CpuKernel
@@ -31,11 +32,11 @@ from neurondev.trace.inputs import HostValue
 from neurondev.xla.first_difference import NodeDifference
 from neurondev.xla.native import LineDifference, TraceComparison
 from neurondev.xla.program_records import Programs
-from neurondev.xla.run import RunRecord
+from neurondev.xla.run_records import RunRecord
 
 if TYPE_CHECKING:
-    from neurondev.notebook.model_explorer import ModelExplorerServer
-    from neurondev.notebook.widgets import Explorer
+    from neurondev.notebook.explorer import Explorer
+    from neurondev.notebook.explorer_server import ModelExplorerServer
     from neurondev.render.model_explorer import ModelExplorerFiles
 
 __all__ = ["PARTS", "Explanation", "NativeTiming", "Section", "SectionKey", "Totals", "all_of"]
@@ -275,8 +276,13 @@ class Explanation:
         """The fix of the statement ``pin`` is in (None: the pin is not in the user's code)."""
         if not isinstance(pin, DevicePin):
             raise InvalidSubjectError(f"fix_of takes one of this Explanation's pins (ex.pins[i]), got {type(pin).__name__}")
-        line = pin.line or 0
-        return next((fix for fix in self.fixes if fix.file == pin.file and fix.first <= line <= fix.last), None)
+        if not any(pin is own or pin == own for own in self.pins):
+            raise InvalidSubjectError(f"fix_of takes one of this Explanation's pins (ex.pins[i]); {pin.node} is a pin of another one")
+        return self.fix_at(pin.file, pin.line)
+
+    def fix_at(self, file: str | None, line: int | None) -> Fix | None:
+        """The fix of the statement at ``file:line`` (None: no fix there)."""
+        return next((fix for fix in self.fixes if fix.file == file and fix.first <= (line or 0) <= fix.last), None)
 
     def patch(self, *, root: str | Path | None = None) -> str:
         """A unified diff of every verified fix in the user's files (paths relative to ``root``, default
@@ -321,7 +327,7 @@ class Explanation:
 
     def save_html(self, path: str | Path) -> Path:
         """Write the self-contained report (inline SVG and CSS, no script, nothing from the network)."""
-        path = Path(path)
+        path = output_file(path, what="save_html's path", example="report.html")
         path.write_text(view("page")(self), encoding="utf-8")
         return path
 
@@ -341,17 +347,21 @@ class Explanation:
         return str(view("svg")(self.to_dot(which, section, full=full, radius=radius)))
 
     def save_svg(self, path: str | Path, which: str = "before", section: int | SectionKey = 0, **options: Any) -> Path:
-        path = Path(path)
+        path = output_file(path, what="save_svg's path", example="graph.svg")
         path.write_text(self.svg(which, section, **options), encoding="utf-8")
         return path
 
     def save_model_explorer(self, folder: str | Path) -> ModelExplorerFiles:
         """Write the graphs before and after the pass, and the overlays (pins, breaks, crossings, uploads,
         fallbacks, devices, where XLA first differs), as Model Explorer files into ``folder``; needs ``neurondev[explorer]``."""
-        return view("model_explorer_files")(self, folder)
+        return view("model_explorer_files")(self, output_folder(folder, what="save_model_explorer's folder", example="me/"))
 
     def model_explorer(self, folder: str | Path | None = None, *, port: int | None = None) -> ModelExplorerServer:
         """Start Model Explorer (on loopback) with this Explanation's graphs; in a notebook it shows embedded."""
+        if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536):
+            raise InvalidOptionError(f"port is a TCP port number from 1 to 65535 (None: a free one), got {port!r}")
+        if folder is not None:
+            folder = output_folder(folder, what="model_explorer's folder", example="me/")
         return view("model_explorer")(self, folder, port=port)
 
     def rerun(self, *, target: str | torch.device | None = None, on_step: Callable[[], None] | None = None) -> Explanation:

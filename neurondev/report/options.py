@@ -12,6 +12,7 @@ import torch
 from neurondev.errors import InvalidOptionError, InvalidTargetError, OptionShadowsArgumentError, XlaUnavailableError
 from neurondev.fx.devices import parse_target
 from neurondev.trace.capture import check_level
+from neurondev.trace.source import display_name
 from neurondev.xla.values import check_tolerances
 
 __all__ = ["ExplainOptions", "check_target", "default", "given", "refuse_shadowing", "value_of"]
@@ -54,7 +55,9 @@ def refuse_shadowing(fn: Any, options: Mapping[str, object], *, verb: str) -> No
         instead = f"give explain's options first and your inputs after: neurondev.explain(fn, {name}=...)(inputs..., {name}=...)"
     else:
         instead = f"bind your own first: neurondev.{verb}(functools.partial(fn, {name}=...), inputs...)"
-    raise OptionShadowsArgumentError(f"{_name(fn)} takes its own {name!r} argument, and {verb}'s option {name}= would take it; {instead}")
+    raise OptionShadowsArgumentError(
+        f"{display_name(fn)} takes its own {name!r} argument, and {verb}'s option {name}= would take it; {instead}"
+    )
 
 
 def _parameters(fn: Any) -> set[str]:
@@ -64,10 +67,6 @@ def _parameters(fn: Any) -> set[str]:
     except (TypeError, ValueError):
         return set()
     return {p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-
-
-def _name(fn: Any) -> str:
-    return type(fn).__name__ if isinstance(fn, torch.nn.Module) else getattr(fn, "__qualname__", None) or type(fn).__name__
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -35,7 +35,8 @@ from neurondev.xla.first_difference import NodeDifference
 from neurondev.xla.native import TraceComparison
 from neurondev.xla.program import ProgramSubject
 from neurondev.xla.program_records import Programs
-from neurondev.xla.run import RunRecord, cpu_reference, run_on_xla
+from neurondev.xla.run import cpu_reference, run_on_xla
+from neurondev.xla.run_records import RunRecord
 
 __all__ = ["ExplainOptions", "explain", "explain_with", "rerun"]
 
@@ -182,16 +183,19 @@ def explain_with(fn: Callable[..., Any], args: tuple, kwargs: dict, options: Exp
 
 def _explain(subject: Any, options: ExplainOptions, call: tuple[tuple, dict] | None) -> Explanation:
     """The whole pipeline; ``call`` is (args, kwargs) of ``subject`` (a function), None for a Capture."""
-    names = ("trace", "find pins", "start XLA", "rewrite") + (("run before", "run after") if options.run else ())
+    xla = options.run or options.program or options.native or options.fixes  # check(native=False) is a CPU trace alone
+    names = (("start XLA",) if xla else ()) + ("trace", "find pins", "rewrite") + (("run before", "run after") if options.run else ())
     names += (("your program on XLA",) if options.program else ()) + (("verify fixes",) if options.fixes else ())
     names += ("trace on XLA",) if options.native and not options.program else ()
     name = subject.name if isinstance(subject, Capture) else getattr(subject, "__name__", type(subject).__name__)
     shown = names if call is not None else tuple(n for n in names if n not in ("trace", "verify fixes", "your program on XLA"))
     with kept_global_state(), Stages(shown, quiet=options.quiet, name=name) as stages:
+        # XLA starts first: autograd sizes its device queues when it first runs, and a CPU trace that
+        # back-propagates before torch_xla is loaded leaves XLA values no queue (an internal assert later)
+        runtime = runtime_stage(stages) if xla else Runtime(unavailable="nothing here needs the XLA device")
         captured = subject if call is None else _trace(subject, call, options, stages)
         traced = trace_stage(captured, options.level)
         pinned = pin_stage(traced, options.target, stages)
-        runtime = runtime_stage(stages)
         rewritten = rewrite_stage(pinned, options.target, stages, runtime)
         runs = run_stage(rewritten, runtime, options, stages)
         program = program_stage(None if call is None else ProgramSubject(subject, *call, name=name), captured, runtime, options, stages)

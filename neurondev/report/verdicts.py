@@ -16,7 +16,7 @@ import torch.fx
 from neurondev.fx.random import random_nodes
 from neurondev.trace.source import source_of
 from neurondev.xla.first_difference import NodeDifference
-from neurondev.xla.run import RunRecord
+from neurondev.xla.run_records import RunRecord
 from neurondev.xla.values import Comparison, compare_outputs
 
 __all__ = ["Verdict", "cpu_verdict", "random_reason", "rewrite_verdict"]

@@ -7,7 +7,6 @@ import dataclasses
 import inspect
 import logging
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -15,6 +14,7 @@ import torch.fx
 
 from neurondev._compat import concrete, dynamo_break_of, tree_leaves
 from neurondev.errors import (
+    CaptureInputError,
     InvalidOptionError,
     MissingInputsError,
     NoGraphWarning,
@@ -26,7 +26,7 @@ from neurondev.trace.aten import AtenGraph, AtenRecorder, run_backward
 from neurondev.trace.caches import kept_dynamo_caches
 from neurondev.trace.copies import MovedInput, fresh_function, kept_global_state, own_namespaces, traced_copies
 from neurondev.trace.inputs import HostValue, host_values
-from neurondev.trace.source import Located, SourceLine, source_line, user_line_of_error
+from neurondev.trace.source import Located, SourceLine, display_name, source_line, user_line_of_error
 
 __all__ = [
     "LEVELS",
@@ -134,8 +134,8 @@ def capture(fn: Callable, *args: Any, level: str = "dynamo", **kwargs: Any) -> C
         notes.insert(0, _META_NOTE)
     if not recorder.graphs:
         notes.append(_why_no_graph(args, kwargs))
-        warn_user(f"capture of {_name(fn)} recorded no graph: {notes[-1]}", NoGraphWarning)
-    return recorder.capture(_name(fn), output, moved, notes, level=level, device=str(device))
+        warn_user(f"capture of {display_name(fn)} recorded no graph: {notes[-1]}", NoGraphWarning)
+    return recorder.capture(display_name(fn), output, moved, notes, level=level, device=str(device))
 
 
 _META_NOTE = (
@@ -146,10 +146,17 @@ _META_NOTE = (
 
 def trace_device(fn: Any, args: tuple, kwargs: dict) -> torch.device:
     """``meta`` when the module's parameters or buffers, or any input, are meta tensors; else CPU."""
-    tensors = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
-    if isinstance(fn, torch.nn.Module):
-        tensors += [*fn.parameters(), *fn.buffers()]
-    return torch.device("meta") if any(t.device.type == "meta" for t in tensors) else _CPU
+    inputs = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+    tensors = inputs + ([*fn.parameters(), *fn.buffers()] if isinstance(fn, torch.nn.Module) else [])
+    on_meta = any(t.device.type == "meta" for t in tensors)
+    with_values = [t for t in inputs if t.device.type != "meta" and t.dim() > 0]
+    if any(t.device.type == "meta" for t in inputs) and with_values:  # a meta model with inputs on the host is fine
+        raise CaptureInputError(
+            f"some inputs are meta tensors (shapes only) and others have values ({with_values[0].device}, "
+            f"{tuple(with_values[0].shape)}): pass every input on meta (x.to('meta')) to trace the model's shapes, or every "
+            "input with values (and a model with weights) to trace and run it"
+        )
+    return torch.device("meta") if on_meta else _CPU
 
 
 def trace_only(fn: Callable, *args: Any, **kwargs: Any) -> Capture:
@@ -160,7 +167,7 @@ def trace_only(fn: Callable, *args: Any, **kwargs: Any) -> Capture:
     """
     recorder = _Recorder(stop=True)
     _, moved, notes = _trace(fn, args, kwargs, recorder)
-    return recorder.capture(_name(fn), None, moved, notes)
+    return recorder.capture(display_name(fn), None, moved, notes)
 
 
 def _trace(
@@ -194,7 +201,9 @@ def _trace(
             message = str(error).strip().splitlines()[0] if str(error).strip() else ""
             line = user_line_of_error(error)
             where = f" at {line.where} ({line.code})" if line is not None else ""
-            raise TraceError(f"tracing {_name(fn)} on {device.type.upper()} raised {type(error).__name__}{where}: {message}") from error
+            raise TraceError(
+                f"tracing {display_name(fn)} on {device.type.upper()} raised {type(error).__name__}{where}: {message}"
+            ) from error
 
 
 def capture_on_device(fn: Callable, args: tuple, kwargs: dict, device: torch.device) -> tuple[Capture, BaseException | None]:
@@ -209,7 +218,7 @@ def capture_on_device(fn: Callable, args: tuple, kwargs: dict, device: torch.dev
         failure = None
     except TraceError as error:
         output, failure = None, error.__cause__ or error
-    return recorder.capture(_name(fn), output, moved, notes, device=str(device)), failure
+    return recorder.capture(display_name(fn), output, moved, notes, device=str(device)), failure
 
 
 @contextlib.contextmanager
@@ -232,7 +241,7 @@ def _unwrap_compiled(fn: Callable, notes: list[str]) -> Callable:
     original = getattr(fn, "_orig_mod", None) or getattr(fn, "_torchdynamo_orig_callable", None)
     if original is None:
         return fn
-    notes.append(f"{_name(fn)} was already compiled with torch.compile: its original {_name(original)} was traced")
+    notes.append(f"{display_name(fn)} was already compiled with torch.compile: its original {display_name(original)} was traced")
     return original
 
 
@@ -337,17 +346,6 @@ def check_inputs(fn: Callable, args: tuple, kwargs: dict) -> None:
     required = [] if args or kwargs else required_inputs(fn)
     if required:
         raise MissingInputsError(
-            f"{_name(fn)} needs example inputs for {', '.join(required)}; pass them after the function, "
-            f"e.g. neurondev.capture({_name(fn)}, torch.randn(64))"
+            f"{display_name(fn)} needs example inputs for {', '.join(required)}; pass them after the function, "
+            f"e.g. neurondev.capture({display_name(fn)}, torch.randn(64))"
         )
-
-
-def _name(fn: Any) -> str:
-    """A name a user recognises: the module's class, the function's qualified name, where a lambda is."""
-    if isinstance(fn, torch.nn.Module):
-        return type(fn).__name__
-    name = getattr(fn, "__name__", None)
-    code = getattr(fn, "__code__", None)
-    if name == "<lambda>" and code is not None:
-        return f"<lambda at {Path(code.co_filename).name}:{code.co_firstlineno}>"
-    return getattr(fn, "__qualname__", None) or name or type(fn).__name__

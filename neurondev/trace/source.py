@@ -18,6 +18,7 @@ from neurondev._compat import ipython_cell_number
 __all__ = [
     "Located",
     "SourceLine",
+    "display_name",
     "is_user_file",
     "judge_kind",
     "short_location",
@@ -102,6 +103,19 @@ class Located:
     def source_dict(self) -> dict[str, Any]:
         """The source as plain data, every key present (None without a line)."""
         return self.source.to_dict() if self.source else {"file": None, "line": None, "code": None, "where": None}
+
+
+def display_name(fn: Any) -> str:
+    """A name a user recognises for a callable: the module's class, the function's qualified name, where a lambda is."""
+    import torch.nn
+
+    if isinstance(fn, torch.nn.Module):
+        return type(fn).__name__
+    name = getattr(fn, "__name__", None)
+    code = getattr(fn, "__code__", None)
+    if name == "<lambda>" and code is not None:
+        return f"<lambda at {Path(code.co_filename).name}:{code.co_firstlineno}>"
+    return getattr(fn, "__qualname__", None) or name or type(fn).__name__
 
 
 def source_line(file: str, line: int, function: str = "", code: str | None = None) -> SourceLine:

@@ -29,7 +29,8 @@ from neurondev.trace.source import Located, SourceLine, source_of
 from neurondev.xla import counters, runtime
 from neurondev.xla.program import locate_failure, message_of
 from neurondev.xla.program_records import ProgramFailure
-from neurondev.xla.run import RunError, run_on_xla
+from neurondev.xla.run import quiet_call, run_on_xla
+from neurondev.xla.run_records import RunError
 
 __all__ = [
     "LineDifference",
@@ -223,7 +224,7 @@ def side_by_side_seconds(runs: dict[str, tuple[torch.fx.GraphModule, Any]], *, r
         for round_ in range(rounds + 2):
             for name, (gm, inputs) in placed.items():
                 start = time.perf_counter()
-                gm(*inputs)
+                quiet_call(gm, *inputs)
                 counters.sync()
                 if round_ >= 2:  # two warm-up rounds compile and upload
                     times[name].append(time.perf_counter() - start)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from neurondev import cli
-from neurondev.cli.inputs import InputSpecError, parse_input
+from neurondev.cli.specs import InputSpecError, parse_input
 
 COMMAND = Path(sys.executable).with_name("neurondev")
 
@@ -247,7 +247,7 @@ def test_version_and_the_input_language_in_check_help(capsys):
 
 
 def parse_help() -> str:
-    from neurondev.cli.inputs import SPEC_HELP
+    from neurondev.cli.specs import SPEC_HELP
 
     return SPEC_HELP
 

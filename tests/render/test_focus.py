@@ -73,7 +73,7 @@ def slow_dot(tmp_path: Path, *, slow_for: str) -> Path:
 
 
 def test_a_focus_view_too_slow_to_draw_falls_back_to_the_module_view(deep, tmp_path, monkeypatch):
-    from neurondev.render.graphs import svg_or_reason
+    from neurondev.render.drawing import svg_or_reason
 
     monkeypatch.setenv("NEURONDEV_DOT", str(slow_dot(tmp_path, slow_for="identical layers")))
     svg, note = svg_or_reason(deep, "before", 0, budget=2)
@@ -82,7 +82,7 @@ def test_a_focus_view_too_slow_to_draw_falls_back_to_the_module_view(deep, tmp_p
 
 
 def test_a_graph_too_slow_either_way_says_so_and_points_at_model_explorer(deep, tmp_path, monkeypatch):
-    from neurondev.render.graphs import svg_or_reason
+    from neurondev.render.drawing import svg_or_reason
 
     monkeypatch.setenv("NEURONDEV_DOT", str(slow_dot(tmp_path, slow_for="digraph")))
     svg, reason = svg_or_reason(deep, "before", 0, budget=1)

@@ -124,7 +124,7 @@ def test_progress_goes_to_stderr_per_stage_unless_quiet(capsys):
     fn, args, _ = examples.get("seed").build()
     neurondev.explain(fn, *args)
     err = capsys.readouterr().err
-    stages = ("trace", "find pins", "start XLA", "rewrite", "run before", "run after", "your program on XLA", "verify fixes")
+    stages = ("start XLA", "trace", "find pins", "rewrite", "run before", "run after", "your program on XLA", "verify fixes")
     for stage in (f"{name} ({n}/8)" for n, name in enumerate(stages, 1)):
         assert stage in err
     neurondev.explain(fn, *args, run=False, quiet=True)
@@ -299,3 +299,30 @@ def test_a_card_with_400_pins_shows_one_row_per_line_and_stays_small():
     assert grouped.count("<tr>") == 2 and "<td>400</td>" in grouped
     every = card.split('<details class="nd-all-pins">', 1)[1].split("</details>", 1)[0]
     assert "Every pin (400)</summary>" in every and every.count("<tr>") == 401 and len(every) < 100_000
+
+
+def test_a_training_step_in_a_fresh_process_prints_nothing_and_runs_as_a_program():
+    """XLA starts before the CPU trace back-propagates (autograd sizes its device queues once), and a graph
+    that fails on CPU (an optimizer step's in-place update of a leaf) no longer prints torch.fx's traceback."""
+    from tests.helpers import run_python
+
+    result = run_python(
+        """
+import torch, neurondev
+torch.manual_seed(0)
+model = torch.nn.Linear(4, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+def train_step(model, opt, x):
+    loss = model(x).pow(2).mean()
+    loss.backward(); opt.step(); opt.zero_grad()
+    return loss
+x = torch.randn(8, 4)
+state = torch.get_rng_state()
+ex = neurondev.explain(train_step, model, opt, x, quiet=True)
+print("rng kept:", torch.equal(state, torch.get_rng_state()))
+print("program:", ex.program.as_written.ok, ex.program.rewritten.ok, ex.xla_matches_cpu)
+"""
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "rng kept: True" in result.stdout and "program: True True True" in result.stdout
+    assert "Traceback" not in result.stderr and "FX-traced Module" not in result.stderr

@@ -18,7 +18,7 @@ import tokenize
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from neurondev.errors import SourceChangedError, UncommittedChangesError
+from neurondev.errors import InvalidOptionError, SourceChangedError, UncommittedChangesError
 from neurondev.report.fixes.edits import dedented
 from neurondev.report.fixes.records import Fix
 
@@ -123,7 +123,7 @@ def _diffs(fixes: Iterable[Fix], root: str | os.PathLike[str] | None) -> list[tu
     base = Path(root or Path.cwd()).resolve()
     parts = []
     for file, (source, after) in fixed_texts(fixes).items():
-        name = _relative(Path(file), base)
+        name = _relative(Path(file), base, given=root is not None)
         lines = difflib.unified_diff(
             io.StringIO(source.text, newline="").readlines(),
             io.StringIO(after, newline="").readlines(),
@@ -134,11 +134,17 @@ def _diffs(fixes: Iterable[Fix], root: str | os.PathLike[str] | None) -> list[tu
     return parts
 
 
-def _relative(path: Path, base: Path) -> str:
+def _relative(path: Path, base: Path, *, given: bool) -> str:
+    """The path in the diff: relative to ``base``; a file outside the working folder (no root given)
+    is named from the file system's root (apply from there)."""
     try:
         return path.resolve().relative_to(base).as_posix()
     except ValueError:
-        return path.resolve().as_posix().lstrip("/")
+        if not given:
+            return path.resolve().as_posix().lstrip("/")
+        raise InvalidOptionError(
+            f"{path} is not inside the folder {base}: give root= a folder that holds every fixed file (the diff's paths are relative to it)"
+        ) from None
 
 
 def write_fixes(fixes: Iterable[Fix], *, force: bool = False) -> list[Written]:

@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-import html
-from typing import Any
-
 import ipywidgets as widgets
 import torch.fx
 
 from neurondev.errors import InvalidSubjectError, NeurondevError
 from neurondev.fx.pins import DevicePin
 from neurondev.fx.subgraphs import node_named
+from neurondev.render.html import escape as _e
 from neurondev.report.advice import fix_for
 from neurondev.report.model import Explanation, Section
 
 __all__ = ["Explorer"]
-
-
-def _e(value: Any) -> str:
-    return html.escape("" if value is None else str(value))
 
 
 class Explorer(widgets.VBox):
@@ -127,7 +121,7 @@ class Explorer(widgets.VBox):
         return "; ".join(parts) or "not run"
 
     def _draw(self) -> None:
-        from neurondev.render.graphs import svg_or_reason
+        from neurondev.render.drawing import svg_or_reason
 
         if not self.explanation.sections:
             self.picture.value = "<p>No graph was recorded.</p>"

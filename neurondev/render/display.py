@@ -47,7 +47,7 @@ def explanation_json(explanation: Any) -> dict[str, Any]:
 
 
 def dot(explanation: Any, which: str, section: Any, *, full: bool, radius: int) -> str:
-    from neurondev.render.graphs import dot_of
+    from neurondev.render.drawing import dot_of
 
     return dot_of(explanation, which, section, full=full, radius=radius)
 

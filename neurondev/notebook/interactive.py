@@ -11,13 +11,13 @@ __all__ = ["explorer", "model_explorer_server"]
 
 
 def explorer(explanation: Any) -> Any:
-    from neurondev.notebook.widgets import Explorer
+    from neurondev.notebook.explorer import Explorer
 
     return Explorer(explanation)
 
 
 def model_explorer_server(explanation: Any, folder: str | Path | None, *, port: int | None) -> Any:
-    from neurondev.notebook.model_explorer import open_model_explorer
+    from neurondev.notebook.explorer_server import open_model_explorer
 
     return open_model_explorer(explanation, folder, port=port)
 

@@ -22,7 +22,7 @@ from neurondev.render.model_explorer import ModelExplorerFiles, save_model_explo
 if TYPE_CHECKING:
     from neurondev.report.model import Explanation
 
-__all__ = ["ModelExplorerServer", "open_model_explorer"]
+__all__ = ["ModelExplorerServer", "open_model_explorer", "free_port"]
 
 _START_SECONDS = 60
 
@@ -79,7 +79,7 @@ def open_model_explorer(explanation: Explanation, folder: str | Path | None = No
     if not Path(command_path).exists():
         raise ModelExplorerUnavailableError("Model Explorer is an optional extra: pip install 'neurondev[explorer]'")
     files = save_model_explorer(explanation, folder or tempfile.mkdtemp(prefix="neurondev-model-explorer-"))
-    port = port or _free_port()
+    port = port or free_port()
     log = files.graphs.parent / "model-explorer.log"
     with open(log, "w") as out:
         command = [command_path, *files.command(port)[1:]]
@@ -103,7 +103,8 @@ def _wait_until_serving(server: ModelExplorerServer) -> None:
     raise ModelExplorerUnavailableError(f"Model Explorer did not start within {_START_SECONDS} s: {server.log.read_text()[-1500:]}")
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A free TCP port on the loopback address (the one helper for it: Model Explorer, the gloo group)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])

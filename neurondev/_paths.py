@@ -1,0 +1,42 @@
+"""Where neurondev writes what a user asked for: a path checked before anything is written (or run)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from neurondev.errors import InvalidOptionError
+
+__all__ = ["output_file", "output_folder"]
+
+
+def output_file(path: Any, *, what: str, example: str) -> Path:
+    """``path`` as a Path to a file that can be written: a str or a Path whose folder exists and is
+    writable, and which is no folder itself; InvalidOptionError saying what to pass otherwise."""
+    chosen = _path(path, what, example)
+    folder = chosen.expanduser().resolve().parent
+    if not folder.is_dir():
+        raise InvalidOptionError(f"{what} {path}: the folder {folder} does not exist; create it first or write elsewhere, e.g. {example}")
+    if chosen.is_dir():
+        raise InvalidOptionError(f"{what} {path} is a folder: give a file name, e.g. {chosen / Path(example).name}")
+    if not os.access(folder, os.W_OK) or (chosen.exists() and not os.access(chosen, os.W_OK)):
+        raise InvalidOptionError(f"{what} {path} cannot be written here (no permission): write elsewhere, e.g. {example}")
+    return chosen
+
+
+def output_folder(path: Any, *, what: str, example: str) -> Path:
+    """``path`` as a Path to a folder that exists or can be made (not a file), and can be written."""
+    chosen = _path(path, what, example)
+    if chosen.exists() and not chosen.is_dir():
+        raise InvalidOptionError(f"{what} {path} is a file, not a folder: give a folder to write into, e.g. {example}")
+    existing = next(parent for parent in (chosen.expanduser().resolve(), *chosen.expanduser().resolve().parents) if parent.exists())
+    if not os.access(existing, os.W_OK):
+        raise InvalidOptionError(f"{what} {path} cannot be written here (no permission): write elsewhere, e.g. {example}")
+    return chosen
+
+
+def _path(path: Any, what: str, example: str) -> Path:
+    if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)):
+        raise InvalidOptionError(f"{what} is a path (a str or a pathlib.Path), got {type(path).__name__} {path!r}; e.g. {example}")
+    return Path(path)

@@ -1,0 +1,200 @@
+"""What one run of a graph on the XLA device showed: the frozen RunRecord and the breaks, uploads, crossings and failure it holds."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from neurondev.trace.source import Located, SourceLine
+from neurondev.xla.counters import Counts
+from neurondev.xla.values import Comparison
+
+__all__ = ["Crossing", "GraphBreak", "RunError", "RunRecord", "Upload"]
+
+
+@dataclasses.dataclass(frozen=True)
+class GraphBreak(Located):
+    """A node during which the lazy XLA graph was cut: a forced execution and/or a device-to-host sync."""
+
+    node: str
+    function: str
+    executions: int
+    transfers_to_host: int
+    source: SourceLine | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "node": self.node,
+            "function": self.function,
+            "executions": self.executions,
+            "transfers_to_host": self.transfers_to_host,
+            **self.source_dict(),
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class Upload(Located):
+    """A node that copies host data to the device on every call (``torch.tensor([...], device=...)``,
+    ``torch.rand``, an empty KV cache): no break, but a transfer per call."""
+
+    node: str
+    function: str
+    transfers_to_device: int
+    source: SourceLine | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"node": self.node, "function": self.function, "transfers_to_device": self.transfers_to_device, **self.source_dict()}
+
+
+@dataclasses.dataclass(frozen=True)
+class Crossing:
+    """An edge of the graph along which a value moves between devices (XLA->CPU or CPU->XLA)."""
+
+    source: str
+    node: str
+    from_device: str
+    to_device: str
+
+
+@dataclasses.dataclass(frozen=True)
+class RunError(Located):
+    """Why a run failed: the node it failed at (or the input, by index), its source line and the exception."""
+
+    node: str
+    function: str
+    exception: BaseException
+    source: SourceLine | None = None
+    input_index: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data: the exception as its type name and message."""
+        return {
+            "node": self.node,
+            "function": self.function,
+            "input_index": self.input_index,
+            **self.source_dict(),
+            "exception": type(self.exception).__name__,
+            "message": str(self.exception),
+            "text": str(self),
+        }
+
+    def __str__(self) -> str:
+        if self.input_index is not None:
+            return f"{type(self.exception).__name__} at input {self.input_index} ({self.node}): {self.exception}"
+        where = f" ({self.source.where}: {self.source.code})" if self.source else ""
+        return f"{type(self.exception).__name__} at node {self.node} [{self.function}]{where}: {self.exception}"
+
+
+@dataclasses.dataclass(frozen=True)
+class RunRecord:
+    """What happened when one graph ran on the XLA device; set once, never changed.
+
+    A run is a warm-up call (compilations and first-time uploads happen there; see ``first_call``)
+    and a measured call, whose figures these are: what happens on every call. Counts are deltas
+    of torch_xla.debug.metrics, never reset. ``executions``/``compilations`` are the ones forced
+    mid-graph (before the graph's own end); ``graph_breaks`` attributes them (and transfers to the
+    host) to nodes, ``uploads`` attributes transfers to the device that come with no break.
+    ``output_transfers`` are moves to the host whose value only leaves the graph (``return
+    x.cpu()``): results handed back on purpose, counted apart from breaks.
+    ``comparison`` holds the figures against the CPU reference (``matches_reference`` its verdict,
+    ``mismatch`` its message); ``not_compared`` says why there is none.
+    """
+
+    device: str
+    executions: int = 0
+    compilations: int = 0
+    transfers_to_host: int = 0
+    transfers_to_device: int = 0
+    fallback_ops: Mapping[str, int] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
+    node_fallbacks: Mapping[str, int] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
+    graph_breaks: tuple[GraphBreak, ...] = ()
+    output_transfers: tuple[GraphBreak, ...] = ()
+    uploads: tuple[Upload, ...] = ()
+    node_devices: Mapping[str, Any] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
+    crossings: tuple[Crossing, ...] = ()
+    output_devices: tuple[str, ...] = ()
+    error: RunError | None = None
+    comparison: Comparison | None = None
+    not_compared: str | None = None
+    seconds: float | None = None
+    first_call: Counts | None = None
+    outputs: Any = dataclasses.field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for name in ("fallback_ops", "node_fallbacks", "node_devices"):  # frozen means frozen: read-only mappings
+            value = getattr(self, name)
+            if not isinstance(value, MappingProxyType):
+                object.__setattr__(self, name, MappingProxyType(dict(value)))
+
+    @property
+    def matches_reference(self) -> bool | None:
+        """Whether the outputs equal the CPU reference within tolerance; None when not compared."""
+        return None if self.comparison is None else self.comparison.matches
+
+    @property
+    def mismatch(self) -> str | None:
+        """How the outputs differ from the reference (assert_close's message), or why they were not compared."""
+        return self.comparison.detail if self.comparison is not None else self.not_compared
+
+    @property
+    def ok(self) -> bool:
+        """The graph stays on the device: it ran, with no graph break, no transfer to the host and
+        no CPU fallback. Uploads of host-built constants (``uploads``) are allowed and noted; how the
+        values compare is ``matches_reference`` (XLA fuses what eager rounds step by step)."""
+        expected = sum(t.transfers_to_host for t in self.output_transfers)
+        return self.error is None and not self.graph_breaks and self.transfers_to_host == expected and not self.fallback_ops
+
+    def summary(self) -> str:
+        """One paragraph a user can read: failure, or breaks with their nodes, transfers, uploads, values."""
+        if self.error is not None:
+            return f"failed on {self.device}: {self.error}"
+        breaks = "; ".join(b.labelled(b.node) for b in self.graph_breaks)
+        text = (
+            f"ran on {self.device}: {len(self.graph_breaks)} graph break(s){': ' + breaks if breaks else ''}, "
+            f"{self.executions} forced execution(s), {self.transfers_to_host} transfer(s) to host and "
+            f"{self.transfers_to_device} to device per call; outputs on {', '.join(self.output_devices) or 'nothing'}"
+        )
+        if self.uploads:
+            text += f"; uploads of host data on every call (no break): {', '.join(u.labelled(u.node) for u in self.uploads)}"
+        if self.comparison is not None:
+            text += f"; values {self.comparison.describe()} against the CPU reference"
+        elif self.not_compared:
+            text += f"; values {self.not_compared}"
+        return text
+
+    def __repr__(self) -> str:
+        return f"RunRecord({self.summary()})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (JSON-ready): every figure, break, upload, crossing and the failure as text."""
+        plain = {
+            name: dict(value) if isinstance(value := getattr(self, name), Mapping) else value
+            for name in (
+                "device",
+                "executions",
+                "compilations",
+                "transfers_to_host",
+                "transfers_to_device",
+                "fallback_ops",
+                "node_fallbacks",
+                "not_compared",
+                "seconds",
+            )
+        }
+        return {
+            **plain,
+            "graph_breaks": [b.to_dict() for b in self.graph_breaks],
+            "output_transfers": [t.to_dict() for t in self.output_transfers],
+            "uploads": [u.to_dict() for u in self.uploads],
+            "crossings": [dataclasses.asdict(c) for c in self.crossings],
+            "node_devices": {k: list(v) if isinstance(v, tuple) else v for k, v in self.node_devices.items()},
+            "output_devices": list(self.output_devices),
+            "error": None if self.error is None else self.error.to_dict(),
+            "comparison": None if self.comparison is None else self.comparison.to_dict(),
+            "first_call": None if self.first_call is None else dataclasses.asdict(self.first_call),
+            "ok": self.ok,
+            "matches_reference": self.matches_reference,
+            "mismatch": self.mismatch,
+        }
