@@ -24,6 +24,7 @@ __all__ = [
     "DevicePinsError",
     "UnknownExampleError",
     "DotUnavailableError",
+    "DrawTimeoutError",
     "ModelExplorerUnavailableError",
     "InputSpecError",
     "CannotRebuildError",
@@ -107,6 +108,10 @@ class UnknownExampleError(NeurondevError, KeyError):
 
 class DotUnavailableError(NeurondevError, RuntimeError):
     """No Graphviz ``dot`` program could draw the graph: drawing is skipped, everything else works."""
+
+
+class DrawTimeoutError(DotUnavailableError):
+    """``dot`` took longer than its time to draw a graph (a dot program exists: the graph is too big for the time)."""
 
 
 class ModelExplorerUnavailableError(NeurondevError, ImportError):

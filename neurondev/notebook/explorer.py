@@ -126,7 +126,9 @@ class Explorer(widgets.VBox):
         if not self.explanation.sections:
             self.picture.value = "<p>No graph was recorded.</p>"
             return
-        svg, reason = svg_or_reason(self.explanation, self.which.value, self._selected_section(), radius=self.radius.value)
+        svg, reason = svg_or_reason(
+            self.explanation, self.which.value, self._selected_section(), radius=self.radius.value
+        )  # its own budget
         if svg is None:
             self.picture.value = f"<p>Graph not drawn: {_e(reason)}</p>"
             return

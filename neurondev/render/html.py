@@ -7,7 +7,7 @@ import html
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from neurondev.render.drawing import svg_or_reason
+from neurondev.render.drawing import DrawBudget, svg_or_reason
 from neurondev.render.text import after_text, before_text, first_difference_text, pins_text, program_text, specialised_text
 from neurondev.report.advice import LIBRARY_NOTE, short_fix
 from neurondev.trace.source import SourceLine, is_user_file
@@ -48,6 +48,9 @@ CSS = """
 .neurondev-card figcaption { color: #59636e; font-size: 12px; }
 .neurondev-card .nd-del { background: rgba(214, 39, 40, 0.15); display: block; }
 .neurondev-card .nd-add { background: rgba(46, 125, 50, 0.18); display: block; }
+.neurondev-card .nd-card-fix { margin: 6px 0 10px; max-width: 100%; }
+.neurondev-card pre.nd-fixdiff { white-space: pre-wrap; overflow-wrap: anywhere; margin: 2px 0; }
+.neurondev-card .nd-why summary { cursor: pointer; color: var(--nd-muted); font-size: 12px; }
 """
 
 _REPORT_DARK = """
@@ -172,26 +175,32 @@ def _instead(explanation: Explanation, pin: DevicePin) -> str:
 
 
 def _fixes(explanation: Explanation) -> str:
-    """Per statement of the user's code: as written, fixed, and whether tracing the fixed code proved it."""
+    """Per statement of the user's code: a small diff (as written over fixed), its line and verdict beside it."""
     if not explanation.fixes:
         return ""
     verified = sum(fix.verified for fix in explanation.fixes)
-    rows = "".join(_fix_row(fix) for fix in explanation.fixes)
-    head = "<tr><th>line</th><th>as written</th><th>fixed</th><th>verdict</th></tr>"
+    blocks = "".join(_fix_block(fix) for fix in explanation.fixes)
     hint = " <code>explanation.patch()</code> is the diff of the verified ones." if verified else ""
     return (
-        f"<h4>Fixes in your code ({verified} of {len(explanation.fixes)} verified)</h4>"
-        f'<table class="nd-fixes">{head}{rows}</table><p class="nd-note">Verified: the fixed code, traced again with the same inputs, '
-        f"has no pin on the line and no new one, traces on XLA as on CPU, and gives the same outputs on CPU.{hint}</p>"
+        f"<h4>Fixes in your code ({verified} of {len(explanation.fixes)} verified)</h4>{blocks}"
+        '<p class="nd-note">Verified: every check ran and held: the fixed code, traced again with the same inputs, has no pin on '
+        "the line and no new one, makes values of the same dtypes and shapes, gives the same outputs on CPU, and runs on XLA "
+        f"under torch.compile with its statements traced as on CPU.{hint}</p>"
     )
 
 
-def _fix_row(fix: Fix) -> str:
+def _fix_block(fix: Fix) -> str:
     css = {"verified": "nd-good", "not verified": "nd-bad", "no spelling": "nd-muted"}[fix.status]
-    after = f"<pre>{_e(fix.after)}</pre>" if fix.after is not None else f"<i>{_e(fix.advice)}</i>"
+    removed = "".join(f'<span class="nd-del">- {_e(line)}</span>' for line in fix.before.splitlines())
+    added = (
+        "".join(f'<span class="nd-add">+ {_e(line)}</span>' for line in fix.after.splitlines())
+        if fix.after is not None
+        else f'<span class="nd-muted"># {_e(fix.advice)}</span>'
+    )
     return (
-        f"<tr><td>{_e(fix.where)}</td><td><pre>{_e(fix.before)}</pre></td><td>{after}</td>"
-        f'<td><span class="{css}">{_e(fix.status)}</span><br><span class="nd-muted">{_e(fix.why)}</span></td></tr>'
+        f'<div class="nd-card-fix"><div class="nd-fix-head"><b>{_e(fix.where)}</b> <span class="{css}">{_e(fix.status)}</span></div>'
+        f'<pre class="nd-fixdiff">{removed}{added}</pre>'
+        f'<details class="nd-why"><summary>why</summary><span class="nd-muted">{_e(fix.why)}</span></details></div>'
     )
 
 
@@ -243,10 +252,10 @@ def _cpu_kernels(section: Section) -> str:
     )
 
 
-def _graphs(explanation: Explanation, section: Section) -> str:
+def _graphs(explanation: Explanation, section: Section, budget: DrawBudget) -> str:
     figures = []
     for which, caption in (("before", "before: pins orange, breaks red"), ("after", "after: rewritten blue")):
-        svg, reason = svg_or_reason(explanation, which, section.key)
+        svg, reason = svg_or_reason(explanation, which, section.key, budget=budget)
         if svg is None:
             body = f'<p class="nd-note">Graph not drawn: {_e(reason)}</p>'
         else:
@@ -364,13 +373,13 @@ def _notes(explanation: Explanation) -> str:
     return "".join(f'<p class="nd-note">Note: {_e(n)}</p>' for n in explanation.notes)
 
 
-def _section(explanation: Explanation, section: Section) -> str:
+def _section(explanation: Explanation, section: Section, budget: DrawBudget) -> str:
     return (
         f"<h4>{_e(section.label.capitalize())} ({section.nodes} nodes, {len(section.pins)} pin(s))</h4>"
         + _pin_table(explanation, section)
         + _host_values(section)
         + _cpu_kernels(section)
-        + _graphs(explanation, section)
+        + _graphs(explanation, section, budget)
         + metrics_table(section)
         + "<details><summary>Generated code, before vs after</summary>"
         + code_diff(section.traced.code, section.rewritten.code)
@@ -387,7 +396,8 @@ _SEED_SCENARIO = (
 
 def card(explanation: Explanation) -> str:
     """The notebook card: headline, runtime, per graph the pins, both graphs, metrics and code diff."""
-    sections = "".join(_section(explanation, s) for s in explanation.sections)
+    budget = DrawBudget()  # every drawing of the card together: a card of many graphs never blocks a notebook for long
+    sections = "".join(_section(explanation, s, budget) for s in explanation.sections)
     if not explanation.sections:
         sections = f'<p class="nd-note">{_e(explanation.summary())}</p>'
     return (

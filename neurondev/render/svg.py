@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from neurondev.errors import DotUnavailableError
+from neurondev.errors import DotUnavailableError, DrawTimeoutError
 
 __all__ = ["DOT_ENV", "DotProgram", "DotUnavailableError", "find_dot", "install_hint", "render_svg"]
 
@@ -48,7 +48,8 @@ def find_dot() -> DotProgram | None:
 
 
 def render_svg(dot_text: str, *, timeout: float = 60.0, program: DotProgram | None = None) -> str:
-    """SVG text for ``dot_text``; DotUnavailableError when there is no dot, or it fails or times out.
+    """SVG text for ``dot_text``; DotUnavailableError when there is no dot or it fails, DrawTimeoutError
+    (a DotUnavailableError too) when it takes longer than ``timeout`` seconds.
 
     A pure function of its arguments, so the last drawings are remembered (by DOT text and program):
     showing a card twice draws once.
@@ -64,7 +65,7 @@ def _drawn(dot_text: str, timeout: float, program: DotProgram) -> str:
     try:
         done = subprocess.run([program.path, "-Tsvg"], input=dot_text.encode(), capture_output=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired as error:
-        raise DotUnavailableError(f"{program.path} took longer than {timeout:g} s to draw the graph") from error
+        raise DrawTimeoutError(f"{program.path} took longer than {timeout:g} s to draw the graph") from error
     except OSError as error:
         raise DotUnavailableError(f"{program.path} could not run ({error}): {install_hint()}") from error
     if done.returncode != 0:

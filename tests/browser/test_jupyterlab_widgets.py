@@ -132,7 +132,7 @@ def check_card_and_explorer(page) -> None:
 
 def check_the_fix_is_verified_from_the_cell_and_copied(page, card, explorer) -> None:
     """The function lives in a cell: its fix is verified from the cell's source; the button copies it."""
-    fixes = card.locator("table.nd-fixes")
+    fixes = card.locator(".nd-card-fix").first
     assert "a = x.new_zeros(4, dtype=torch.float32)" in fixes.inner_text() and "verified" in fixes.inner_text()
     explorer.locator("select").first.select_option(index=0)
     fix = explorer.locator(".nd-fix")

@@ -50,9 +50,10 @@ def test_the_seed_report_shows_the_headline_both_graphs_and_the_pin_table(page, 
     assert "rewritten: cpu → xla" in after.locator("g.node text").all_text_contents()
     rows = page.locator("table.nd-pins tr")
     assert rows.count() == 2 and "torch.empty" in rows.nth(1).inner_text() and "new_empty" in rows.nth(1).inner_text()
-    fix = page.locator("table.nd-fixes tr").nth(1).locator("td")
-    assert "device=x.device" in fix.nth(1).inner_text() and fix.nth(2).inner_text().strip() == "out = x.new_empty(64, dtype=torch.float32)"
-    assert fix.nth(3).inner_text().startswith("verified")
+    fix = page.locator(".nd-card-fix").first
+    assert fix.locator(".nd-fix-head").inner_text().endswith("verified")
+    removed, added = fix.locator(".nd-del").inner_text(), fix.locator(".nd-add").inner_text()
+    assert "device=x.device" in removed and added.strip() == "+ out = x.new_empty(64, dtype=torch.float32)"
     assert_not_blank(page, tmp_path)
 
 

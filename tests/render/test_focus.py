@@ -60,11 +60,13 @@ def test_the_card_stays_small_for_a_deep_model(deep):
 
 
 def slow_dot(tmp_path: Path, *, slow_for: str) -> Path:
-    """A dot that sleeps (past any budget) when its input contains ``slow_for``, else draws."""
+    """A dot that sleeps (past any budget) when its input contains ``slow_for``, else draws; each call is logged."""
     real = shutil.which("dot") or str(Path(sys.executable).with_name("graphviz-pure"))
     script = tmp_path / "dot"
+    log = tmp_path / "calls.log"
     script.write_text(
         f"#!{sys.executable}\nimport subprocess, sys, time\ntext = sys.stdin.read()\n"
+        f"open({str(log)!r}, 'a').write('call\\n')\n"
         f"if {slow_for!r} in text:\n    time.sleep(30)\n"
         f"sys.exit(subprocess.run([{real!r}, *sys.argv[1:]], input=text.encode()).returncode)\n"
     )
@@ -73,18 +75,43 @@ def slow_dot(tmp_path: Path, *, slow_for: str) -> Path:
 
 
 def test_a_focus_view_too_slow_to_draw_falls_back_to_the_module_view(deep, tmp_path, monkeypatch):
-    from neurondev.render.drawing import svg_or_reason
+    from neurondev.render import drawing
 
+    monkeypatch.setattr(drawing, "DRAW_SECONDS", 1.0)
     monkeypatch.setenv("NEURONDEV_DOT", str(slow_dot(tmp_path, slow_for="identical layers")))
-    svg, note = svg_or_reason(deep, "before", 0, budget=2)
+    svg, note = drawing.svg_or_reason(deep, "before", 0, budget=drawing.DrawBudget(4))
     assert svg is not None and svg.startswith("<svg") and "model.layers.*" in svg
-    assert "took longer than 2 s to draw: drawn module by module instead" in note
+    assert note == "the focus view took longer than its drawing time: drawn module by module instead"
 
 
 def test_a_graph_too_slow_either_way_says_so_and_points_at_model_explorer(deep, tmp_path, monkeypatch):
-    from neurondev.render.drawing import svg_or_reason
+    from neurondev.render import drawing
 
+    monkeypatch.setattr(drawing, "DRAW_SECONDS", 1.0)
     monkeypatch.setenv("NEURONDEV_DOT", str(slow_dot(tmp_path, slow_for="digraph")))
-    svg, reason = svg_or_reason(deep, "before", 0, budget=1)
-    assert svg is None and "not drawn within 1 s" in reason and "ex.save_model_explorer" in reason
+    svg, reason = drawing.svg_or_reason(deep, "before", 0, budget=drawing.DrawBudget(2))
+    assert svg is None and "not drawn within the card's drawing time (2 s" in reason and "ex.save_model_explorer" in reason
+
+
+def test_a_card_stops_drawing_when_its_drawing_time_is_spent(deep, tmp_path, monkeypatch):
+    """Every drawing of a card shares one budget: once spent, no graph waits on dot (a card of 8 graphs never blocks)."""
+    from neurondev.render import drawing
+
+    monkeypatch.setattr(drawing, "DRAW_SECONDS", 1.0)
+    monkeypatch.setattr(drawing, "CARD_SECONDS", 2.0)
+    monkeypatch.setenv("NEURONDEV_DOT", str(slow_dot(tmp_path, slow_for="digraph")))
+    card = deep._repr_html_()
+    calls = (tmp_path / "calls.log").read_text().count("call")
+    assert calls == 2  # the focus view and the module view of the first graph; the second graph is not tried
+    assert card.count("not drawn within the card&#x27;s drawing time") == 2
+
+
+def test_a_missing_dot_is_told_from_a_slow_one_by_its_type(deep, monkeypatch):
+    from neurondev.errors import DotUnavailableError, DrawTimeoutError
+    from neurondev.render import drawing
+
+    monkeypatch.setenv("NEURONDEV_DOT", "/no/such/dot")
+    svg, reason = drawing.svg_or_reason(deep, "before", 0)
+    assert svg is None and "no Graphviz 'dot' program found" in reason  # no retry with the module view
+    assert issubclass(DrawTimeoutError, DotUnavailableError)
     assert os.environ["NEURONDEV_DOT"].endswith("dot")
