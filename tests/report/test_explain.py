@@ -72,11 +72,16 @@ def test_the_summary_is_the_headline_a_terminal_shows(seed_ex):
     assert repr(seed_ex) == "<Explanation of seed_function: 1 device pin(s) in 1 graph(s), 1 graph(s) run>"
 
 
+@pytest.mark.dot
 def test_the_card_has_headline_pins_fix_both_graphs_metrics_and_diff(seed_ex):
     card = seed_ex._repr_html_()
     assert "1 graph break(s) on xla:0" in card and "After DeviceRewriterPass: 0 breaks" in card
     assert "<td>x.new_empty(...) (verified)</td>" in card  # what to write instead, proven
-    assert "<pre>out = x.new_empty(64, dtype=torch.float32)</pre>" in card and "Fixes in your code (1 of 1 verified)" in card
+    assert '<span class="nd-add">+ out = x.new_empty(64, dtype=torch.float32)</span>' in card
+    assert (
+        '<span class="nd-del">- out = torch.empty(64, dtype=torch.float32, device=x.device)</span>' in card
+        and "Fixes in your code (1 of 1 verified)" in card
+    )
     assert card.count("<svg") == 2 and "device=cpu (frozen)" in card and "rewritten: cpu → xla" in card
     assert "<th>mid-graph executions</th><td>1</td><td>0</td>" in card
     assert 'class="nd-del"' in card and 'class="nd-add"' in card and "device(type=&#x27;xla&#x27;)" in card
@@ -105,6 +110,7 @@ def test_to_dict_and_to_json_hold_everything_as_plain_data(seed_ex):
     assert fix["status"] == "verified" and fix["after"] == "out = x.new_empty(64, dtype=torch.float32)" and fix["removes"] == ["out"]
 
 
+@pytest.mark.dot
 def test_dot_and_svg_of_either_graph(seed_ex, tmp_path):
     assert '"before_out"' in seed_ex.to_dot("before") and "rewritten: cpu → xla" in seed_ex.to_dot("after")
     assert seed_ex.to_dot("after", neurondev.SectionKey(0)) == seed_ex.to_dot("after", 0)
@@ -131,6 +137,7 @@ def test_progress_goes_to_stderr_per_stage_unless_quiet(capsys):
     assert capsys.readouterr().err == ""
 
 
+@pytest.mark.dot
 def test_run_false_still_finds_rewrites_and_draws_and_says_why_no_run():
     fn, args, _ = examples.get("seed").build()
     ex = neurondev.explain(fn, *args, run=False, quiet=True)
@@ -217,6 +224,7 @@ def test_a_capture_can_be_explained_without_tracing_again(seed_capture):
     assert ex.capture is seed_capture and len(ex.pins) == 1
 
 
+@pytest.mark.dot
 def test_a_graph_of_5000_nodes_gets_a_card_with_the_focus_view():
     gm = testing.long_graph(5_000, pins=2)
     captured = neurondev.Capture("big", [gm], [[torch.randn(4)]])
