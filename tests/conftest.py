@@ -49,3 +49,16 @@ def pytest_collection_modifyitems(items):
     """The longest tests first, so that two workers finish together instead of one waiting on a
     notebook that was handed out last."""
     items.sort(key=lambda item: next((i for i, part in enumerate(_SLOWEST_FIRST) if part in item.nodeid), len(_SLOWEST_FIRST)))
+
+
+def pytest_runtest_setup(item):
+    """A test that draws fails at once, saying what to install, when no dot is found: a card without
+    its drawings would otherwise pass the assertions that do not look at them."""
+    if item.get_closest_marker("dot") is None:
+        return
+    from neurondev.render.svg import find_dot
+
+    if find_dot() is None:
+        pytest.fail(
+            "this test draws with Graphviz's dot and none was found: run `make setup` (apt-get install -y graphviz, or pip install graphviz-pure)"
+        )

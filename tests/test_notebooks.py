@@ -149,6 +149,7 @@ def test_each_notebook_runs_clean_shows_its_key_outputs_and_matches_the_committe
     assert errors(committed) == []
 
 
+@pytest.mark.dot
 def test_the_quickstart_carries_the_card_with_both_graphs_and_the_explorer():
     committed = nbformat.read(ROOT / "notebooks" / "01_quickstart.ipynb", as_version=4)
     html = html_of(committed)

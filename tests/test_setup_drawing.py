@@ -15,6 +15,7 @@ from neurondev.render.dot import graph_dot, side_by_side
 from neurondev.render.svg import find_dot, render_svg
 
 ROOT = Path(__file__).resolve().parent.parent
+pytest_plugins = ["pytester"]
 
 
 def test_without_a_dot_on_path_neurondev_draws_with_the_venvs_graphviz_pure(monkeypatch, seed_capture):
@@ -101,3 +102,15 @@ def test_the_setup_drawing_step_without_root_or_system_dot_gives_the_venv_a_dot(
     )
     assert drawn.returncode == 0, drawn.stderr
     assert "<svg" in drawn.stdout and "graphviz-pure" in drawn.stdout
+
+
+def test_a_test_marked_dot_fails_saying_what_to_install_when_no_dot_is_found(pytester, monkeypatch):
+    from tests.conftest import pytest_runtest_setup
+
+    pytester.makeini("[pytest]\nmarkers =\n    dot: draws\n")
+    draws, plain = pytester.getitems("import pytest\n@pytest.mark.dot\ndef test_draws():\n    pass\ndef test_plain():\n    pass\n")
+    pytest_runtest_setup(draws)  # a dot is found here: nothing happens
+    monkeypatch.setenv("NEURONDEV_DOT", "/no/such/dot")
+    with pytest.raises(pytest.fail.Exception, match="make setup"):
+        pytest_runtest_setup(draws)
+    pytest_runtest_setup(plain)  # a test that does not draw runs without dot

@@ -42,6 +42,7 @@ def test_picking_a_pin_shows_its_line_node_users_args_and_journey(explorer):
     assert "literal" in detail and "write instead: no spelling: no spelling keeps the device symbolic" in detail
 
 
+@pytest.mark.dot
 def test_toggling_before_after_and_the_radius_redraws(explorer):
     assert "device=cpu (frozen)" in explorer.picture.value and 'class="nd-picture nd-before"' in explorer.picture.value
     explorer.which.value = "after"
@@ -68,6 +69,7 @@ def test_a_bad_target_in_the_box_is_shown_not_raised(explorer):
     assert "not a device torch knows" in explorer.status.value
 
 
+@pytest.mark.dot
 def test_an_explanation_without_pins_still_explores():
     ex = neurondev.explain(lambda x: x * 2, torch.randn(3), quiet=True)
     explorer = ex.explore()

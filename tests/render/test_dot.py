@@ -115,6 +115,7 @@ def _connected(edge_lines):
     return len({root(n) for n in nodes}) == 1
 
 
+@pytest.mark.dot
 @pytest.mark.xla
 def test_graphviz_renders_it_to_svg(seed_capture):
     from neurondev.render.svg import find_dot, render_svg

@@ -17,7 +17,7 @@ import neurondev
 from neurondev import testing
 from neurondev.fx.modules import layer_of, module_path
 
-pytestmark = pytest.mark.xla
+pytestmark = [pytest.mark.xla, pytest.mark.dot]
 
 
 @pytest.fixture(scope="module")

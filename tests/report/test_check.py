@@ -132,7 +132,8 @@ def test_the_pytest_plugin_fails_the_pinned_tests_like_pytest_and_passes_the_res
     assert "During handling" not in output and "DEBUG" not in output, output
     assert "test_project.py:4: out = torch.zeros(x.shape[0], device=x.device)" in output, output
     assert "write instead: write x.new_zeros(size)" in output
-    assert "site-packages/neurondev" not in output and "neurondev/check.py" not in output  # no traceback from inside
+    assert "site-packages/neurondev" not in output and "neurondev/report/" not in output  # no traceback from inside
+    assert (Path(neurondev.__file__).parent / "report" / "check.py").is_file()  # where a traceback would name it
 
 
 def test_the_check_command_exits_0_clean_1_with_pins_2_on_errors(tmp_path, monkeypatch, capsys):
@@ -158,6 +159,7 @@ def test_the_check_command_exits_0_clean_1_with_pins_2_on_errors(tmp_path, monke
     assert run("code.py:nothing", "--input", "randn(4)")[0] == 2
 
 
+@pytest.mark.dot
 def test_check_draws_nothing_while_a_card_does(tmp_path, monkeypatch):
     import shutil
 
@@ -178,8 +180,14 @@ def test_check_draws_nothing_while_a_card_does(tmp_path, monkeypatch):
 def test_allow_takes_a_path_as_the_shell_writes_it_and_refuses_what_is_no_rule(tmp_path, monkeypatch):
     monkeypatch.chdir(Path(__file__).parent)
     line = line_of(pinned, "torch.zeros")
-    neurondev.check(pinned, torch.randn(4), allow=[f"./test_check.py:{line}"])
-    neurondev.check(pinned, torch.randn(4), allow=f"../report/test_check.py:{line}")
+    for rule in ([f"./test_check.py:{line}"], f"../report/test_check.py:{line}"):
+        result = neurondev.check(pinned, torch.randn(4), allow=rule)
+        assert [pin.node for pin in result.pins] == ["out"]  # the pin is there, and allowed
+    for other in (f"./test_check.py:{line + 1}", "./other_file.py:" + str(line), "test_check.py"):
+        with pytest.raises(neurondev.DevicePinsError, match="torch.zeros"):
+            neurondev.check(pinned, torch.randn(4), allow=other)  # another line, another file, no line: not this pin
+    with pytest.raises(neurondev.InvalidOptionError, match="list of strings"):
+        neurondev.check(pinned, torch.randn(4), allow=[line])
 
 
 def takes_allow(x, allow=False):
