@@ -39,6 +39,7 @@ def test_the_pins_are_those_of_the_same_config_with_two_layers_and_real_weights(
     assert {p.device for p in ex.pins if not p.output_transfer} <= {torch.device("meta"), "meta"}
 
 
+@pytest.mark.dot
 def test_meta_pins_are_rewritten_to_xla_and_nothing_runs_with_how_to_run_a_slice(on_meta):
     _, ex = on_meta
     assert ex.rewrites and {str(r.new) for r in ex.rewrites} == {"xla"}
@@ -64,3 +65,10 @@ def test_on_meta_a_fix_is_proposed_but_not_called_verified():
     (fix,) = explanation.fixes
     assert fix.after == "out = x.new_zeros(x.shape)" and not fix.verified
     assert fix.why.startswith("not verified: traced on the meta device")
+
+
+def test_the_models_default_call_on_meta_says_to_pass_use_cache_false():
+    model, args, _ = llama(2, meta=True)  # without use_cache=False: transformers' DynamicCache is made in the trace
+    with pytest.raises(neurondev.TraceError, match=r"cache_utils.py:\d+ .*pass use_cache=False$"):
+        neurondev.explain(model, *args, quiet=True)
+    assert all(p.device.type == "meta" for p in model.parameters())
