@@ -217,6 +217,7 @@ def _report(explanation: Explanation, options: argparse.Namespace) -> int:
     if options.model_explorer:
         files = explanation.save_model_explorer(options.model_explorer)
         print(f"model explorer: {files.graphs} (open with: {' '.join(files.command())})")
+        print(f"  then, on the findings: {files.url(8080)}")
     return _verdict(explanation)
 
 

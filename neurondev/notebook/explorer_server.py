@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import atexit
-import html
-import json
 import shutil
 import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from neurondev.errors import ModelExplorerUnavailableError
+from neurondev.render.html import escape
 from neurondev.render.model_explorer import ModelExplorerFiles, save_model_explorer
 
 if TYPE_CHECKING:
@@ -36,23 +34,20 @@ class ModelExplorerServer:
 
     def __init__(self, files: ModelExplorerFiles, process: subprocess.Popen, port: int, log: Path) -> None:
         self.files, self.process, self.port, self.log = files, process, port, log
-        atexit.register(self.stop)
+        atexit.register(self.stop)  # a server left running ends with Python; stop() unregisters it
 
     @property
     def url(self) -> str:
-        """The page that opens the graphs with their overlays (what model-explorer itself would open)."""
-        data = {
-            "models": [{"url": str(self.files.graphs)}],
-            "nodeData": [str(path) for path in self.files.overlays],
-            "nodeDataTargets": ["" for _ in self.files.overlays],
-        }
-        return f"http://127.0.0.1:{self.port}/?data={urllib.parse.quote(json.dumps(data))}"
+        """The page that opens the graphs with their overlays, on the findings (``ModelExplorerFiles.url``)."""
+        return self.files.url(self.port)
 
     @property
     def home(self) -> str:
         return f"http://127.0.0.1:{self.port}/"
 
     def stop(self) -> None:
+        """End the server (and forget the exit hook: a stopped server holds nothing until Python exits)."""
+        atexit.unregister(self.stop)
         if self.process.poll() is None:
             self.process.terminate()
             try:
@@ -65,10 +60,10 @@ class ModelExplorerServer:
         return f"<Model Explorer {state} at {self.home}: {self.files.graphs.parent}>"
 
     def _repr_html_(self) -> str:
-        url = html.escape(self.url)
+        url = escape(self.url)
         return (
             f'<iframe src="{url}" width="100%" height="640" style="border:1px solid #d0d7de"></iframe>'
-            f'<p>Model Explorer at <a href="{url}" target="_blank">{url}</a> (graphs in {html.escape(str(self.files.graphs.parent))}); '
+            f'<p>Model Explorer at <a href="{url}" target="_blank">{url}</a> (graphs in {escape(str(self.files.graphs.parent))}); '
             "stop it with <code>.stop()</code>.</p>"
         )
 

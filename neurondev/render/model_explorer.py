@@ -4,13 +4,18 @@ Google's Model Explorer (``ai-edge-model-explorer``, the optional extra ``neuron
 reads big graphs well: a hierarchy by namespace, search, and per-node data. Each section becomes
 two graphs (before and after the pass); each overlay is one node-data file: the pins (and, after
 the pass, the rewrites), graph breaks, crossings, uploads, CPU fallbacks, the device each node
-ran on, and the node where XLA first differs from CPU. Built with ``model_explorer.graph_builder`` and ``node_data_builder``; nothing is drawn here.
+ran on, and the node where XLA first differs from CPU. Nodes are labelled for people (what they
+call, at which line; a weight by its dotted name), and the page opens where the findings are: the
+first graph with a pin or a break, the layers that hold them expanded, the first pin selected.
+Built with ``model_explorer.graph_builder``, ``node_data_builder`` and ``ModelExplorerConfig``;
+nothing is drawn here.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import urllib.parse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +23,7 @@ import torch.fx
 
 from neurondev.errors import ModelExplorerUnavailableError
 from neurondev.fx.devices import function_name
+from neurondev.fx.labels import node_label
 from neurondev.fx.modules import module_path
 from neurondev.fx.subgraphs import owner_of
 from neurondev.trace.source import source_of
@@ -26,7 +32,7 @@ if TYPE_CHECKING:
     from neurondev.report.model import Explanation, Section
     from neurondev.xla.run_records import RunRecord
 
-__all__ = ["OVERLAYS", "ModelExplorerFiles", "graph_collection", "overlays", "save_model_explorer"]
+__all__ = ["OVERLAYS", "ModelExplorerFiles", "Opening", "graph_collection", "opening", "overlays", "save_model_explorer"]
 
 OVERLAYS = ("pins", "graph breaks", "crossings", "uploads", "cpu fallbacks", "ran on xla", "first difference")
 _COLOURS = {
@@ -39,12 +45,54 @@ _COLOURS = {
 }
 
 
+_EXPANDED_AT_MOST = 8  # layers expanded on opening: each one expanded costs Model Explorer a layout
+
+
+@dataclasses.dataclass(frozen=True)
+class Opening:
+    """Where Model Explorer opens: ``graph`` (its id), the layers (namespaces) ``expanded``, the node
+    ``selected`` and the ``overlay`` that colours the nodes (the one of the findings); an empty graph
+    id opens the first graph as Model Explorer would."""
+
+    graph: str = ""
+    expanded: tuple[str, ...] = ()
+    selected: str = ""
+    overlay: str = "pins"
+
+    def pane_state(self) -> dict[str, Any]:
+        """Model Explorer's own pane state (its ``uiState`` URL data): a group node's id is its namespace
+        followed by ``___group___``."""
+        return {
+            "deepestExpandedGroupNodeIds": [f"{namespace}___group___" for namespace in self.expanded],
+            "selectedNodeId": self.selected,
+            "selectedGraphId": self.graph,
+            "selectedCollectionLabel": "",
+            "widthFraction": 1,
+        }
+
+
 @dataclasses.dataclass(frozen=True)
 class ModelExplorerFiles:
-    """What ``save_model_explorer`` wrote: the graph collection and one node-data file per overlay."""
+    """What ``save_model_explorer`` wrote: the graph collection and one node-data file per overlay,
+    and where the page opens."""
 
     graphs: Path
     overlays: tuple[Path, ...]
+    opening: Opening = Opening()
+
+    def url(self, port: int) -> str:
+        """The page of a Model Explorer serving on ``port`` that opens the graphs with their overlays,
+        on the findings (``ModelExplorerConfig``'s URL data with the pane state added)."""
+        from model_explorer.config import ModelExplorerConfig
+
+        config = ModelExplorerConfig().add_model_from_path(str(self.graphs))
+        colouring = _overlay_file(self.opening.overlay)
+        for path in sorted(self.overlays, key=lambda path: path.name == colouring):  # the last added colours the nodes
+            config.add_node_data_from_path(str(path))
+        data = json.loads(urllib.parse.unquote(config.to_url_param_value()))
+        if self.opening.graph:
+            data["uiState"] = {"paneStates": [self.opening.pane_state()]}
+        return f"http://127.0.0.1:{port}/?data={urllib.parse.quote(json.dumps(data))}"
 
     def command(self, port: int = 8080) -> list[str]:
         """The model-explorer command that opens them (loopback only, no browser)."""
@@ -92,13 +140,11 @@ def _nodes(builder: Any, gm: torch.fx.GraphModule, section: Section, which: str)
     for node in gm.graph.nodes:
         attrs = _attributes(node, pins.get(node.name), rewrites.get(node.name), record)
         edges = [builder.IncomingEdge(sourceNodeId=source.name, targetNodeInputId=str(i)) for i, source in enumerate(node.all_input_nodes)]
-        namespace = module_path(node).replace(".", "/")
-        label = node.name  # the name the card and the pin table use; what it calls is an attribute
         nodes.append(
             builder.GraphNode(
-                id=node.name,
-                label=label,
-                namespace=namespace,
+                id=node.name,  # the name the card and the pin table use (an attribute too)
+                label=node_label(node),
+                namespace=_namespace(node),
                 attrs=[builder.KeyValue(k, v) for k, v in attrs.items()],
                 incomingEdges=edges,
             )
@@ -106,10 +152,34 @@ def _nodes(builder: Any, gm: torch.fx.GraphModule, section: Section, which: str)
     return nodes
 
 
+def _overlay_file(overlay: str) -> str:
+    return f"overlay-{overlay.replace(' ', '-')}.json"
+
+
+def _namespace(node: torch.fx.Node) -> str:
+    return module_path(node).replace(".", "/")
+
+
+def opening(explanation: Explanation) -> Opening:
+    """The first graph with a finding (a pin, else a graph break): its first pin selected (else its
+    first break), the layers holding its pins and breaks expanded (at most ``_EXPANDED_AT_MOST``)."""
+    for section in explanation.sections:
+        gm = section.traced
+        by_name = {node.name: node for node in gm.graph.nodes}
+        pinned = [owner for pin in section.pins if (owner := owner_of(gm, pin.node)) is not None]
+        breaks = [b.node for b in (section.before.graph_breaks if section.before is not None else ()) if b.node in by_name]
+        found = list(dict.fromkeys(pinned + breaks))
+        if found:
+            namespaces = [_namespace(by_name[name]) for name in found]
+            expanded = tuple(dict.fromkeys(n for n in namespaces if n))[:_EXPANDED_AT_MOST]
+            return Opening(graph_id(section, "before"), expanded, found[0], "pins" if pinned else "graph breaks")
+    return Opening()
+
+
 def _attributes(node: torch.fx.Node, pin: Any, rewrite: Any, record: RunRecord | None) -> dict[str, str]:
     """What a person reads in Model Explorer's side panel: what the node calls, the user's line, the device."""
     source = source_of(node)
-    attrs = {"node": node.name, "op": node.op, "function": function_name(node)}
+    attrs = {"node": node.name, "op": node.op, "function": function_name(node), "module": module_path(node) or "(top)"}
     if source is not None:
         attrs.update({"line": source.where, "code": source.code})
     if pin is not None:
@@ -174,7 +244,7 @@ def save_model_explorer(explanation: Explanation, folder: str | Path) -> ModelEx
     graphs.write_text(json.dumps(dataclasses.asdict(collection)), encoding="utf-8")
     paths = []
     for name, node_data in overlays(explanation).items():
-        path = folder / f"overlay-{name.replace(' ', '-')}.json"
+        path = folder / _overlay_file(name)
         node_data.save_to_file(str(path))
         paths.append(path)
-    return ModelExplorerFiles(graphs, tuple(paths))
+    return ModelExplorerFiles(graphs, tuple(paths), opening(explanation))

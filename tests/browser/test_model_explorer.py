@@ -3,6 +3,8 @@ node-data table naming the pin nodes with their overlay values, as a person sees
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import neurondev
@@ -25,23 +27,54 @@ def server(explanation, tmp_path):
     running.stop()
 
 
-def test_the_graphs_and_the_pin_overlay_show_in_model_explorer(server, page, explanation):
+def _renderer(page, expression):
+    return page.evaluate(
+        f"() => {{ const r = window.me_test && window.me_test.renderers; const x = r && r[0]; return x ? {expression} : null }}"
+    )
+
+
+def test_model_explorer_opens_on_the_pins_with_labels_for_people(server, page, explanation):
     page.goto(server.url)
     page.wait_for_function(
         "document.body.innerText.includes('graph 0 before') && document.body.innerText.includes('Node data')", timeout=90_000
     )
+    page.wait_for_function("window.me_test && window.me_test.renderers && window.me_test.renderers[0]", timeout=30_000)
     body = page.inner_text("body")
     assert "neurondev GPT2LMHeadModel" in body and "graph 0 before" in body
-    for overlay in ("pins", "graph breaks", "crossings", "uploads", "cpu fallbacks", "ran on xla"):
+    for overlay in ("pins", "graph breaks", "crossings", "uploads", "cpu fallbacks", "ran on xla", "first difference"):
         assert overlay in body, overlay
-    page.locator("input[placeholder='regex to filter nodes']").last.fill("arange")
-    page.wait_for_function("document.body.innerText.includes('batch_arange')", timeout=30_000)
+    providers = body.split("NODE DATA PROVIDERS", 1)[1].split("Aggregated stats", 1)[0]
+    assert re.search(r"7\s+pins\s+visibility(?!_off)", providers), providers  # the pins overlay, shown, colours the nodes
+    page.wait_for_function(
+        "window.me_test.renderers[0].curModelGraph.nodesById['transformer___group___'].expanded === true", timeout=30_000
+    )  # the layer that holds the pins opens expanded, not as one collapsed box
+    assert _renderer(page, "x.curModelGraph.id") == "graph 0 before"
+    assert "l_fn_modules" not in page.inner_text("body")  # weights by their dotted names, not dynamo's placeholder names
+    assert "transformer.wte.weight" in page.inner_text("body")
+    page.locator("input[placeholder='regex to filter nodes']").last.fill("masking_utils")
+    pinned = [pin for pin in explanation.pins if pin.source is not None and pin.source.file.endswith("masking_utils.py")]
+    first = pinned[0]
+    label = f"{first.function} at masking_utils.py:{first.source.line}"
+    page.wait_for_function(f"document.body.innerText.includes({label!r})", timeout=30_000)
     table = page.inner_text("body").split("Node data", 1)[1]
-    pinned = [pin.node for pin in explanation.pins if "arange" in pin.node]
-    for name in pinned:
-        assert f"{name}\t1" in table, (name, table[:600])
+    assert label in table and "\t1" in table.split(label, 1)[1].splitlines()[0], table[:600]  # the pin's row has the pin
     page.locator("text=graph 0 before").first.click()
     page.wait_for_selector("text=graph 0 after", timeout=30_000)
+
+
+def test_stopping_the_server_forgets_its_exit_hook(explanation, tmp_path):
+    import gc
+    import weakref
+
+    running = explanation.model_explorer(tmp_path / "me")
+    process = running.process
+    running.stop()
+    running.stop()  # twice is harmless
+    assert process.poll() is not None
+    gone = weakref.ref(running)
+    del running
+    gc.collect()
+    assert gone() is None  # no exit hook holds the stopped server until Python exits
 
 
 def test_without_the_extra_the_calls_say_how_to_install_it(explanation, tmp_path, monkeypatch):

@@ -81,6 +81,7 @@ def test_the_command_is_installed_and_python_dash_m_is_the_same(folder):
     assert usage.returncode == 2 and "give either MODULE:FUNC" in usage.stderr and "Traceback" not in usage.stderr
 
 
+@pytest.mark.dot
 @pytest.mark.xla
 def test_demo_prints_the_summary_and_writes_the_report(folder, neurondev):
     result = neurondev(folder, "demo")
@@ -91,6 +92,7 @@ def test_demo_prints_the_summary_and_writes_the_report(folder, neurondev):
     assert page.startswith("<!DOCTYPE html>") and "<svg" in page
 
 
+@pytest.mark.dot
 @pytest.mark.xla
 def test_explain_a_function_in_a_file_writes_html_and_json_and_exits_0(folder, neurondev):
     result = neurondev(folder, "explain", "usercode.py:frozen", "--input", "randn(16)", "--html", "r.html", "--json", "r.json")
@@ -260,3 +262,4 @@ def test_a_module_class_on_meta_and_the_model_explorer_files(folder, neurondev):
     assert "traced on the meta device" in result.stdout and "torch.zeros at usercode.py:" in result.stdout
     assert (folder / "me" / "graphs.json").is_file() and (folder / "me" / "overlay-pins.json").is_file()
     assert "model explorer: " in result.stdout and "--node_data_paths=" in result.stdout
+    assert "then, on the findings: http://127.0.0.1:8080/?data=" in result.stdout
