@@ -28,10 +28,10 @@ _NAMED = 3
 
 
 def clip(text: str, limit: int = 160) -> str:
-    """``text`` cut at a word boundary before ``limit`` characters, with an ellipsis when cut."""
+    """``text`` in at most ``limit`` characters: cut at a word boundary, with an ellipsis when cut."""
     if len(text) <= limit:
         return text
-    cut = text[:limit].rsplit(" ", 1)[0].rstrip(",;:")
+    cut = text[: limit - 2].rsplit(" ", 1)[0].rstrip(",;:")
     return f"{cut} …"
 
 

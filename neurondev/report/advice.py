@@ -60,9 +60,14 @@ def fix_for(pin: DevicePin) -> str:
     if location == "method":
         return "the value is moved to the host on purpose: drop the .cpu()/.cuda(), or move that host work out of the compiled function"
     if function in _NEW_METHODS:
+        pinned = (
+            f"the device written in {function}(..., device=...) puts it there whatever x's device is"
+            if kind == "literal"
+            else f"{function}(..., device=x.device) is frozen to the device seen while tracing"
+        )
         return (
             f"write {_NEW_METHODS[function]} (x being the tensor whose device you mean): a Tensor method follows x's "
-            f"device at run time, while {function}(..., device=x.device) is frozen to the device seen while tracing"
+            f"device at run time, while {pinned}"
         )
     if function in _LIKE and kind != "literal":
         return f"write {_LIKE[function]} when the shape is x's; otherwise {BACKEND_FIX}"

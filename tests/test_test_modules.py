@@ -1,0 +1,44 @@
+"""Every module of the render, report and xla folders has a test module of its own, or names the one that tests it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FOLDERS = ("render", "report", "report/fixes", "xla")
+# A module tested through an entry point rather than on its own: the test module that does, and the
+# call (or import) through which it reaches the module.
+TESTED_BY = {
+    "render/display": ("tests/report/test_explain.py", "_repr_html_"),  # the views an Explanation calls
+    "render/drawing": ("tests/render/test_focus.py", "svg_or_reason"),
+    "render/svg": ("tests/render/test_dot.py", "render_svg"),
+    "render/watch": ("tests/loops/test_watch.py", "_repr_html_"),  # a Watch's card and summary
+    "report/model": ("tests/report/test_explain.py", "neurondev.explain("),
+    "report/pipeline": ("tests/report/test_explain.py", "rerun("),
+    "report/fixes/edits": ("tests/report/fixes/test_spelling.py", "from neurondev.report.fixes.edits import"),
+    "report/fixes/patch": ("tests/report/fixes/test_files.py", "patch("),
+    "report/fixes/records": ("tests/test_frozen_records.py", "Fix"),
+    "xla/compiler": ("tests/integrations/test_backend.py", 'backend="neurondev"'),
+    "xla/program_records": ("tests/xla/test_program.py", ".program."),
+    "xla/run_records": ("tests/xla/test_run.py", "from neurondev.xla.run_records import"),
+}
+
+
+def modules():
+    for folder in FOLDERS:
+        for path in sorted((ROOT / "neurondev" / folder).glob("*.py")):
+            if path.name != "__init__.py":
+                yield f"{folder}/{path.stem}", path
+
+
+@pytest.mark.parametrize(("module", "path"), list(modules()), ids=[name for name, _ in modules()])
+def test_each_module_has_a_test_module(module, path):
+    own = ROOT / "tests" / Path(module).parent / f"test_{path.stem}.py"
+    if own.is_file():
+        assert module not in TESTED_BY, f"{module} has {own.name}: drop it from TESTED_BY"
+        return
+    assert module in TESTED_BY, f"neurondev/{module}.py has no tests/{Path(module).parent}/test_{path.stem}.py"
+    test_file, through = TESTED_BY[module]
+    assert through in (ROOT / test_file).read_text(), f"{test_file} no longer reaches {module} through {through!r}"
