@@ -16,39 +16,11 @@ import torch
 
 from neurondev.errors import UnknownExampleError
 from neurondev.gallery import patterns
+from neurondev.gallery.groups import gloo_group, world_name
 from neurondev.gallery.patterns import collective_function, seed_function
-from neurondev.notebook.explorer_server import free_port
 from neurondev.report.fixes.records import Fix
 
 __all__ = ["CATALOGUE", "Example", "Outcome", "collective_function", "describe_fixes", "get", "gloo_group", "list", "seed_function"]
-
-
-@contextlib.contextmanager
-def gloo_group(rank: int = 0, world_size: int = 1, *, port: int | None = None) -> Iterator[str]:
-    """A gloo process group for the duration of the block (one process by default); yields its name.
-
-    An existing default group is reused and left alone.
-    """
-    import torch.distributed as dist
-
-    if dist.is_initialized():
-        yield _world_name()
-        return
-    address = f"tcp://127.0.0.1:{port or free_port()}"
-    dist.init_process_group("gloo", init_method=address, rank=rank, world_size=world_size)
-    try:
-        yield _world_name()
-    finally:
-        dist.destroy_process_group()
-
-
-def _world_name() -> str:
-    """The name of the default process group (the one ``gloo_group`` opened or found)."""
-    import torch.distributed as dist
-
-    world = dist.group.WORLD
-    assert world is not None  # only called while a default group exists
-    return world.group_name
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,7 +95,7 @@ def _pattern(fn: Callable, *shapes: tuple[int, ...]) -> Callable[[], tuple[Calla
 
 
 def _collective() -> tuple[Callable, tuple, dict]:
-    return collective_function(1, _world_name()), (torch.arange(64, dtype=torch.float32),), {}
+    return collective_function(1, world_name()), (torch.arange(64, dtype=torch.float32),), {}
 
 
 def _gpt2() -> tuple[Callable, tuple, dict]:
