@@ -9,7 +9,9 @@ from __future__ import annotations
 import builtins
 import contextlib
 import dataclasses
+import json
 from collections.abc import Callable, Iterable, Iterator
+from importlib import resources
 from typing import Any
 
 import torch
@@ -111,244 +113,52 @@ def _module() -> tuple[Callable, tuple, dict]:
     return module, _inputs((4, 8)), {}
 
 
-_FROZEN = "frozen"
-_NEW = "x.new_{}(...) follows x at run time; torch.{}(..., device=x.device) is frozen while tracing"
+_BUILDERS: dict[str, Callable[[], tuple[Callable, tuple, dict]]] = {"collective": _collective, "gpt2": _gpt2, "module": _module}
+_CONTEXTS: dict[str, Callable[[], Any]] = {"gloo_group": gloo_group}
+_ENTRY_KEYS = {"name", "title", "description", "build", "outcome", "instead", "fix", "needs", "slow", "context"}
+
+
+def _build(spec: dict[str, Any]) -> Callable[[], tuple[Callable, tuple, dict]]:
+    """A pattern of ``patterns.py`` called on seeded random inputs of the given shapes, or a named builder."""
+    if "builder" in spec:
+        return _BUILDERS[spec["builder"]]
+    return _pattern(getattr(patterns, spec["pattern"]), *(tuple(shape) for shape in spec["shapes"]))
+
+
+def _outcome(data: dict[str, Any]) -> Outcome:
+    return Outcome(
+        pins=tuple(tuple(pin) for pin in data.get("pins", ())),
+        breaks_before=tuple(data.get("breaks_before", ())),
+        fails_at=data.get("fails_at"),
+        uploads_before=tuple(data.get("uploads_before", ())),
+        uploads_after=tuple(data.get("uploads_after", ())),
+        outputs_equal=data.get("outputs_equal", True),
+    )
+
+
+def _example(entry: dict[str, Any]) -> Example:
+    unknown = (set(entry) - _ENTRY_KEYS) | (set(entry.get("outcome", {})) - {f.name for f in dataclasses.fields(Outcome)})
+    if unknown:
+        raise ValueError(f"catalogue.json: {entry.get('name')!r} has unknown keys {sorted(unknown)}")
+    context = entry.get("context")
+    return Example(
+        name=entry["name"],
+        title=entry["title"],
+        description=entry["description"],
+        build=_build(entry["build"]),
+        outcome=_outcome(entry.get("outcome", {})),
+        instead=entry.get("instead", ""),
+        fix=entry.get("fix", ""),
+        needs=tuple(entry.get("needs", ())),
+        slow=entry.get("slow", False),
+        context=_CONTEXTS[context] if context else None,
+    )
 
 
 def _gallery() -> builtins.list[Example]:
-    return [
-        Example(
-            "seed",
-            "torch.empty(device=x.device) filled by copy_",
-            "The seed document's pattern. A buffer is made 'on the same device as x' and the result is "
-            "copied into it. Traced on CPU, x.device is cpu, so the graph says device=cpu. On XLA, the "
-            "relu*2 is an XLA value and copy_ must bring it to the host buffer: the lazy XLA graph is cut "
-            "there (one execution, one transfer to the host) and the output lands on CPU.",
-            _pattern(seed_function, (64,)),
-            Outcome(pins=(("torch.empty", "kwarg", _FROZEN),), breaks_before=("copy_",)),
-            instead=_NEW.format("empty", "empty"),
-            fix="out = x.new_empty(64, dtype=torch.float32)",
-        ),
-        Example(
-            "collective",
-            "reduce_scatter_tensor copied into a buffer made on x's device",
-            "The seed document's collective example (one rank here): the reduced result of "
-            "_c10d_functional.reduce_scatter_tensor is XLA data, the output buffer was frozen to cpu, "
-            "so copy_ cuts the graph exactly as in the seed example. Run with two ranks in "
-            "neurondev.gallery.ranks.run_on_ranks(world_size=2).",
-            _collective,
-            Outcome(pins=(("torch.empty", "kwarg", _FROZEN),), breaks_before=("copy_",)),
-            instead=_NEW.format("empty", "empty"),
-            fix="output = input_tensor.new_empty(input_tensor.shape[0] // world_size, dtype=torch.float32)",
-            context=gloo_group,
-        ),
-        Example(
-            "arange",
-            "torch.arange(n, device=x.device) as positions",
-            "Positions made with torch.arange on x's device. Frozen to cpu, the arange is built on the "
-            "host on every call and uploaded where it meets x (no break, but a transfer per call). "
-            "Rewritten, it is built on the device inside the XLA graph.",
-            _pattern(patterns.arange_positions, (3, 8)),
-            Outcome(pins=(("torch.arange", "kwarg", _FROZEN),), uploads_before=("mul",)),
-            instead="no Tensor.new_arange exists: compile through the neurondev backend",
-            fix="no spelling: compile through the neurondev backend",
-        ),
-        Example(
-            "zeros",
-            "torch.zeros(n, device=x.device) as an accumulator",
-            "An accumulator of zeros on x's device receives a result by copy_. Frozen, it is a host "
-            "tensor: copy_ pulls the XLA result down (a break).",
-            _pattern(patterns.zeros_accumulator, (3, 8)),
-            Outcome(pins=(("torch.zeros", "kwarg", _FROZEN),), breaks_before=("copy_",)),
-            instead=_NEW.format("zeros", "zeros"),
-            fix="total = x.new_zeros(x.shape[-1], dtype=torch.float32)",
-        ),
-        Example(
-            "ones",
-            "torch.ones(n, device=x.device) scaled in place",
-            "Weights of ones are multiplied in place by an XLA value. An in-place op on a host tensor "
-            "with a device operand makes XLA execute and hand the value down: a break at mul_.",
-            _pattern(patterns.ones_weights, (3, 8)),
-            Outcome(pins=(("torch.ones", "kwarg", _FROZEN),), breaks_before=("mul_",)),
-            instead=_NEW.format("ones", "ones"),
-            fix="weights = x.new_ones(x.shape[-1], dtype=torch.float32)",
-        ),
-        Example(
-            "full",
-            "torch.full(shape, v, device=x.device) updated in place",
-            "torch.full on x's device, then add_ of a reduction of x: the same in-place story as ones.",
-            _pattern(patterns.full_like_scale, (3, 8)),
-            Outcome(pins=(("torch.full", "kwarg", _FROZEN),), breaks_before=("add_",)),
-            instead=_NEW.format("full", "full"),
-            fix="scale = x.new_full((x.shape[-1],), 0.5, dtype=torch.float32)",
-        ),
-        Example(
-            "tensor",
-            "torch.tensor([...], device=x.device): a table of constants",
-            "A small table written as a Python list. Frozen, it is uploaded where it meets x; rewritten, "
-            "it is still built from host data on every call (torch.tensor of a list is data from Python), "
-            "so one upload per call remains: no rewrite can remove it, and the run attributes it to "
-            "the node. Register it as a buffer or pass it in to keep it on the device.",
-            _pattern(patterns.tensor_table, (3, 4)),
-            Outcome(pins=(("torch.tensor", "kwarg", _FROZEN),), uploads_before=("mul",), uploads_after=("table",)),
-            instead="x.new_tensor(data) follows x; better, create the table once (a buffer) and pass it in",
-            fix="table = x.new_tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.float32)",
-        ),
-        Example(
-            "str-device",
-            "device=str(x.device)",
-            "Turning the device into a string does not help: str(x.device) is evaluated while tracing "
-            "and becomes the constant 'cpu'. The pass keeps the format: 'cpu' becomes 'xla'.",
-            _pattern(patterns.str_device, (3, 8)),
-            Outcome(pins=(("torch.zeros", "kwarg", _FROZEN),), breaks_before=("copy_",)),
-            instead=_NEW.format("zeros", "zeros"),
-            fix="out = x.new_zeros(x.shape, dtype=torch.float32)",
-        ),
-        Example(
-            "literal-cpu",
-            'device="cpu" written out',
-            "A device written in the code is not frozen by tracing, it was always there. On XLA it "
-            "puts the buffer on the host all the same: copy_ cuts the graph.",
-            _pattern(patterns.literal_cpu, (3, 8)),
-            Outcome(pins=(("torch.zeros", "kwarg", "literal"),), breaks_before=("copy_",)),
-            instead="x.new_zeros(...) with the tensor whose device you mean (without device= it is made on the default device: the host)",
-            fix="bias = x.new_zeros(x.shape[-1], dtype=torch.float32)",
-        ),
-        Example(
-            "to-other-device",
-            "y.to(x.device): positional",
-            "Moving one tensor to another's device with a positional argument. The kwargs-only pass of "
-            "the seed document does not see it (there is no device= kwarg); the default pass rewrites "
-            "it. Frozen, the value goes to the host and back: a break and an upload.",
-            _pattern(patterns.to_other_tensors_device, (8,), (8,)),
-            Outcome(pins=(("Tensor.to", "arg[1]", _FROZEN),), breaks_before=("moved",), uploads_before=("add",)),
-            instead="compile through the neurondev backend (no spelling keeps the device symbolic)",
-            fix="no spelling: compile through the neurondev backend",
-        ),
-        Example(
-            "to-device-dtype",
-            "mask.to(x.device, torch.float32)",
-            "The two-argument form Tensor.to(device, dtype), common for masks. Positional, so only the default pass rewrites it.",
-            _pattern(patterns.to_device_and_dtype, (8,), (8,)),
-            Outcome(pins=(("Tensor.to", "arg[1]", _FROZEN),), breaks_before=("weights",), uploads_before=("mul",)),
-            instead="x.to(dtype) alone when only the dtype changes; otherwise the neurondev backend",
-            fix="weights = (mask > 0).to(torch.float32)",
-        ),
-        Example(
-            "device-object",
-            "torch.device(x.device.type) built and passed on",
-            "Building a torch.device from x's does not escape tracing either: dynamo evaluates it to the "
-            "constant device(type='cpu') and the constructor gets it as its device= kwarg.",
-            _pattern(patterns.device_object, (8,)),
-            Outcome(pins=(("torch.empty", "kwarg", _FROZEN),), breaks_before=("copy_",)),
-            instead="torch.empty_like(x) or x.new_empty(shape)",
-            fix="buffer = x.new_empty(x.shape, dtype=torch.float32)",
-        ),
-        Example(
-            "cpu-midway",
-            ".cpu() in the middle of a computation",
-            "An explicit .cpu() in the middle of the graph moves the value to the host on purpose: on XLA "
-            "it is a break. The default pass turns it into .to('xla'); check that nothing needed the host.",
-            _pattern(patterns.cpu_midway, (4, 8)),
-            Outcome(pins=(("Tensor.cpu", "method", "literal"),), breaks_before=("scores",)),
-            instead="drop the .cpu(), or move the host work out of the compiled function",
-            fix="scores = (x @ x.T)",
-        ),
-        Example(
-            "causal-mask",
-            "torch.triu(torch.ones(n, n, device=x.device)) as an attention mask",
-            "The causal mask of attention. Frozen, the mask is a host tensor; masked_fill of XLA scores "
-            "with a host mask fails outright on XLA ('Expected XLA tensor'). Rewritten, it runs with "
-            "no break.",
-            _pattern(patterns.causal_mask, (6, 8)),
-            Outcome(pins=(("torch.ones", "kwarg", _FROZEN),), fails_at="masked_fill"),
-            instead=_NEW.format("ones", "ones") + " (or torch.ones_like on a square tensor)",
-            fix="mask = torch.triu(x.new_ones(n, n, dtype=torch.float32), diagonal=1).bool()",
-        ),
-        Example(
-            "rotary",
-            "rotary-embedding positions from two aranges",
-            "Rotary embeddings build inverse frequencies and positions with torch.arange on x's device. "
-            "Frozen, both are host tensors: every product with them uploads (four uploads per call, no "
-            "break). Rewritten, the whole computation stays in one XLA graph.",
-            _pattern(patterns.rotary_positions, (6, 8)),
-            Outcome(
-                pins=(("torch.arange", "kwarg", _FROZEN), ("torch.arange", "kwarg", _FROZEN)),
-                uploads_before=("mul_1", "mul_2", "mul_3", "mul_4"),
-            ),
-            instead="compute the frequencies once (a buffer), or compile through the neurondev backend",
-            fix="no spelling: compile through the neurondev backend",
-        ),
-        Example(
-            "kv-cache",
-            "a KV-cache-style buffer allocated per step and filled in place",
-            "A cache made with torch.zeros on x's device, written by index assignment and copy_. Frozen, "
-            "each write of an XLA value into the host cache cuts the graph: two breaks per step.",
-            _pattern(patterns.kv_cache_step, (4, 8)),
-            Outcome(pins=(("torch.zeros", "kwarg", _FROZEN),), breaks_before=("setitem", "copy_")),
-            instead="x.new_zeros(shape), or allocate the cache once outside and pass it in",
-            fix="cache = x.new_zeros(2 * x.shape[0], x.shape[1], dtype=torch.float32)",
-        ),
-        Example(
-            "module-buffer",
-            "an nn.Module that creates a buffer in forward",
-            "A module that makes its running state in forward with device=x.device instead of "
-            "register_buffer. The module's parameters are inputs of the graph; the state is frozen to "
-            "cpu, so copy_ of the linear layer's output cuts the graph.",
-            _module,
-            Outcome(pins=(("torch.zeros", "kwarg", _FROZEN),), breaks_before=("copy_",), uploads_before=("add",)),
-            instead="register_buffer in __init__ (it moves with model.to(device)), or x.new_zeros",
-            fix="state = x.new_zeros(x.shape[-1], dtype=torch.float32)",
-        ),
-        Example(
-            "no-device-upload",
-            "torch.arange(n).to(x): no device at all",
-            "A constructor with no device, then .to(x). Nothing is pinned (there is no device argument "
-            "to rewrite), yet the arange is built on the host on every call and uploaded: the run "
-            "attributes the upload to its node, before and after the pass alike.",
-            _pattern(patterns.no_device_upload, (3, 8)),
-            Outcome(uploads_before=("steps",), uploads_after=("steps",)),
-            instead="torch.arange(n, device=x.device) through the neurondev backend builds it on the device",
-            fix="nothing to fix in your code",
-        ),
-        Example(
-            "like-and-new",
-            "zeros_like, new_zeros, empty_like: patterns that do not freeze",
-            "torch.zeros_like(x), x.new_zeros(shape) and torch.empty_like(x) take their device from x "
-            "when the graph runs, not while it is traced: the graph holds no device at all. This is what "
-            "to write: nothing to rewrite, no break, no upload.",
-            _pattern(patterns.like_and_new, (3, 8)),
-            Outcome(),
-            instead="this is already the fix",
-            fix="nothing to fix in your code",
-        ),
-        Example(
-            "gpt2",
-            "a tiny random-weight GPT-2 from transformers",
-            "Real model code: transformers' GPT-2 (2 layers, hidden 64, random weights, no download) makes "
-            "positions and masks with torch.arange(device=...) and moves masks with .to(device). Frozen, "
-            "the run fails at the position embedding ('Expected XLA tensor'); the kwargs-only pass leaves "
-            "three positional .to() pins, each a break per call; the default pass leaves none.",
-            _gpt2,
-            Outcome(
-                pins=(
-                    ("torch.arange", "kwarg", _FROZEN),
-                    ("Tensor.to", "arg[1]", _FROZEN),
-                    ("torch.arange", "kwarg", "variable"),
-                    ("torch.arange", "kwarg", "variable"),
-                    ("torch.arange", "kwarg", "variable"),
-                    ("torch.arange", "kwarg", "variable"),
-                    ("Tensor.to", "arg[1]", _FROZEN),
-                    ("Tensor.to", "arg[1]", _FROZEN),
-                ),
-                fails_at="position_embeds",
-            ),
-            instead="compile the model through the neurondev backend",
-            fix="nothing to fix in your code",
-            needs=("transformers",),
-            slow=True,
-        ),
-    ]
+    """The gallery's entries, kept as data in ``catalogue.json`` next to this file."""
+    text = resources.files("neurondev.gallery").joinpath("catalogue.json").read_text(encoding="utf-8")
+    return [_example(entry) for entry in json.loads(text)]
 
 
 CATALOGUE: dict[str, Example] = {example.name: example for example in _gallery()}

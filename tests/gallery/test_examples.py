@@ -3,11 +3,14 @@ fix its paragraph recommends, verified (or says there is no spelling, inventing 
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 import neurondev
 from neurondev import examples, testing
-from neurondev.gallery import patterns
+from neurondev.gallery import catalogue, patterns
 from neurondev.gallery.catalogue import describe_fixes
 
 FAST = [name for name, example in examples.CATALOGUE.items() if not example.slow]
@@ -72,3 +75,13 @@ def test_the_gallery_has_the_patterns_a_newcomer_needs():
     } <= set(table.index)
     assert not table.loc["like-and-new", "freezes"] and table.loc["seed", "freezes"]
     assert all(len(e.description) > 80 and e.instead for e in examples.CATALOGUE.values())
+
+
+def test_the_gallery_is_the_data_file_next_to_it_and_a_misspelt_key_is_refused():
+    entries = json.loads((Path(catalogue.__file__).parent / "catalogue.json").read_text(encoding="utf-8"))
+    assert [entry["name"] for entry in entries] == list(examples.CATALOGUE)
+    fn, args, kwargs = examples.get("zeros").build()
+    assert fn is patterns.zeros_accumulator and [a.shape for a in args] == [(3, 8)] and kwargs == {}
+    assert examples.get("rotary").outcome.pins == (("torch.arange", "kwarg", "frozen"),) * 2
+    with pytest.raises(ValueError, match=r"'seed' has unknown keys \['breaks'\]"):
+        catalogue._example({**entries[0], "outcome": {"breaks": ["copy_"]}})
