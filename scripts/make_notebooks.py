@@ -390,7 +390,7 @@ ex""",
         "md",
         """## Two ranks
 
-`neurondev.gallery.ranks.run_on_ranks(world_size=2)` starts a fresh process with two XLA devices
+`neurondev.gallery.collective.run_on_ranks(world_size=2)` starts a fresh process with two XLA devices
 (`torch_xla`'s `xla_multiprocessing.spawn`; on PJRT CPU a thread per device), traces the example
 per rank on CPU and runs it frozen and rewritten on each rank, in lock-step. Each rank's input is
 different, so a wrong reduction cannot look right. PJRT's CPU device runs 1 or 2 ranks (more
@@ -398,7 +398,7 @@ abort in XLA's rendezvous, with or without neurondev); on Trainium the Neuron co
     ),
     (
         "code",
-        """from neurondev.gallery.ranks import run_on_ranks
+        """from neurondev.gallery.collective import run_on_ranks
 
 results = run_on_ranks(world_size=2)
 pd.DataFrame([

@@ -11,7 +11,8 @@ import torch
 
 import neurondev
 from neurondev import examples
-from neurondev.gallery.ranks import run_on_ranks
+from neurondev.gallery.collective import run_on_ranks
+from neurondev.xla import ranks as xla_ranks
 
 
 def seed_graph():
@@ -65,6 +66,8 @@ CATALOGUE = [
     ("ranks-zero", lambda: run_on_ranks(world_size=0), neurondev.UnsupportedWorldSizeError, ValueError, "an int >= 1; got 0"),
     ("ranks-three-on-pjrt-cpu", lambda: run_on_ranks(world_size=3), neurondev.UnsupportedWorldSizeError, ValueError, "Use world_size=1 or 2 here"),
     ("ranks-four-on-pjrt-cpu", lambda: run_on_ranks(world_size=4), neurondev.UnsupportedWorldSizeError, ValueError, "rendezvous"),
+    ("ranks-case-not-importable", lambda: xla_ranks.run_on_ranks("neurondev.gallery.collective:no_such_case"), neurondev.InvalidOptionError, ValueError, '"package.module:function" importable'),
+    ("ranks-case-not-a-string", lambda: xla_ranks.run_on_ranks(len), neurondev.InvalidOptionError, ValueError, "got <built-in function len>"),
     ("capture-not-callable", lambda: neurondev.capture(torch.randn(3)), neurondev.NotCallableError, TypeError, "pass the function itself"),
     ("capture-no-inputs", lambda: neurondev.capture(one_input), neurondev.MissingInputsError, ValueError, "needs example inputs for x"),
     ("capture-module-no-inputs", lambda: neurondev.capture(torch.nn.Linear(2, 2)), neurondev.MissingInputsError, ValueError, "Linear needs example inputs for input"),

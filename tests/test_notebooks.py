@@ -54,7 +54,7 @@ KEY_TEXT = {
     "04_collectives.ipynb": [
         "rank 0: frozen breaks at ['copy_'], rewritten breaks at [], values [100.0, 102.0, 104.0, 106.0]",
         "rank 1: frozen breaks at ['copy_'], rewritten breaks at [], values [108.0, 110.0, 112.0, 114.0]",
-        # the two-rank run's facts (this notebook is the suite's two-rank test: tests/gallery/test_ranks.py checks the rest)
+        # the two-rank run's facts (this notebook is the suite's two-rank test: tests/xla/test_ranks.py checks the rest)
         "rank 0 on xla:0: frozen output on ['cpu'], rewritten output on ['xla:0'], rewritten executions and transfers to host 0, 0; "
         "both equal the direct reduction: True",
         "rank 1 on xla:1: frozen output on ['cpu'], rewritten output on ['xla:1'], rewritten executions and transfers to host 0, 0; "
@@ -145,7 +145,10 @@ def test_each_notebook_runs_clean_shows_its_key_outputs_and_matches_the_committe
     text = "\n".join(printed(notebook))
     for key in KEY_TEXT[name]:
         assert key in text, key
-    assert facts(committed) == facts(notebook), "committed outputs differ from a fresh run: run scripts/make_notebooks.py"
+    differing = [(was, now) for was, now in zip(facts(committed), facts(notebook)) if was != now]
+    assert len(facts(committed)) == len(facts(notebook)) and not differing, (
+        f"committed outputs differ from a fresh run (run scripts/make_notebooks.py); first difference:\n{differing[:1]}"
+    )
     assert errors(committed) == []
 
 

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 import neurondev
-from neurondev.gallery.ranks import check_world_size, expected_reduce_scatter, rank_input
+from neurondev.gallery.collective import expected_reduce_scatter, rank_input
+from neurondev.xla.ranks import check_world_size
 
 
 def test_expected_reduction_is_the_sum_over_ranks_scattered():

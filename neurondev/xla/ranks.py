@@ -1,9 +1,10 @@
-"""Run the seed's collective example on several XLA devices at once: one rank per device, xmp.spawn."""
+"""Run a traced graph frozen and rewritten on several XLA devices at once: one rank per device, xmp.spawn."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import json
 import logging
 import os
@@ -11,29 +12,28 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 
-from neurondev.errors import UnsupportedWorldSizeError
+from neurondev.errors import InvalidOptionError, UnsupportedWorldSizeError
 
 if TYPE_CHECKING:
     from neurondev.xla.run_records import RunRecord
 
 __all__ = [
     "PJRT_CPU_WORLD_SIZES",
+    "RankCase",
     "RankResult",
     "RankRun",
     "check_world_size",
-    "expected_reduce_scatter",
-    "rank_input",
     "run_on_ranks",
 ]
 
 log = logging.getLogger("neurondev")
 
-_ELEMENTS_PER_RANK = 4
 _BARRIER_SECONDS = 300
 
 
@@ -67,19 +67,15 @@ class RankResult:
     rewritten: RankRun
 
 
-def rank_input(rank: int, world_size: int) -> torch.Tensor:
-    """Rank ``rank``'s input: distinct per rank, so a wrong reduction cannot look right."""
-    return torch.arange(_ELEMENTS_PER_RANK * world_size, dtype=torch.float32) + 100.0 * rank
+# What one rank runs: (function, its inputs, the outputs this rank must get), for (rank, world_size).
+RankCase = Callable[[int, int], tuple[Callable, tuple, torch.Tensor]]
 
 
-def expected_reduce_scatter(rank: int, world_size: int) -> torch.Tensor:
-    """What ``reduce_scatter_tensor(x, 'sum', world_size)`` gives rank ``rank``, computed directly."""
-    total = torch.stack([rank_input(r, world_size) for r in range(world_size)]).sum(0)
-    return total.chunk(world_size)[rank]
+def run_on_ranks(case: str, *, world_size: int = 2, timeout: float = 600) -> list[RankResult]:
+    """Trace ``case``'s function on CPU, on each rank, and run it frozen and rewritten on ``world_size`` devices.
 
-
-def run_on_ranks(*, world_size: int = 2, timeout: float = 600) -> list[RankResult]:
-    """Trace the collective example on CPU and run it frozen and rewritten on ``world_size`` devices.
+    ``case`` names a ``RankCase`` as ``"package.module:function"`` (the workers import it: it must be
+    importable in a fresh process); ``neurondev.gallery.collective`` holds the seed's collective.
 
     Runs in a fresh process (torch_xla's multiprocessing needs an uninitialised runtime) through
     ``torch_xla.distributed.xla_multiprocessing.spawn``. On the PJRT CPU runtime the devices are
@@ -87,11 +83,12 @@ def run_on_ranks(*, world_size: int = 2, timeout: float = 600) -> list[RankResul
     Neuron runtime exposes (its own device count setting decides the world size there).
     """
     check_world_size(world_size)
+    _load_case(case)
     with tempfile.TemporaryDirectory(prefix="neurondev-ranks-") as folder:
         environ = dict(os.environ, CPU_NUM_DEVICES=str(world_size))
         environ.setdefault("PJRT_DEVICE", "CPU")
-        command = [sys.executable, "-m", "neurondev.gallery.ranks", "--world-size", str(world_size), "--out", folder]
-        log.info("running the collective example on %d XLA devices in a fresh process (xmp.spawn)", world_size)
+        command = [sys.executable, "-m", "neurondev.xla.ranks", case, "--world-size", str(world_size), "--out", folder]
+        log.info("running %s on %d XLA devices in a fresh process (xmp.spawn)", case, world_size)
         finished = subprocess.run(command, env=environ, capture_output=True, text=True, timeout=timeout)
         results = sorted(Path(folder).glob("rank-*.json"))
         if finished.returncode != 0 or len(results) != world_size:
@@ -136,12 +133,26 @@ _trace_lock = threading.Lock()
 _threads_barrier: threading.Barrier | None = None
 
 
-def _worker(index: int, folder: str, world_size: int) -> None:
+def _load_case(case: Any) -> RankCase:
+    """The RankCase ``case`` names; InvalidOptionError unless it is an importable "package.module:function"."""
+    module, _, name = case.partition(":") if isinstance(case, str) else ("", "", "")
+    try:
+        found = getattr(importlib.import_module(module), name) if module and name else None
+    except (ImportError, AttributeError):
+        found = None
+    if not callable(found):
+        raise InvalidOptionError(
+            f'case names the function each rank runs, as "package.module:function" importable in a fresh process '
+            f'(e.g. "neurondev.gallery.collective:collective_case"); got {case!r}'
+        )
+    return found
+
+
+def _worker(index: int, case: str, folder: str, world_size: int) -> None:
     """One rank (a thread per device on PJRT CPU): trace alone, run both graphs in lock-step."""
     import torch_xla.runtime as xr
 
     from neurondev import xla
-    from neurondev.gallery import catalogue as examples
     from neurondev.passes.device_rewriter import rewrite_copy
     from neurondev.trace.capture import trace_only
     from neurondev.xla.run import run_on_xla
@@ -149,14 +160,13 @@ def _worker(index: int, folder: str, world_size: int) -> None:
     rank, ranks = xr.global_ordinal(), xr.world_size()
     if ranks != world_size:
         raise RuntimeError(f"asked for {world_size} ranks, torch_xla runs {ranks}")
-    fn = examples.collective_function(world_size, "neurondev-ranks")
+    fn, inputs, expected = _load_case(case)(rank, world_size)
     with _trace_lock:  # dynamo traces one thread at a time
-        traced = trace_only(fn, rank_input(rank, world_size))
+        traced = trace_only(fn, *inputs)
     (gm,) = traced.graphs
-    expected = expected_reduce_scatter(rank, world_size)
     barrier = _rank_barrier()
     runs = {
-        name: _rank_run(run_on_xla(graph, rank_input(rank, world_size), reference=expected, repeat=0, barrier=barrier))
+        name: _rank_run(run_on_xla(graph, *inputs, reference=expected, repeat=0, barrier=barrier))
         for name, graph in (("frozen", gm), ("rewritten", rewrite_copy(gm)[0]))
     }
     result = RankResult(rank, world_size, str(xla.device()), expected.tolist(), **runs)
@@ -196,13 +206,14 @@ def _rank_run(record: RunRecord) -> RankRun:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="run the collective example on several XLA devices (internal)")
+    parser = argparse.ArgumentParser(description="run a traced graph on several XLA devices (internal)")
+    parser.add_argument("case", help="package.module:function, a RankCase")
     parser.add_argument("--world-size", type=int, required=True)
     parser.add_argument("--out", required=True)
     options = parser.parse_args()
     import torch_xla.distributed.xla_multiprocessing as xmp
 
-    xmp.spawn(_worker, args=(options.out, options.world_size))
+    xmp.spawn(_worker, args=(options.case, options.out, options.world_size))
 
 
 if __name__ == "__main__":
