@@ -53,8 +53,14 @@ def model_explorer(browser) -> Path:
             page.wait_for_function(
                 "document.body.innerText.includes('graph 0 before') && document.body.innerText.includes('Node data')", timeout=90_000
             )
-            page.locator("input[placeholder='regex to filter nodes']").last.fill("arange")
-            page.wait_for_function("document.body.innerText.includes('batch_arange')", timeout=30_000)
+            page.wait_for_function(  # it opens on the findings: the layer that holds the pins expanded
+                "window.me_test && window.me_test.renderers && window.me_test.renderers[0]"
+                " && window.me_test.renderers[0].curModelGraph.nodesById['transformer___group___'].expanded === true",
+                timeout=30_000,
+            )
+            page.locator("input[placeholder='regex to filter nodes']").last.fill("masking_utils")
+            page.wait_for_function("document.body.innerText.includes('at masking_utils.py:')", timeout=30_000)
+            page.wait_for_timeout(1500)  # the layout's animation settles
             page.screenshot(path=str(ASSETS / "model-explorer.png"))
         finally:
             server.stop()
