@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -49,6 +50,23 @@ def test_check_suggest_puts_the_verified_fixed_line_to_paste_under_the_pin():
     with pytest.raises(neurondev.DevicePinsError) as caught:
         neurondev.check(pinned, torch.randn(4))
     assert "verified fix" not in str(caught.value)
+
+
+def test_check_without_suggest_verifies_no_fix_and_never_loads_libcst():
+    code = (
+        "import sys, torch, neurondev\n"
+        "from tests.report.test_check import pinned\n"
+        "try:\n"
+        "    neurondev.check(pinned, torch.randn(4))\n"
+        "except neurondev.DevicePinsError as e:\n"
+        "    print(len(e.findings), 'libcst' in sys.modules)\n"
+        "neurondev.check(pinned, torch.randn(4), allow=['out'], suggest=True)\n"
+        "print('libcst' in sys.modules)\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["1", "False", "True"]  # without suggest nothing is fixed; with it, libcst writes the fix
 
 
 def test_check_finds_device_specialised_lines_too():
