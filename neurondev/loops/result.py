@@ -133,6 +133,7 @@ class Watch:
     def _start(self) -> None:
         if active() is not None:
             raise NestedWatchError("a watch is already on: watches do not nest (the outer one sees every compile); remove the inner one")
+        settled()  # work launched before the block (or the call) finishes, and is counted, before it
         self._recorder.start()
         object.__setattr__(self, "_state", "recording")
 

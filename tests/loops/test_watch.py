@@ -73,6 +73,17 @@ def test_a_watched_function_has_a_row_per_call_and_a_steady_state(device):
     assert json.loads(watched.to_json())["calls"][0]["compiled"] == 1
 
 
+def test_work_launched_before_a_call_is_counted_before_it_not_in_it(device):
+    import torch_xla
+
+    watched = neurondev.watch(lambda t: t)  # the call itself runs nothing on the device
+    for _ in range(3):
+        y = torch.randn(256, 256, device=device) @ torch.randn(256, 256, device=device)
+        torch_xla.sync()  # launched, not waited for: it finishes on torch_xla's own threads
+        watched(y)
+    assert list(watched.calls["executions"]) == [0, 0, 0] and list(watched.calls["transfers_to_host"]) == [0, 0, 0]
+
+
 def test_watching_changes_neither_the_outputs_nor_the_compiles_nor_logging(device):
     handlers = {name: list(logging.getLogger(name).handlers) for name in ("torch._dynamo", "torch")}
     levels = {name: logging.getLogger(name).level for name in handlers}
