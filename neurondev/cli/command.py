@@ -207,13 +207,18 @@ def _check_inputs_given(fn: Callable, args: tuple, name: str) -> None:
         raise UsageError(f"{name} takes inputs ({names}): give one --input SPEC per argument, e.g. --input 'randn(64)'")
 
 
-def _report(explanation: Explanation, options: argparse.Namespace) -> int:
-    print(explanation.summary())
+def _summary_and_files(result: Any, options: argparse.Namespace) -> None:
+    """Print an Explanation's or a Watch's summary and write the --html and --json files asked for."""
+    print(result.summary())
     if options.html:
-        print(f"report: {explanation.save_html(options.html)}")
+        print(f"report: {result.save_html(options.html)}")
     if options.json:
-        Path(options.json).write_text(explanation.to_json(), encoding="utf-8")
+        Path(options.json).write_text(result.to_json(), encoding="utf-8")
         print(f"json: {options.json}")
+
+
+def _report(explanation: Explanation, options: argparse.Namespace) -> int:
+    _summary_and_files(explanation, options)
     if options.model_explorer:
         files = explanation.save_model_explorer(options.model_explorer)
         print(f"model explorer: {files.graphs} (open with: {' '.join(files.command())})")
@@ -395,12 +400,7 @@ def _watch(options: argparse.Namespace) -> int:
         traceback.print_exc()
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
-    print(watched.summary())
-    if options.html:
-        print(f"report: {watched.save_html(options.html)}")
-    if options.json:
-        Path(options.json).write_text(watched.to_json(), encoding="utf-8")
-        print(f"json: {options.json}")
+    _summary_and_files(watched, options)
     if raised is not None:
         print(f"neurondev: the script raised {type(raised).__name__}: the record above is up to that point", file=sys.stderr)
         return EXIT_ERROR
