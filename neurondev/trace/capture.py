@@ -7,7 +7,6 @@ import dataclasses
 import inspect
 import logging
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -204,23 +203,20 @@ def _trace(
             where = f" at {line.where} ({line.code})" if line is not None else ""
             raise TraceError(
                 f"tracing {display_name(fn)} on {device.type.upper()} raised {type(error).__name__}{where}: {message}"
-                + _what_to_do(error, device, line)
+                + _what_to_do(error, device)
             ) from error
 
 
-def _what_to_do(error: Exception, device: torch.device, line: Any) -> str:
-    """What makes a trace that failed on meta work: a transformers cache (``use_cache=True``, the
-    default call) makes a real meta tensor inside the trace, which dynamo cannot trace (plain dynamo neither)."""
+def _what_to_do(error: Exception, device: torch.device) -> str:
+    """What makes a trace that failed on meta work: state the traced code makes and keeps (transformers'
+    cache with ``use_cache=True``, the model's default call) is a real meta tensor, which dynamo cannot
+    trace (plain dynamo neither)."""
     if device.type != "meta" or "convert all Tensors to FakeTensors" not in str(error):
         return ""
-    if line is not None and Path(line.file).name == "cache_utils.py":
-        return (
-            ". On the meta device transformers' cache (use_cache=True, the model's default call) makes a real meta tensor "
-            "inside the trace, which dynamo cannot trace: pass use_cache=False"
-        )
     return (
-        ". On the meta device a tensor the traced code keeps between calls (a cache, a buffer made lazily) is a real meta "
-        "tensor, which dynamo cannot trace: turn that state off for the trace (use_cache=False for a transformers model)"
+        ". On the meta device, state the traced code makes and keeps (transformers' cache: use_cache=True, the model's "
+        "default call) is a real meta tensor, which dynamo cannot trace: turn it off for the trace, for a transformers "
+        "model pass use_cache=False"
     )
 
 
