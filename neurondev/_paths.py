@@ -1,4 +1,4 @@
-"""Where neurondev writes what a user asked for: a path checked before anything is written (or run)."""
+"""Where neurondev writes (and serves) what a user asked for: a path or port checked before anything is written or run."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from neurondev.errors import InvalidOptionError
 
-__all__ = ["output_file", "output_folder"]
+__all__ = ["output_file", "output_folder", "serving_port"]
 
 
 def output_file(path: Any, *, what: str, example: str) -> Path:
@@ -40,3 +40,10 @@ def _path(path: Any, what: str, example: str) -> Path:
     if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)):
         raise InvalidOptionError(f"{what} is a path (a str or a pathlib.Path), got {type(path).__name__} {path!r}; e.g. {example}")
     return Path(path)
+
+
+def serving_port(port: Any) -> int:
+    """``port`` when it is a TCP port number (1 to 65535); InvalidOptionError saying what to pass otherwise."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+        raise InvalidOptionError(f"port is a TCP port number from 1 to 65535 (None: a free one), got {port!r}")
+    return port

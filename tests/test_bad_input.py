@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import traceback
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -12,6 +13,7 @@ import torch
 import neurondev
 from neurondev import examples
 from neurondev.gallery.collective import run_on_ranks
+from neurondev.render.model_explorer import ModelExplorerFiles
 from neurondev.xla import ranks as xla_ranks
 
 
@@ -111,6 +113,8 @@ CATALOGUE = [
     ("save_svg-folder", lambda: seed_explanation().save_svg("/tmp"), neurondev.InvalidOptionError, ValueError, "is a folder: give a file name"),
     ("save_model_explorer-onto-a-file", lambda: seed_explanation().save_model_explorer(__file__), neurondev.InvalidOptionError, ValueError, "is a file, not a folder"),
     ("model_explorer-port-str", lambda: seed_explanation().model_explorer(port="abc"), neurondev.InvalidOptionError, ValueError, "port is a TCP port number"),
+    ("model-explorer-files-url-port-str", lambda: ModelExplorerFiles(Path("graphs.json"), ()).url("8080"), neurondev.InvalidOptionError, ValueError, "got '8080'"),
+    ("model-explorer-files-command-port-zero", lambda: ModelExplorerFiles(Path("graphs.json"), ()).command(0), neurondev.InvalidOptionError, ValueError, "from 1 to 65535"),
     ("fix_of-another-explanations-pin", lambda: seed_explanation().fix_of(_other_pin()), neurondev.InvalidSubjectError, TypeError, "is a pin of another one"),
     ("patch-root-without-the-file", lambda: _fixed_explanation().patch(root="/usr"), neurondev.InvalidOptionError, ValueError, "is not inside the folder /usr"),
     ("run-str-for-a-tensor", lambda: neurondev.run_on_xla(seed_graph(), "x"), neurondev.XlaInputError, TypeError, "is a tensor in the graph (float32, (64,)), got a str"),

@@ -6,7 +6,8 @@ two graphs (before and after the pass); each overlay is one node-data file: the 
 the pass, the rewrites), graph breaks, crossings, uploads, CPU fallbacks, the device each node
 ran on, and the node where XLA first differs from CPU. Nodes are labelled for people (what they
 call, at which line; a weight by its dotted name), and the page opens where the findings are: the
-first graph with a pin or a break, the layers that hold them expanded, the first pin selected.
+first graph with a pin or a break, the layers that hold them expanded, the first pin named as
+selected (Model Explorer 0.1 drops a selection when a node-data overlay loads after the layout).
 Built with ``model_explorer.graph_builder``, ``node_data_builder`` and ``ModelExplorerConfig``;
 nothing is drawn here.
 """
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch.fx
 
+from neurondev._paths import serving_port
 from neurondev.errors import ModelExplorerUnavailableError
 from neurondev.fx.devices import function_name
 from neurondev.fx.labels import node_label
@@ -83,6 +85,7 @@ class ModelExplorerFiles:
     def url(self, port: int) -> str:
         """The page of a Model Explorer serving on ``port`` that opens the graphs with their overlays,
         on the findings (``ModelExplorerConfig``'s URL data with the pane state added)."""
+        serving_port(port)
         from model_explorer.config import ModelExplorerConfig
 
         config = ModelExplorerConfig().add_model_from_path(str(self.graphs))
@@ -96,6 +99,7 @@ class ModelExplorerFiles:
 
     def command(self, port: int = 8080) -> list[str]:
         """The model-explorer command that opens them (loopback only, no browser)."""
+        serving_port(port)
         node_data = ",".join(str(path) for path in self.overlays)
         return [
             "model-explorer",

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.fx
 
-from neurondev._paths import output_file, output_folder
+from neurondev._paths import output_file, output_folder, serving_port
 from neurondev._views import view
 from neurondev.errors import InvalidOptionError, InvalidSubjectError
 from neurondev.fx.kernels import CpuKernel
@@ -358,8 +358,8 @@ class Explanation:
 
     def model_explorer(self, folder: str | Path | None = None, *, port: int | None = None) -> ModelExplorerServer:
         """Start Model Explorer (on loopback) with this Explanation's graphs; in a notebook it shows embedded."""
-        if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536):
-            raise InvalidOptionError(f"port is a TCP port number from 1 to 65535 (None: a free one), got {port!r}")
+        if port is not None:
+            serving_port(port)
         if folder is not None:
             folder = output_folder(folder, what="model_explorer's folder", example="me/")
         return view("model_explorer")(self, folder, port=port)
