@@ -101,8 +101,8 @@ _TIMING = re.compile(r"\d\s?(ms|s)\b")
 _FLOAT = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)|[-+]?\d+\.\d+")
 # When several lines of a library read a guarded value (transformers' deprecation wrapper reads kwargs at
 # two lines), which one dynamo names varies between processes (134 or 173 in CI, same versions): the
-# line in a library is masked, the user's own lines (In[N]:L, file.py:L of the notebook's code) are not.
-_LIBRARY_READ = re.compile(r"(read at (?:deprecation|generic|modeling_\w+)\.py):\d+")
+# line in a library's file is masked; the notebook's own lines (read at In[N]:L) are not.
+_LIBRARY_READ = re.compile(r"(read at [\w.-]+\.py):\d+")
 _LIBRARY_NOISE = ("[Gloo]",)  # gloo's C++ logging reaches stdout at its own pace
 
 
