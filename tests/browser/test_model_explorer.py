@@ -3,9 +3,11 @@ node-data table naming the pin nodes with their overlay values, as a person sees
 
 from __future__ import annotations
 
+import contextlib
 import re
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 import neurondev
 from neurondev import testing
@@ -33,6 +35,21 @@ def _renderer(page, expression):
     )
 
 
+def _providers(page):
+    return page.inner_text("body").split("NODE DATA PROVIDERS", 1)[-1].split("Aggregated stats", 1)[0]
+
+
+def _wait_for_pins_overlay(page, timeout=30_000):
+    """The providers panel once the pins overlay has loaded (it lists the overlays first and fills them in as they load)."""
+    with contextlib.suppress(PlaywrightTimeout):  # the caller's assertion shows what the panel held instead
+        page.wait_for_function(
+            "(() => { const t = document.body.innerText.split('NODE DATA PROVIDERS')[1] || '';"
+            " return /7\\s+pins\\s+visibility(?!_off)/.test(t.split('Aggregated stats')[0]) })()",
+            timeout=timeout,
+        )
+    return _providers(page)
+
+
 def test_model_explorer_opens_on_the_pins_with_labels_for_people(server, page, explanation):
     page.goto(server.url)
     page.wait_for_function(
@@ -43,8 +60,8 @@ def test_model_explorer_opens_on_the_pins_with_labels_for_people(server, page, e
     assert "neurondev GPT2LMHeadModel" in body and "graph 0 before" in body
     for overlay in ("pins", "graph breaks", "crossings", "uploads", "cpu fallbacks", "ran on xla", "first difference"):
         assert overlay in body, overlay
-    providers = body.split("NODE DATA PROVIDERS", 1)[1].split("Aggregated stats", 1)[0]
-    assert re.search(r"7\s+pins\s+visibility(?!_off)", providers), providers  # the pins overlay, shown, colours the nodes
+    shown = _wait_for_pins_overlay(page)
+    assert re.search(r"7\s+pins\s+visibility(?!_off)", shown), shown  # the pins overlay, shown, colours the nodes
     page.wait_for_function(
         "window.me_test.renderers[0].curModelGraph.nodesById['transformer___group___'].expanded === true", timeout=30_000
     )  # the layer that holds the pins opens expanded, not as one collapsed box
