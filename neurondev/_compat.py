@@ -33,6 +33,7 @@ __all__ = [
     "keystr",
     "lookup_backend",
     "make_boxed_func",
+    "NODE_FIELDS",
     "OpOverload",
     "OpOverloadPacket",
     "qualified_name",
@@ -58,6 +59,11 @@ keystr = _pytree.keystr
 # torch._ops: the classes of ATen operators in graphs made by aot_autograd and torch.export
 OpOverload = torch._ops.OpOverload
 OpOverloadPacket = torch._ops.OpOverloadPacket
+
+# torch.fx.Node: the fields behind its ``args`` / ``kwargs`` properties, which
+# neurondev.fx.devices.device_nodes reads directly when it passes over a node with no device
+# argument (the property calls were half the pass's time on a 100k-node graph).
+NODE_FIELDS = {"args": "_args", "kwargs": "_kwargs"}
 
 # Attributes torch._dynamo.mark_dynamic and its relatives set on a tensor.
 DYNAMIC_MARKS = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
 import torch
@@ -15,6 +16,7 @@ __all__ = [
     "as_device",
     "describe_object",
     "device_format",
+    "device_nodes",
     "device_slots",
     "function_name",
     "graph_module_of",
@@ -169,6 +171,35 @@ def device_slots(node: torch.fx.Node, positional: bool = True) -> tuple[Slot, ..
         else:
             return ()
     return _kwarg_slot(device) + _positional_slots(args, loose)
+
+
+def device_nodes(nodes: Iterable[torch.fx.Node], positional: bool = True) -> Iterator[tuple[torch.fx.Node, tuple[Slot, ...]]]:
+    """``(node, device_slots(node, positional))`` for every node of ``nodes`` that has a device argument.
+
+    What the pass and the pin finder walk a graph with. Most nodes have none: a call_function of an
+    ordinary op with no ``device`` kwarg and no ``torch.device`` among its args is passed over in
+    this loop, reading the node's fields directly (torch.fx's ``args`` / ``kwargs`` properties
+    cost as much as the rest of the check; see ``NODE_FIELDS`` in :mod:`neurondev._compat`).
+    Every other node is asked of :func:`device_slots`, the one rule.
+    """
+    for node in nodes:
+        op = node.op
+        if op == "call_function":
+            target = node.target
+            ordinary = target is not _DEVICE and target is not _ENTER_AUTOCAST and target is not _TENSOR_TO
+            if ordinary and target.__class__ is not OpOverload and "device" not in node._kwargs:
+                if not positional:
+                    continue
+                for value in node._args:
+                    if value.__class__ is _DEVICE:
+                        break
+                else:
+                    continue
+        elif op != "call_method":
+            continue
+        slots = device_slots(node, positional)
+        if slots:
+            yield node, slots
 
 
 def _device_call_slot(args: tuple, kwargs: dict) -> tuple[Slot, ...]:

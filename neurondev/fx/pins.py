@@ -14,7 +14,7 @@ import torch.fx
 from neurondev.fx.devices import (
     Slot,
     device_format,
-    device_slots,
+    device_nodes,
     function_name,
     graph_module_of,
     is_assertion,
@@ -102,19 +102,20 @@ def find_pins(
     module = graph_module_of(gm, purpose="find_pins needs a traced graph, got")
     wanted = parse_target(target)
     pins = []
-    for prefix, node in _nodes_and_bodies(module):
-        for slot in device_slots(node):
+    for prefix, node, slots in _device_nodes_and_bodies(module):
+        for slot in slots:
             device = slot_device(node, slot)
             if is_pin(slot, device, wanted):
                 pins.append(_pin(node, slot, device, graph, part, wanted, traced_on_meta, prefix))
     return pins
 
 
-def _nodes_and_bodies(gm: torch.fx.GraphModule) -> Iterator[tuple[str, torch.fx.Node]]:
-    """The graph's own nodes, then those of every body a higher-order op calls (with the body's name)."""
-    yield from (("", node) for node in gm.graph.nodes)
+def _device_nodes_and_bodies(gm: torch.fx.GraphModule) -> Iterator[tuple[str, torch.fx.Node, tuple[Slot, ...]]]:
+    """The graph's own nodes with device arguments, then those of every body a higher-order op calls
+    (with the body's name), each with its device slots."""
+    yield from (("", node, slots) for node, slots in device_nodes(gm.graph.nodes))
     for body in subgraphs(gm):
-        yield from ((f"{body.name}.", node) for node in body.module.graph.nodes)
+        yield from ((f"{body.name}.", node, slots) for node, slots in device_nodes(body.module.graph.nodes))
 
 
 def _pin(

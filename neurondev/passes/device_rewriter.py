@@ -12,7 +12,7 @@ import torch.fx
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
 from neurondev.errors import InvalidOptionError, PassInvariantError
-from neurondev.fx.devices import Slot, device_slots, graph_module_of, parse_target, rewritten_by, slot_device
+from neurondev.fx.devices import Slot, device_nodes, device_slots, graph_module_of, parse_target, rewritten_by, slot_device
 from neurondev.fx.graphs import copy_graph
 from neurondev.fx.subgraphs import subgraphs
 from neurondev.passes.fake_meta import refresh_meta
@@ -150,11 +150,8 @@ class DeviceRewriterPass(PassBase):
     ) -> list[torch.fx.Node]:
         """Rewrite one graph's nodes (``prefix`` names the body they are in); the nodes rewritten. ``met``
         gets every node with a device argument (``ensures`` checks those)."""
-        positional, slots_of, rewritten = self.rewrite_positional, device_slots, []
-        for node in graph_module.graph.nodes:
-            slots = slots_of(node, positional)
-            if not slots:
-                continue
+        rewritten = []
+        for node, slots in device_nodes(graph_module.graph.nodes, self.rewrite_positional):
             met.append(node)
             stale = [slot for slot in slots if self._needs_rewrite(node, slot)]
             if stale:

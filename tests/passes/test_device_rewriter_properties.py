@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import neurondev
 from neurondev import DeviceRewriterPass
-from neurondev.fx.pins import device_slots
+from neurondev.fx.devices import device_nodes, device_slots
 
 DEVICES = [
     "cpu",
@@ -32,10 +32,10 @@ devices = st.sampled_from(DEVICES)
 kwarg_nodes = st.tuples(st.just("kwarg"), st.sampled_from(FACTORIES), st.one_of(st.none(), devices))
 to_nodes = st.tuples(st.just("to"), devices, st.booleans())
 to_kwarg_nodes = st.tuples(st.just("to_kwarg"), devices, st.booleans())
-device_nodes = st.tuples(st.just("torch.device"), st.sampled_from(["cpu", "cuda", "xla", "meta"]), st.sampled_from([None, 0, 1]))
+device_call_nodes = st.tuples(st.just("torch.device"), st.sampled_from(["cpu", "cuda", "xla", "meta"]), st.sampled_from([None, 0, 1]))
 method_nodes = st.tuples(st.just("method"), st.sampled_from(["cpu", "cuda"]), st.booleans())
 plain_nodes = st.tuples(st.just("plain"))
-one_node = st.one_of(kwarg_nodes, to_nodes, to_kwarg_nodes, device_nodes, method_nodes, plain_nodes)
+one_node = st.one_of(kwarg_nodes, to_nodes, to_kwarg_nodes, device_call_nodes, method_nodes, plain_nodes)
 node_specs = st.lists(one_node, max_size=25)
 
 
@@ -165,3 +165,41 @@ def test_kwargs_only_mode_is_the_documented_algorithm_node_by_node(specs):
         if node.name in expected:
             assert node.kwargs == expected[node.name]
             assert type(node.kwargs["device"]) is type(expected[node.name]["device"])
+
+
+aten_nodes = st.tuples(st.just("aten"), devices)
+positional_nodes = st.tuples(st.just("positional"), devices)
+plain_kwarg_nodes = st.tuples(st.just("plain_kwargs"), st.sampled_from([{}, {"alpha": 2}, {"device": None}]))
+
+
+def _extra_node(graph, x, spec):
+    """Nodes the walk must not pass over: an ATen op with a device, a device as an ordinary function's
+    positional argument, and ordinary ops with kwargs (``device=None`` among them)."""
+    kind = spec[0]
+    if kind == "aten":
+        return graph.call_function(torch.ops.aten._to_copy.default, (x,), {"device": spec[1]})
+    if kind == "positional":
+        return graph.call_function(torch.empty, (4, spec[1]) if isinstance(spec[1], torch.device) else (4,))
+    return graph.call_function(torch.add, (x, 1.0), spec[1])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(one_node, autocast_nodes, aten_nodes, positional_nodes, plain_kwarg_nodes), max_size=25), st.booleans())
+def test_the_graph_walk_finds_exactly_the_nodes_device_slots_names(specs, positional):
+    """device_nodes, the walk the pass and the pin finder use, skips a node only where device_slots is empty."""
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    made = [_extra_node(graph, x, spec) if spec[0] in ("aten", "positional", "plain_kwargs") else _node(graph, x, spec) for spec in specs]
+    graph.output(graph.call_function(list, (tuple(made),)))
+    walked = dict(device_nodes(graph.nodes, positional))
+    assert walked == {node: device_slots(node, positional) for node in graph.nodes if device_slots(node, positional)}
+
+
+def test_the_node_fields_the_walk_reads_are_what_torch_fx_properties_return():
+    """neurondev._compat.NODE_FIELDS: the walk reads Node._args / Node._kwargs; a torch release that moves them fails here."""
+    from neurondev._compat import NODE_FIELDS
+
+    graph = torch.fx.Graph()
+    node = graph.call_function(torch.add, (graph.placeholder("x"), 1.0), {"alpha": 2})
+    for public, private in NODE_FIELDS.items():
+        assert getattr(node, private) is getattr(node, public)
