@@ -258,7 +258,7 @@ the target, in the format it was written in. This notebook takes it apart on sma
         SETUP
         + """
 from neurondev import DeviceRewriterPass
-from neurondev.fx.pins import device_slots""",
+from neurondev.fx.devices import device_slots""",
     ),
     ("md", """## One node, before and after"""),
     (
