@@ -1,7 +1,8 @@
 """Every private torch / torch_xla / IPython hook neurondev uses, in one place, with the versions checked.
 
 Each of these reaches into an internal that a release may move. They were checked against the
-versions in ``CHECKED_WITH``; when one breaks, this is the only file to mend.
+versions in ``CHECKED_WITH``; when one breaks, this is the only file to mend (one exception, read
+in a hot loop, is named below: ``torch.fx.Node._args`` / ``._kwargs`` in ``fx/devices.py``).
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ __all__ = [
     "keystr",
     "lookup_backend",
     "make_boxed_func",
-    "NODE_FIELDS",
     "OpOverload",
     "OpOverloadPacket",
     "qualified_name",
@@ -60,10 +60,10 @@ keystr = _pytree.keystr
 OpOverload = torch._ops.OpOverload
 OpOverloadPacket = torch._ops.OpOverloadPacket
 
-# torch.fx.Node: the fields behind its ``args`` / ``kwargs`` properties, which
-# neurondev.fx.devices.device_nodes reads directly when it passes over a node with no device
-# argument (the property calls were half the pass's time on a 100k-node graph).
-NODE_FIELDS = {"args": "_args", "kwargs": "_kwargs"}
+# torch.fx.Node._args / ._kwargs, the fields behind its args / kwargs properties: the one private
+# read that lives elsewhere, in the loop of neurondev.fx.devices.device_nodes (a call through here
+# would cost what reading them directly saves: the property calls were half the pass's time on a
+# 100k-node graph). tests/passes/test_device_rewriter_properties.py fails if a release moves them.
 
 # Attributes torch._dynamo.mark_dynamic and its relatives set on a tensor.
 DYNAMIC_MARKS = (

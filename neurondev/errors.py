@@ -21,6 +21,7 @@ __all__ = [
     "XlaUnavailableError",
     "XlaInputError",
     "UnsupportedWorldSizeError",
+    "RankRunError",
     "DevicePinsError",
     "UnknownExampleError",
     "DotUnavailableError",
@@ -89,6 +90,10 @@ class XlaInputError(NeurondevError, TypeError):
 
 class UnsupportedWorldSizeError(NeurondevError, ValueError):
     """A multi-rank run was asked for with a number of ranks this runtime cannot run."""
+
+
+class RankRunError(NeurondevError, RuntimeError):
+    """A multi-rank run ended without every rank's result; the message carries the ranks' own error output."""
 
 
 class DevicePinsError(NeurondevError, AssertionError):

@@ -52,12 +52,12 @@ KEY_TEXT = {
         "neurondev: output on xla:0",
     ],
     "04_collectives.ipynb": [
-        "rank 0: frozen breaks at ['copy_'], rewritten breaks at [], values [100.0, 102.0, 104.0, 106.0]",
-        "rank 1: frozen breaks at ['copy_'], rewritten breaks at [], values [108.0, 110.0, 112.0, 114.0]",
+        "rank 0: frozen breaks at ('copy_',), rewritten breaks at (), values (100.0, 102.0, 104.0, 106.0)",
+        "rank 1: frozen breaks at ('copy_',), rewritten breaks at (), values (108.0, 110.0, 112.0, 114.0)",
         # the two-rank run's facts (this notebook is the suite's two-rank test: tests/xla/test_ranks.py checks the rest)
-        "rank 0 on xla:0: frozen output on ['cpu'], rewritten output on ['xla:0'], rewritten executions and transfers to host 0, 0; "
+        "rank 0 on xla:0: frozen output on ('cpu',), rewritten output on ('xla:0',), rewritten executions and transfers to host 0, 0; "
         "both equal the direct reduction: True",
-        "rank 1 on xla:1: frozen output on ['cpu'], rewritten output on ['xla:1'], rewritten executions and transfers to host 0, 0; "
+        "rank 1 on xla:1: frozen output on ('cpu',), rewritten output on ('xla:1',), rewritten executions and transfers to host 0, 0; "
         "both equal the direct reduction: True",
     ],
     "05_real_model.ipynb": [

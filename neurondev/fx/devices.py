@@ -179,7 +179,7 @@ def device_nodes(nodes: Iterable[torch.fx.Node], positional: bool = True) -> Ite
     What the pass and the pin finder walk a graph with. Most nodes have none: a call_function of an
     ordinary op with no ``device`` kwarg and no ``torch.device`` among its args is passed over in
     this loop, reading the node's fields directly (torch.fx's ``args`` / ``kwargs`` properties
-    cost as much as the rest of the check; see ``NODE_FIELDS`` in :mod:`neurondev._compat`).
+    cost as much as the rest of the check; :mod:`neurondev._compat` names this private read).
     Every other node is asked of :func:`device_slots`, the one rule.
     """
     for node in nodes:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from neurondev.errors import InvalidOptionError, UnsupportedWorldSizeError
+from neurondev.errors import InvalidOptionError, RankRunError, UnsupportedWorldSizeError
 
 if TYPE_CHECKING:
     from neurondev.xla.run_records import RunRecord
@@ -46,11 +46,11 @@ class RankRun:
     the peers' share of the same collective step (2 ranks: 2 executions at the frozen ``copy_``).
     """
 
-    graph_breaks: list[str]
+    graph_breaks: tuple[str, ...]
     executions: int
     transfers_to_host: int
-    output_devices: list[str]
-    values: list[float]
+    output_devices: tuple[str, ...]
+    values: tuple[float, ...]
     matches_expected: bool | None
     error: str | None
 
@@ -62,7 +62,7 @@ class RankResult:
     rank: int
     world_size: int
     device: str
-    expected: list[float]
+    expected: tuple[float, ...]
     frozen: RankRun
     rewritten: RankRun
 
@@ -92,8 +92,9 @@ def run_on_ranks(case: str, *, world_size: int = 2, timeout: float = 600) -> lis
         finished = subprocess.run(command, env=environ, capture_output=True, text=True, timeout=timeout)
         results = sorted(Path(folder).glob("rank-*.json"))
         if finished.returncode != 0 or len(results) != world_size:
-            raise RuntimeError(
-                f"the {world_size}-rank run failed (exit {finished.returncode}, {len(results)} rank results):\n" + finished.stderr[-3000:]
+            raise RankRunError(
+                f"the {world_size}-rank run of {case} failed (exit {finished.returncode}, {len(results)} rank results):\n"
+                + finished.stderr[-3000:]
             )
         return [_result_from_json(json.loads(path.read_text())) for path in results]
 
@@ -125,8 +126,14 @@ def _runtime_name() -> str:
 
 
 def _result_from_json(data: dict[str, Any]) -> RankResult:
-    frozen, rewritten = (RankRun(**data.pop(name)) for name in ("frozen", "rewritten"))
-    return RankResult(**data, frozen=frozen, rewritten=rewritten)
+    """A rank's result as its worker wrote it (JSON has lists where the records hold tuples)."""
+    frozen, rewritten = (_run_from_json(data.pop(name)) for name in ("frozen", "rewritten"))
+    return RankResult(**{**data, "expected": tuple(data["expected"])}, frozen=frozen, rewritten=rewritten)
+
+
+def _run_from_json(data: dict[str, Any]) -> RankRun:
+    sequences = {name: tuple(data[name]) for name in ("graph_breaks", "output_devices", "values")}
+    return RankRun(**{**data, **sequences})
 
 
 _trace_lock = threading.Lock()
@@ -169,7 +176,7 @@ def _worker(index: int, case: str, folder: str, world_size: int) -> None:
         name: _rank_run(run_on_xla(graph, *inputs, reference=expected, repeat=0, barrier=barrier))
         for name, graph in (("frozen", gm), ("rewritten", rewrite_copy(gm)[0]))
     }
-    result = RankResult(rank, world_size, str(xla.device()), expected.tolist(), **runs)
+    result = RankResult(rank, world_size, str(xla.device()), tuple(expected.tolist()), **runs)
     Path(folder, f"rank-{rank}.json").write_text(json.dumps(dataclasses.asdict(result)))
 
 
@@ -195,11 +202,11 @@ def _rank_barrier():
 def _rank_run(record: RunRecord) -> RankRun:
     outputs = record.outputs[0].cpu().tolist() if record.outputs else []
     return RankRun(
-        graph_breaks=[b.node for b in record.graph_breaks],
+        graph_breaks=tuple(b.node for b in record.graph_breaks),
         executions=record.executions,
         transfers_to_host=record.transfers_to_host,
-        output_devices=list(record.output_devices),
-        values=outputs,
+        output_devices=tuple(record.output_devices),
+        values=tuple(outputs),
         matches_expected=record.matches_reference,
         error=str(record.error) if record.error else None,
     )

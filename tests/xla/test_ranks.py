@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
 import neurondev
 from neurondev.gallery.collective import expected_reduce_scatter, rank_input
-from neurondev.xla.ranks import check_world_size
+from neurondev.xla.ranks import _result_from_json, check_world_size, run_on_ranks
 
 
 def test_expected_reduction_is_the_sum_over_ranks_scattered():
@@ -28,3 +30,40 @@ def test_world_sizes_the_runtime_can_run_are_decided_before_anything_starts():
 
 # The two-rank run itself is notebook 04's (tests/test_notebooks.py checks its facts rank by rank):
 # running it here too would spawn the same two XLA devices twice per test run.
+
+
+def _returns_nothing(rank, world_size):
+    """Not a RankCase: a rank cannot unpack (function, inputs, expected) from None."""
+
+
+@pytest.mark.xla
+@pytest.mark.slow
+def test_a_rank_that_fails_ends_in_a_named_error_with_the_ranks_own_output():
+    with pytest.raises(neurondev.RankRunError, match=r"the 1-rank run of tests\.xla\.test_ranks:_returns_nothing failed") as raised:
+        run_on_ranks("tests.xla.test_ranks:_returns_nothing", world_size=1, timeout=300)
+    assert "TypeError" in str(raised.value)  # the worker's own traceback, not a bare exit code
+
+
+def test_a_rank_result_read_back_from_its_worker_is_frozen_through():
+    written = {
+        "rank": 0,
+        "world_size": 1,
+        "device": "xla:0",
+        "expected": [1.0],
+        **{
+            name: {
+                "graph_breaks": ["copy_"],
+                "executions": 1,
+                "transfers_to_host": 1,
+                "output_devices": ["cpu"],
+                "values": [1.0],
+                "matches_expected": True,
+                "error": None,
+            }
+            for name in ("frozen", "rewritten")
+        },
+    }
+    result = _result_from_json(written)
+    assert result.expected == (1.0,) and result.frozen.graph_breaks == ("copy_",) and result.rewritten.values == (1.0,)
+    for record in (result, result.frozen):
+        assert not [f.name for f in dataclasses.fields(record) if isinstance(getattr(record, f.name), (list, dict, set))]
