@@ -6,11 +6,14 @@ import importlib
 from typing import Any
 
 from neurondev._version import __version__ as __version__
+from neurondev.devices.host import host_device
 from neurondev.errors import (
     CaptureInputError,
     DevicePinsError,
+    DeviceUnavailableError,
     DotUnavailableError,
     DrawTimeoutError,
+    HostDeviceError,
     InputCountError,
     InputSpecError,
     InvalidOptionError,
@@ -61,6 +64,7 @@ __all__ = [
     "check",
     "watch",
     "backend",
+    "host_device",
     "DeviceRewriterPass",
     # records
     "Explanation",
@@ -78,8 +82,10 @@ __all__ = [
     "NeurondevError",
     "CaptureInputError",
     "DevicePinsError",
+    "DeviceUnavailableError",
     "DotUnavailableError",
     "DrawTimeoutError",
+    "HostDeviceError",
     "InputCountError",
     "InputSpecError",
     "InvalidOptionError",

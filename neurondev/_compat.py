@@ -26,6 +26,8 @@ __all__ = [
     "concrete",
     "default_tolerances",
     "detect_fake_mode",
+    "dispatch_has_kernel",
+    "has_backend_fallback",
     "dynamo_break_of",
     "extract_compiled_graph",
     "graphs_made",
@@ -85,6 +87,16 @@ def concrete(value: Any) -> Any:
         hint = value.node.hint
         return hint if hint is not None else value
     return value
+
+
+def dispatch_has_kernel(op: str, key: str) -> bool:
+    """Whether ``op`` ('aten::addmm.out') has a kernel registered directly for dispatch key ``key`` ('PrivateUse1')."""
+    return bool(torch._C._dispatch_has_kernel_for_dispatch_key(op, key))
+
+
+def has_backend_fallback(key: str) -> bool:
+    """Whether a backend registered a fallback (a kernel for every op it has none for) under dispatch key ``key``."""
+    return bool(torch._C._dispatch_has_backend_fallback(getattr(torch._C.DispatchKey, key)))
 
 
 def qualified_name(target: Callable[..., Any]) -> str:

@@ -33,6 +33,8 @@ __all__ = [
     "SourceChangedError",
     "NestedWatchError",
     "PassInvariantError",
+    "HostDeviceError",
+    "DeviceUnavailableError",
     "NoGraphWarning",
     "warn_user",
 ]
@@ -145,6 +147,14 @@ class NestedWatchError(NeurondevError, RuntimeError):
 
 class PassInvariantError(NeurondevError, AssertionError):
     """DeviceRewriterPass left a device argument it rewrites (its ``ensures`` check): a bug in neurondev, please report it."""
+
+
+class HostDeviceError(NeurondevError, RuntimeError):
+    """The host test device cannot be built (no C++ compiler, no ninja) or registered (another backend holds PrivateUse1)."""
+
+
+class DeviceUnavailableError(NeurondevError, RuntimeError):
+    """A device torch could name but whose backend is not loaded in this process (its package is not imported)."""
 
 
 class NoGraphWarning(UserWarning):

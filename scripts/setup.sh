@@ -33,11 +33,19 @@ python_packages() {
     fi
 }
 
+host_device() {
+    # The host test device's C++, built once into ~/.cache/neurondev for this torch (the tests then pay a second)
+    echo "setup: building neurondev's host test device for $1 (about a minute the first time)"
+    "$1/bin/python" -c "import neurondev; neurondev.host_device()" >>"$1/setup.log" 2>&1 || {
+        tail -n 20 "$1/setup.log" >&2; echo "setup: building the host test device failed; the log is $1/setup.log" >&2; exit 1; }
+}
+
 system_packages
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
     exit 0
 fi
 python_packages
 bash scripts/setup_drawing.sh "$venv"
+host_device "$venv"
 echo "$want" > "$stamp"
 echo "setup: done"

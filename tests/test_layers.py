@@ -9,7 +9,22 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "neurondev"
 # Lowest first: a module may import its own folder and the folders before it (and the base modules).
-ORDER = ("trace", "fx", "passes", "xla", "loops", "report", "render", "notebook", "integrations", "gallery", "cli")
+ORDER = (
+    "trace",
+    "fx",
+    "passes",
+    "runs",
+    "xla",
+    "native",
+    "devices",
+    "loops",
+    "report",
+    "render",
+    "notebook",
+    "integrations",
+    "gallery",
+    "cli",
+)
 BASE = ("neurondev.errors", "neurondev._compat", "neurondev._views", "neurondev._version", "neurondev._paths")
 TOP = ("neurondev", "neurondev.__main__", "neurondev.testing", "neurondev.examples", "neurondev.widgets")
 

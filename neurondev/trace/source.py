@@ -19,6 +19,7 @@ __all__ = [
     "Located",
     "SourceLine",
     "display_name",
+    "is_program_file",
     "is_user_file",
     "judge_kind",
     "short_location",
@@ -155,6 +156,12 @@ def user_line_of_error(error: BaseException) -> SourceLine | None:
         current = current.__cause__ or current.__context__
     mine = [frame for frame in frames if _is_users(frame[0])]
     return source_line(*mine[-1]) if mine else None
+
+
+def is_program_file(file: str) -> bool:
+    """Code of the program: the user's files and the libraries they call (transformers), not torch,
+    torch_xla, neurondev's machinery or the standard library."""
+    return _is_users(file)
 
 
 def _is_users(file: str) -> bool:

@@ -1,0 +1,427 @@
+// neurondev's host-memory test device: a PyTorch PrivateUse1 backend whose memory is host memory.
+//
+// For learning and for tests, never an accelerator. Laid out as PyTorch's own out-of-tree devices
+// are (an allocator, a DeviceGuardImpl, the PrivateUse1 hooks, a few kernels of its own and a boxed
+// fallback), and small:
+//   * ops run "natively" by default: a boxed kernel registered for each ATen op that has a CPU
+//     kernel runs that CPU kernel on the same memory (the tensors are aliased, nothing is copied);
+//   * ops named in set_fallback() have no PrivateUse1 kernel: they reach the backend fallback, which
+//     runs them through at::native::cpu_fallback (inputs copied to a CPU tensor, outputs copied back),
+//     as a backend whose operator table marks them CPU_FALLBACK does;
+//   * every cross-device copy (direction, bytes) and every fallback is recorded in an event log that
+//     Python reads back (the ground truth neurondev's own dispatch-level accounting is tested against).
+#include <torch/extension.h>
+
+#include <ATen/EmptyTensor.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <ATen/native/CPUFallback.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/set_native.h>
+#include <ATen/ops/view_native.h>
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/core/impl/alloc_cpu.h>
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace {
+
+constexpr c10::DeviceType kDeviceType = c10::DeviceType::PrivateUse1;
+const c10::Device kDevice(kDeviceType, 0);
+const c10::DispatchKeySet kDeviceKeys(c10::DispatchKey::PrivateUse1);
+
+bool on_device(const at::Tensor& tensor) {
+  return tensor.defined() && tensor.device().type() == kDeviceType;
+}
+
+// --- the event log ------------------------------------------------------------------------------
+struct Event {
+  std::string kind;  // "copy" or "fallback"
+  std::string op;    // the op falling back (for a copy: the fallback it is part of, or "")
+  std::string direction;  // "to_host", "to_device", "on_device" (copies), "" (fallbacks)
+  int64_t bytes;
+};
+
+std::mutex log_mutex;
+std::vector<Event> event_log;
+thread_local std::string falling_back;  // the op whose fallback is running on this thread
+
+void record(const std::string& kind, const std::string& op, const std::string& direction, int64_t bytes) {
+  std::lock_guard<std::mutex> lock(log_mutex);
+  event_log.push_back({kind, op, direction, bytes});
+}
+
+std::string op_name(const c10::OperatorHandle& op) {
+  const auto& name = op.operator_name();
+  return name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
+}
+
+// --- memory -------------------------------------------------------------------------------------
+void free_host(void* data) {
+  c10::free_cpu(data);
+}
+
+struct HostMemory final : c10::Allocator {
+  c10::DataPtr allocate(size_t nbytes) override {
+    void* data = nbytes ? c10::alloc_cpu(nbytes) : nullptr;
+    return {data, data, &free_host, kDevice};
+  }
+  c10::DeleterFnPtr raw_deleter() const override {
+    return &free_host;
+  }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    std::memcpy(dest, src, count);
+  }
+};
+
+HostMemory memory;
+
+void release_storage(void* context) {
+  delete static_cast<c10::Storage*>(context);
+}
+
+// A tensor of `device` whose storage is `storage`'s memory, which it keeps alive: no byte is copied.
+at::Tensor alias_on(const at::Tensor& tensor, c10::Device device, c10::DispatchKeySet keys, c10::Allocator* allocator) {
+  const c10::Storage& storage = tensor.storage();
+  void* data = storage.nbytes() ? storage.mutable_data() : nullptr;
+  c10::DataPtr pointer(data, new c10::Storage(storage), &release_storage, device);
+  c10::Storage aliased(c10::Storage::use_byte_size_t(), storage.nbytes(), std::move(pointer), allocator, /*resizable=*/true);
+  auto impl = c10::make_intrusive<c10::TensorImpl>(std::move(aliased), keys, tensor.dtype());
+  impl->set_sizes_and_strides(tensor.sizes(), tensor.strides(), tensor.storage_offset());
+  return at::Tensor(std::move(impl));
+}
+
+at::Tensor on_cpu(const at::Tensor& tensor) {
+  return on_device(tensor) ? alias_on(tensor, c10::Device(c10::kCPU), c10::DispatchKeySet(c10::DispatchKey::CPU), c10::GetCPUAllocator())
+                           : tensor;
+}
+
+// --- the few kernels of its own -----------------------------------------------------------------
+at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<at::ScalarType> dtype, std::optional<at::Layout>,
+                               std::optional<at::Device>, std::optional<bool>, std::optional<at::MemoryFormat> format) {
+  return at::detail::empty_generic(size, &memory, kDeviceKeys, c10::dtype_or_default(dtype), format);
+}
+
+at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<at::ScalarType> dtype,
+                         std::optional<at::Layout>, std::optional<at::Device>, std::optional<bool>) {
+  return at::detail::empty_strided_generic(size, stride, &memory, kDeviceKeys, c10::dtype_or_default(dtype));
+}
+
+at::Tensor as_strided(const at::Tensor& self, c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<int64_t> offset) {
+  return at::native::as_strided_tensorimpl(self, size, stride, offset);
+}
+
+at::Tensor view(const at::Tensor& self, c10::IntArrayRef size) {
+  return at::native::view(self, size);
+}
+
+at::Tensor reshape_alias(const at::Tensor& self, c10::IntArrayRef size, c10::IntArrayRef stride) {
+  return at::native::_reshape_alias(self, size, stride);
+}
+
+const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size, std::optional<at::MemoryFormat> format) {
+  at::native::resize_impl_cpu_(self.unsafeGetTensorImpl(), size, std::nullopt);
+  if (format.has_value() && *format != at::MemoryFormat::Preserve) {
+    self.unsafeGetTensorImpl()->empty_tensor_restride(*format);
+  }
+  return self;
+}
+
+at::Tensor& set_storage(at::Tensor& self, at::Storage source, int64_t offset, c10::IntArrayRef size, c10::IntArrayRef stride) {
+  return at::native::set_storage_cpu_(self, std::move(source), offset, size, stride);
+}
+
+at::Tensor& set_source(at::Tensor& self, at::Storage source) {
+  int64_t elements = static_cast<int64_t>(source.nbytes() / self.dtype().itemsize());
+  return set_storage(self, std::move(source), 0, {elements}, {});
+}
+
+at::Tensor& set_tensor(at::Tensor& self, const at::Tensor& source) {
+  return set_storage(self, source.storage(), source.storage_offset(), source.sizes(), source.strides());
+}
+
+at::Tensor& set_empty(at::Tensor& self) {
+  c10::Storage empty(c10::Storage::use_byte_size_t(), 0, &memory, /*resizable=*/true);
+  return set_storage(self, std::move(empty), 0, {0}, {});
+}
+
+std::string direction_of(const at::Tensor& source, const at::Tensor& destination) {
+  if (on_device(source) && on_device(destination)) return "on_device";
+  return on_device(destination) ? "to_device" : "to_host";
+}
+
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_blocking*/) {
+  std::string direction = direction_of(self, dst);
+  if (direction != "on_device") {
+    record("copy", falling_back, direction, static_cast<int64_t>(self.numel()) * self.element_size());
+  }
+  on_cpu(dst).copy_(on_cpu(self));
+  return dst;
+}
+
+at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
+  dst.resize_(self.sizes());
+  return copy_from(self, dst, false);
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("empty.memory_format", empty_memory_format);
+  m.impl("empty_strided", empty_strided);
+  m.impl("as_strided", as_strided);
+  m.impl("view", view);
+  m.impl("_reshape_alias", reshape_alias);
+  m.impl("resize_", resize_);
+  m.impl("set_.source_Storage_storage_offset", set_storage);
+  m.impl("set_.source_Storage", set_source);
+  m.impl("set_.source_Tensor", set_tensor);
+  m.impl("set_", set_empty);
+  m.impl("_copy_from", copy_from);
+  m.impl("_copy_from_and_resize", copy_from_and_resize);
+}
+
+// Ops whose PrivateUse1 kernel is one of the above: never aliased in bulk, never made to fall back.
+const std::set<std::string> kOwnKernels = {
+    "empty.memory_format", "empty_strided", "as_strided", "view", "_reshape_alias", "resize_",
+    "set_.source_Storage_storage_offset", "set_.source_Storage", "set_.source_Tensor", "set_",
+    "_copy_from", "_copy_from_and_resize"};
+
+// --- ops run natively: the CPU kernel on the same memory ---------------------------------------
+struct Aliased {
+  at::Tensor original;  // the device tensor the caller passed
+  at::Tensor host;      // the CPU tensor over its memory the CPU kernel saw
+  const void* data;     // where that memory was when the kernel started
+};
+
+c10::IValue to_cpu_value(const c10::IValue& value, std::vector<Aliased>& aliased) {
+  if (value.isTensor()) {
+    const at::Tensor& tensor = value.toTensor();
+    if (!on_device(tensor)) return value;
+    at::Tensor host = on_cpu(tensor);
+    aliased.push_back({tensor, host, host.storage().data()});
+    return host;
+  }
+  if (value.isTensorList()) {
+    c10::List<at::Tensor> list;
+    for (const at::Tensor& tensor : value.toTensorList()) list.push_back(to_cpu_value(tensor, aliased).toTensor());
+    return list;
+  }
+  if (value.isOptionalTensorList()) {
+    c10::List<std::optional<at::Tensor>> list;
+    for (const std::optional<at::Tensor>& tensor : value.toOptionalTensorList()) {
+      list.push_back(tensor.has_value() ? std::optional<at::Tensor>(to_cpu_value(*tensor, aliased).toTensor()) : std::nullopt);
+    }
+    return list;
+  }
+  if (value.isDevice() && value.toDevice().type() == kDeviceType) return c10::Device(c10::kCPU);
+  return value;
+}
+
+at::Tensor to_device_tensor(const at::Tensor& result, const std::vector<Aliased>& aliased) {
+  if (!result.defined() || result.device().type() != c10::kCPU) return result;
+  for (const Aliased& entry : aliased) {
+    if (result.is_same(entry.host)) return entry.original;  // in place, or out=: the caller's own tensor
+  }
+  for (const Aliased& entry : aliased) {
+    if (result.storage().is_alias_of(entry.host.storage())) {  // a view of an input
+      return entry.original.as_strided(result.sizes(), result.strides(), result.storage_offset());
+    }
+  }
+  return alias_on(result, kDevice, kDeviceKeys, &memory);  // a new result: its memory becomes the device's
+}
+
+c10::IValue to_device_value(const c10::IValue& value, const std::vector<Aliased>& aliased) {
+  if (value.isTensor()) return to_device_tensor(value.toTensor(), aliased);
+  if (value.isTensorList()) {
+    c10::List<at::Tensor> list;
+    for (const at::Tensor& tensor : value.toTensorList()) list.push_back(to_device_tensor(tensor, aliased));
+    return list;
+  }
+  return value;
+}
+
+void run_natively(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const auto& schema = op.schema();
+  size_t arguments = schema.arguments().size();
+  std::vector<Aliased> aliased;
+  for (size_t i = stack->size() - arguments; i < stack->size(); ++i) {
+    (*stack)[i] = to_cpu_value((*stack)[i], aliased);
+  }
+  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+  for (const Aliased& entry : aliased) {  // a kernel that grew an output moved it to new memory: follow it
+    if (entry.host.storage().data() != entry.data && entry.host.storage().data() != nullptr) {
+      entry.original.resize_(entry.host.sizes());
+      on_cpu(entry.original).copy_(entry.host);
+    }
+  }
+  size_t returns = schema.returns().size();
+  for (size_t i = stack->size() - returns; i < stack->size(); ++i) {
+    (*stack)[i] = to_device_value((*stack)[i], aliased);
+  }
+}
+
+// --- ops that fall back to the CPU ----------------------------------------------------------------
+void fall_back(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  std::string name = op_name(op);
+  record("fallback", name, "", 0);
+  std::string outer = falling_back;
+  falling_back = name;
+  try {
+    at::native::cpu_fallback(op, stack);
+  } catch (...) {
+    falling_back = outer;
+    throw;
+  }
+  falling_back = outer;
+}
+
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&fall_back>());
+}
+
+// --- which ops run natively and which fall back ---------------------------------------------------
+std::map<std::string, std::unique_ptr<torch::Library>> native_kernels;  // "addmm.out" -> its registration
+std::set<std::string> falling;  // overload names that fall back now
+
+bool runs_natively(const c10::OperatorHandle& op) {
+  const auto& name = op.operator_name();
+  return name.name.rfind("aten::", 0) == 0 && op.hasKernelForDispatchKey(c10::DispatchKey::CPU) &&
+         !op.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd) && kOwnKernels.count(op_name(op).substr(6)) == 0;
+}
+
+void register_natively(const std::string& overload) {
+  auto library = std::make_unique<torch::Library>(torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
+  library->impl(overload.c_str(), torch::CppFunction::makeFromBoxedFunction<&run_natively>());
+  native_kernels[overload] = std::move(library);
+}
+
+// The overloads ("addmm", "addmm.out") that `names` select: "aten::addmm" is every overload of addmm,
+// "aten::addmm.out" that one. Unknown names and ops that never reach a device kernel are reported.
+std::tuple<std::set<std::string>, std::vector<std::string>, std::vector<std::string>> select(const std::vector<std::string>& names) {
+  std::set<std::string> chosen;
+  std::vector<std::string> unknown, composite;
+  auto ops = c10::Dispatcher::singleton().getAllOpNames();
+  for (const std::string& wanted : names) {
+    bool found = false, decomposes = false;
+    for (const c10::OperatorName& name : ops) {
+      std::string full = name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
+      if (full != wanted && name.name != wanted) continue;
+      found = true;
+      auto handle = c10::Dispatcher::singleton().findOp(name);
+      if (handle.has_value() && runs_natively(*handle)) {
+        chosen.insert(full.substr(6));
+      } else {
+        decomposes = true;
+      }
+    }
+    if (!found) unknown.push_back(wanted);
+    else if (decomposes && chosen.empty()) composite.push_back(wanted);
+  }
+  return {chosen, unknown, composite};
+}
+
+// Make exactly `names` fall back; every other op with a CPU kernel runs natively. Returns the names
+// that were refused: (unknown ops, ops that never reach a device kernel); nothing changes then.
+std::tuple<std::vector<std::string>, std::vector<std::string>> set_fallback(const std::vector<std::string>& names) {
+  auto [chosen, unknown, composite] = select(names);
+  if (!unknown.empty() || !composite.empty()) return {unknown, composite};
+  static bool enumerated = false;
+  if (!enumerated) {  // every op with a CPU kernel, once: ops loaded later keep the fallback
+    for (const c10::OperatorName& name : c10::Dispatcher::singleton().getAllOpNames()) {
+      auto handle = c10::Dispatcher::singleton().findOp(name);
+      if (handle.has_value() && runs_natively(*handle)) native_kernels[op_name(*handle).substr(6)] = nullptr;
+    }
+    enumerated = true;
+  }
+  for (auto& [overload, library] : native_kernels) {
+    bool falls = chosen.count(overload) > 0;
+    if (falls && library) library.reset();
+    if (!falls && !library) register_natively(overload);
+  }
+  falling = chosen;
+  return {{}, {}};
+}
+
+std::vector<std::string> fallback_ops() {
+  return {falling.begin(), falling.end()};
+}
+
+// --- the hooks and the device guard -------------------------------------------------------------
+struct Hooks final : at::PrivateUse1HooksInterface {
+  bool isBuilt() const override { return true; }
+  bool isAvailable() const override { return true; }
+  bool hasPrimaryContext(c10::DeviceIndex) const override { return true; }
+  const at::Generator& getDefaultGenerator(c10::DeviceIndex) const override { return at::detail::getDefaultCPUGenerator(); }
+  at::Generator getNewGenerator(c10::DeviceIndex) const override { return at::detail::createCPUGenerator(); }
+  at::Device getDeviceFromPtr(void*) const override { return kDevice; }
+  c10::Allocator* getPinnedMemoryAllocator() const override { return c10::GetCPUAllocator(); }
+  void resizePrivateUse1Bytes(const c10::Storage& storage, size_t size) const override {
+    at::native::resize_bytes_cpu(storage.unsafeGetStorageImpl(), size);
+  }
+};
+
+struct Guard final : c10::impl::DeviceGuardImplInterface {
+  c10::DeviceType type() const override { return kDeviceType; }
+  c10::Device exchangeDevice(c10::Device) const override { return kDevice; }
+  c10::Device getDevice() const override { return kDevice; }
+  void setDevice(c10::Device) const override {}
+  void uncheckedSetDevice(c10::Device) const noexcept override {}
+  c10::Stream getStream(c10::Device device) const noexcept override { return c10::Stream(c10::Stream::DEFAULT, device); }
+  c10::Stream getDefaultStream(c10::Device device) const override { return c10::Stream(c10::Stream::DEFAULT, device); }
+  c10::Stream exchangeStream(c10::Stream stream) const noexcept override { return stream; }
+  c10::DeviceIndex deviceCount() const noexcept override { return 1; }
+  void record(void**, const c10::Stream&, const c10::DeviceIndex, const c10::EventFlag) const override {}
+  void block(void*, const c10::Stream&) const override {}
+  bool queryEvent(void*) const override { return true; }
+  void destroyEvent(void*, const c10::DeviceIndex) const noexcept override {}
+  bool queryStream(const c10::Stream&) const override { return true; }
+  void synchronizeStream(const c10::Stream&) const override {}
+};
+
+C10_REGISTER_GUARD_IMPL(PrivateUse1, Guard);
+
+Hooks* hooks = nullptr;
+
+// Register the hooks and the allocator (once per process); false when another backend holds the hooks.
+bool install() {
+  if (hooks != nullptr) return true;
+  if (at::isPrivateUse1HooksRegistered()) return false;
+  hooks = new Hooks();
+  at::RegisterPrivateUse1HooksInterface(hooks);
+  c10::SetAllocator(kDeviceType, &memory);
+  return true;
+}
+
+std::vector<std::tuple<std::string, std::string, std::string, int64_t>> events(size_t start) {
+  std::lock_guard<std::mutex> lock(log_mutex);
+  std::vector<std::tuple<std::string, std::string, std::string, int64_t>> found;
+  for (size_t i = start; i < event_log.size(); ++i) {
+    found.emplace_back(event_log[i].kind, event_log[i].op, event_log[i].direction, event_log[i].bytes);
+  }
+  return found;
+}
+
+size_t event_count() {
+  std::lock_guard<std::mutex> lock(log_mutex);
+  return event_log.size();
+}
+
+}  // namespace
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, module) {
+  module.doc() = "neurondev's host-memory test device (a PrivateUse1 backend over host memory)";
+  module.def("install", &install, "register the hooks and the allocator; false when PrivateUse1's hooks are taken");
+  module.def("set_fallback", &set_fallback, "make exactly these ops fall back to the CPU; returns the refused names");
+  module.def("fallback_ops", &fallback_ops, "the overloads that fall back now");
+  module.def("events", &events, "the device's own log from position start: (kind, op, direction, bytes)");
+  module.def("event_count", &event_count, "how many events the log holds");
+}

@@ -1,0 +1,140 @@
+"""Build (once, into a cache) and register the host test device: its C++ with torch.utils.cpp_extension, its name, its module."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from neurondev.errors import HostDeviceError, InvalidOptionError
+from neurondev.native.fallbacks import forget
+
+__all__ = ["NAME", "SOURCE", "build_folder", "extension", "host_device", "loaded", "privateuse1_name"]
+
+NAME = "hostdev"  # a name no accelerator uses: host memory behind PyTorch's PrivateUse1 mechanism
+SOURCE = Path(__file__).resolve().parent / "hostdev.cpp"
+_UNRENAMED = "privateuseone"
+_lock = threading.Lock()
+_extension: list[Any] = []
+
+
+def privateuse1_name() -> str:
+    """The name PrivateUse1 goes by in this process ('privateuseone' until a backend renames it)."""
+    return str(torch._C._get_privateuse1_backend_name())
+
+
+def build_folder() -> Path:
+    """Where the compiled device is cached: one folder per torch and Python version
+    (``NEURONDEV_CACHE`` overrides the root, default ``~/.cache/neurondev``)."""
+    root = Path(os.environ.get("NEURONDEV_CACHE") or Path.home() / ".cache" / "neurondev")
+    version = torch.__version__.replace("+", "-")
+    return root / f"hostdev-torch{version}-py{sys.version_info.major}{sys.version_info.minor}"
+
+
+def loaded() -> bool:
+    """Whether the host device is loaded in this process."""
+    return bool(_extension) and privateuse1_name() == NAME
+
+
+def host_device(fallback: Any = ()) -> torch.device:
+    """Load neurondev's host-memory test device (built the first time, about a minute; cached after)
+    and choose which ATen ops fall back to the CPU on it; its ``torch.device``.
+
+    It is a PyTorch PrivateUse1 backend whose memory is host memory, for learning and for tests: it
+    is not an accelerator, and it is not Neuron. Ops run "natively" (the CPU kernel on the same memory,
+    nothing copied) unless named in ``fallback`` (``"aten::addmm"``: every overload; ``"aten::addmm.out"``:
+    that one), which then fall back to the CPU the way a backend's unsupported ops do (inputs copied to
+    the host, outputs copied back), as TorchNeuron's CPU_FALLBACK ops do. Calling it again sets which ops
+    fall back (the default: none). HostDeviceError when it cannot be built (no C++ compiler, no ninja) or
+    when another backend holds PrivateUse1 (named).
+    """
+    wanted = _fallback_names(fallback)
+    with _lock:
+        module = extension()
+        _register(module)
+        unknown, composite = module.set_fallback(wanted)
+        forget()  # which ops have a device kernel changed
+    if unknown:
+        raise InvalidOptionError(
+            f"fallback names ATen ops, and torch has no {', '.join(map(repr, unknown))}; e.g. 'aten::addmm', 'aten::mm'"
+        )
+    if composite:
+        raise InvalidOptionError(
+            f"{', '.join(composite)} never reach a device kernel (torch decomposes them first, or they have no CPU kernel to "
+            "fall back to): name the ops they call, e.g. 'aten::addmm' or 'aten::mm' for aten::linear"
+        )
+    return torch.device(NAME, 0)
+
+
+def _fallback_names(fallback: Any) -> list[str]:
+    names = [fallback] if isinstance(fallback, str) else fallback
+    try:
+        names = list(names)
+    except TypeError:
+        names = [names]
+    if not all(isinstance(name, str) and name for name in names):
+        raise InvalidOptionError(f"fallback is a list of ATen op names such as 'aten::addmm', got {fallback!r}")
+    return [name if name.startswith("aten::") else f"aten::{name}" for name in names]
+
+
+def extension() -> Any:
+    """The compiled device (built into ``build_folder()`` the first time), loaded once per process."""
+    if _extension:
+        return _extension[0]
+    taken = privateuse1_name()
+    if taken not in (_UNRENAMED, NAME):
+        raise HostDeviceError(
+            f"PrivateUse1 is taken by the {taken!r} backend in this process (torch allows one): the host test device "
+            f"cannot load beside it; run it in a process without {taken!r} (on that machine use target={taken!r})"
+        )
+    _check_toolchain()
+    _extension.append(_compile())
+    return _extension[0]
+
+
+def _check_toolchain() -> None:
+    from torch.utils.cpp_extension import is_ninja_available
+
+    compiler = os.environ.get("CXX", "c++")
+    if shutil.which(compiler) is None:
+        raise HostDeviceError(
+            f"the host test device is C++ built on first use, and no C++ compiler was found ({compiler!r} is not on PATH): "
+            "install one (Debian: apt-get install g++), or set CXX"
+        )
+    if not is_ninja_available():
+        raise HostDeviceError(
+            "the host test device is built with ninja, which was not found: pip install ninja (or apt-get install ninja-build)"
+        )
+
+
+def _compile() -> Any:
+    from torch.utils.cpp_extension import load
+
+    folder = build_folder()
+    folder.mkdir(parents=True, exist_ok=True)
+    if not any(folder.glob("*.so")):
+        print(f"neurondev: building the host test device into {folder} (about a minute, once)", file=sys.stderr)
+    try:
+        return load(name="neurondev_hostdev", sources=[str(SOURCE)], build_directory=str(folder), extra_cflags=["-O2"], verbose=False)
+    except Exception as error:
+        raise HostDeviceError(f"building the host test device failed ({type(error).__name__}: {str(error)[-600:]})") from error
+
+
+def _register(module: Any) -> None:
+    """Hooks, name, the generated tensor methods and the device module: once per process."""
+    if privateuse1_name() == NAME:
+        return
+    if not module.install():
+        raise HostDeviceError(
+            "another backend registered PrivateUse1's hooks in this process (torch allows one): the host test device cannot load beside it"
+        )
+    from neurondev.devices.host import device_module
+
+    torch.utils.rename_privateuse1_backend(NAME)
+    torch._register_device_module(NAME, device_module)
+    torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_storage=True)

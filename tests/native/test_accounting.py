@@ -1,0 +1,88 @@
+"""Dispatch-level accounting on a native device, against the device's own log (the host test device records
+every copy and fallback it makes in C++): counts equal, each event on the program's line."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import neurondev
+from neurondev.devices.host.loader import extension
+from neurondev.native.accounting import Accounting
+from tests.helpers import line_of
+
+
+@pytest.fixture
+def device():
+    yield neurondev.host_device()
+    neurondev.host_device()
+
+
+def program(x, device):
+    y = x.to(device)  # a copy to the device
+    z = (y * 2).sum()
+    scale = z.item()  # a sync
+    table = torch.tensor([1.0, 2.0], device=device)  # built on the host, uploaded
+    return (y * scale + table.sum()).cpu()  # a copy to the host
+
+
+def test_copies_and_syncs_are_counted_as_the_device_made_them_each_on_its_line(device):
+    start = extension().event_count()
+    accounting = Accounting(device.type)
+    with accounting:
+        program(torch.randn(4), device)
+    device_copies = [(direction, nbytes) for kind, _, direction, nbytes in extension().events(start) if kind == "copy"]
+    counts = accounting.counts()
+    assert counts.transfers_to_device == sum(d == "to_device" for d, _ in device_copies) == 2
+    assert counts.transfers_to_host == sum(d == "to_host" for d, _ in device_copies) == 1
+    assert counts.bytes_to_device == sum(n for d, n in device_copies if d == "to_device") == 16 + 8
+    assert counts.syncs == 1
+    lines = [(event.kind, event.line) for event in accounting.events]
+    assert lines == [
+        ("copy to device", line_of(program, "x.to(device)")),
+        ("sync", line_of(program, "z.item()")),
+        ("copy to device", line_of(program, "torch.tensor([1.0")),
+        ("copy to host", line_of(program, ".cpu()")),
+    ]
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.fc(x).relu()
+
+
+def test_each_fallback_is_counted_with_the_bytes_the_device_copied_on_the_users_line_and_module(device):
+    neurondev.host_device(fallback=("aten::addmm",))
+    net = Net().to(device)
+    x = torch.randn(2, 8, device=device)
+    start = extension().event_count()
+    accounting = Accounting(device.type, modules={id(m): name for name, m in net.named_modules()})
+    with accounting:
+        net(x)
+    log = extension().events(start)
+    counts = accounting.counts()
+    assert counts.fallbacks == (("aten::addmm", 1),) and sum(kind == "fallback" for kind, *_ in log) == 1
+    assert counts.fallback_bytes == sum(nbytes for kind, op, _, nbytes in log if kind == "copy" and op) == 272
+    (event,) = accounting.events
+    assert (event.runs_as, event.line, event.module) == ("aten::addmm.out", line_of(Net.forward, "self.fc(x)"), "fc")
+
+
+def test_a_tiny_gpt2_with_addmm_falling_back_counts_what_the_device_counted(device, gpt2):
+    neurondev.host_device(fallback=("aten::addmm",))
+    model, args, kwargs = gpt2
+    import copy
+
+    moved = copy.deepcopy(model).to(device)
+    start = extension().event_count()
+    accounting = Accounting(device.type)
+    with torch.no_grad(), accounting:
+        moved(*[a.to(device) for a in args], **kwargs)
+    log = extension().events(start)
+    counts = accounting.counts()
+    assert counts.fallback_calls == sum(kind == "fallback" for kind, *_ in log) == 8  # 4 Conv1D per layer, 2 layers
+    assert counts.fallback_bytes == sum(nbytes for kind, op, _, nbytes in log if kind == "copy" and op)
+    assert {event.file.rsplit("/", 1)[-1] for event in accounting.events if event.kind == "fallback"} == {"pytorch_utils.py"}
