@@ -2,7 +2,7 @@
 natively on XLA, for every gallery pattern whose two traces agree, and the tiny GPT-2.
 
 Both graphs run on the same XLA device in one process, calls interleaved round by round, medians
-compared (neurondev.xla.native.side_by_side_seconds), so the ratio holds on a shared, noisy machine.
+compared (neurondev.runs.traces.side_by_side_seconds), so the ratio holds on a shared, noisy machine.
 Target: within 1.1 on every one.
 """
 
@@ -12,13 +12,14 @@ import argparse
 
 import neurondev
 from neurondev import examples
-from neurondev.xla.native import compare_with_native, side_by_side_seconds
+from neurondev.runs.traces import compare_with_native, side_by_side_seconds
+from neurondev.xla.driver import XlaDriver
 
 
 def ratio_of(name: str, rounds: int) -> float | None:
     with examples.get(name).open() as (fn, args, kwargs):
         cpu = neurondev.capture(fn, *args, **kwargs)
-        comparison = compare_with_native(cpu, fn, args, kwargs)
+        comparison = compare_with_native(cpu, fn, args, kwargs, driver=XlaDriver())
     if not comparison.agree:
         print(f"{name:>17}: traces differ, no yardstick ({comparison.summary()[:90]})")
         return None
@@ -29,7 +30,7 @@ def ratio_of(name: str, rounds: int) -> float | None:
             "rewritten": (rewritten, cpu.example_inputs[index]),
             "native": (comparison.native.graphs[index], comparison.native.example_inputs[index]),
         }
-        seconds = side_by_side_seconds(runs, rounds=rounds)
+        seconds = side_by_side_seconds(runs, driver=XlaDriver(), rounds=rounds)
         ratios.append(seconds["rewritten"] / seconds["native"])
         print(
             f"{name:>17}: graph {index} rewritten {seconds['rewritten'] * 1e3:.3f} ms, native "

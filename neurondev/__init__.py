@@ -7,6 +7,7 @@ from typing import Any
 
 from neurondev._version import __version__ as __version__
 from neurondev.devices.host import host_device
+from neurondev.devices.verbs import compare_traces
 from neurondev.errors import (
     CaptureInputError,
     DevicePinsError,
@@ -46,11 +47,11 @@ from neurondev.report.check import check
 from neurondev.report.fixes.records import Fix
 from neurondev.report.model import Explanation, Section, SectionKey
 from neurondev.report.pipeline import explain
+from neurondev.runs.records import RunRecord
+from neurondev.runs.traces import TraceComparison
 from neurondev.trace.capture import Capture, capture
 from neurondev.trace.source import SourceLine
-from neurondev.xla.native import TraceComparison, compare_traces
 from neurondev.xla.run import run_on_xla
-from neurondev.xla.run_records import RunRecord
 
 __all__ = [
     # verbs

@@ -27,6 +27,7 @@ __all__ = [
     "default_tolerances",
     "detect_fake_mode",
     "dispatch_has_kernel",
+    "dispatch_mode_keeps_compiled_code",
     "has_backend_fallback",
     "dynamo_break_of",
     "extract_compiled_graph",
@@ -48,7 +49,7 @@ __all__ = [
     "tree_unflatten",
 ]
 
-CHECKED_WITH = {"torch": "2.9.0", "torch_xla": "2.9.0", "IPython": "9.18.1"}
+CHECKED_WITH = {"torch": ("2.9.0", "2.13.0"), "torch_xla": "2.9.0", "IPython": "9.18.1"}
 
 # torch.utils._pytree: nested inputs and outputs (lists, tuples, dicts, dataclasses registered with torch)
 tree_leaves = _pytree.tree_leaves
@@ -92,6 +93,18 @@ def concrete(value: Any) -> Any:
 def dispatch_has_kernel(op: str, key: str) -> bool:
     """Whether ``op`` ('aten::addmm.out') has a kernel registered directly for dispatch key ``key`` ('PrivateUse1')."""
     return bool(torch._C._dispatch_has_kernel_for_dispatch_key(op, key))
+
+
+def dispatch_mode_keeps_compiled_code() -> bool:
+    """Whether a TorchDispatchMode that ignores compile internals, on while compiled code is called,
+    leaves dynamo's cache alone. torch 2.9 compiles with the modes off and then fails its guards with the
+    mode on (a recompile on every call, an empty reason); torch 2.13 does not (both measured here)."""
+    return _version_at_least(torch.__version__, (2, 13))
+
+
+def _version_at_least(version: str, wanted: tuple[int, int]) -> bool:
+    major, minor = (int(part) for part in version.split("+")[0].split(".")[:2])
+    return (major, minor) >= wanted
 
 
 def has_backend_fallback(key: str) -> bool:

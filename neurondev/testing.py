@@ -20,6 +20,7 @@ from neurondev.fx.graphs import copy_graph
 from neurondev.gallery.catalogue import Outcome
 from neurondev.gallery.models import tiny_gpt2, tiny_llama
 from neurondev.integrations.backend import backend
+from neurondev.runs.placement import to_device
 from neurondev.xla import counters, runtime
 
 if TYPE_CHECKING:
@@ -102,7 +103,7 @@ def bridge_report(gm: torch.fx.GraphModule, *inputs: Any, rewrite: bool) -> Brid
     device = runtime.device()
     seen: list[torch.fx.GraphModule] = []
     inner = observed_openxla(seen)
-    device_inputs = runtime.to_device(inputs, device)
+    device_inputs = to_device(inputs, device)
     report = BridgeReport("neurondev" if rewrite else "openxla")
     graph = copy_graph(gm)
     try:

@@ -26,7 +26,7 @@ python_packages() {
     [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
     echo "setup: installing the tested packages into $venv (torch is ~7 GB the first time; log: $venv/setup.log)"
     if ! { "$venv/bin/python" -m pip install --upgrade pip &&
-           "$venv/bin/python" -m pip install -c requirements/constraints.txt -e '.[dev]'; } >"$venv/setup.log" 2>&1; then
+           "$venv/bin/python" -m pip install -c requirements/constraints.txt -e '.[dev,xla]'; } >"$venv/setup.log" 2>&1; then
         tail -n 40 "$venv/setup.log" >&2
         echo "setup: pip failed; the whole log is $venv/setup.log" >&2
         exit 1

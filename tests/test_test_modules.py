@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-FOLDERS = ("render", "report", "report/fixes", "xla")
+FOLDERS = ("render", "report", "report/fixes", "runs", "xla", "native", "devices", "devices/host")
 # A module tested through an entry point rather than on its own: the test module that does, and the
 # call (or import) through which it reaches the module.
 TESTED_BY = {
@@ -21,8 +21,17 @@ TESTED_BY = {
     "report/fixes/patch": ("tests/report/fixes/test_files.py", "patch("),
     "report/fixes/records": ("tests/test_frozen_records.py", "Fix"),
     "xla/compiler": ("tests/integrations/test_backend.py", 'backend="neurondev"'),
-    "xla/program_records": ("tests/xla/test_program.py", ".program."),
-    "xla/run_records": ("tests/xla/test_run.py", "from neurondev.xla.run_records import"),
+    "runs/graph": ("tests/xla/test_run.py", "neurondev.run_on_xla("),
+    "runs/interface": ("tests/runs/test_first_difference.py", "driver=XlaDriver()"),
+    "runs/placement": ("tests/xla/test_run_inputs.py", "run_on_xla("),
+    "xla/driver": ("tests/runs/test_first_difference.py", "from neurondev.xla.driver import XlaDriver"),
+    "native/fallbacks": ("tests/native/test_accounting.py", 'fallback=("aten::addmm",)'),
+    "devices/drivers": ("tests/runs/test_traces.py", "neurondev.compare_traces("),
+    "devices/verbs": ("tests/runs/test_traces.py", "neurondev.compare_traces("),
+    "devices/host/device_module": ("tests/devices/test_host_device.py", "torch.manual_seed(1)"),
+    "devices/host/loader": ("tests/devices/test_host_device.py", "neurondev.host_device("),
+    "runs/program_records": ("tests/runs/test_program.py", ".program."),
+    "runs/records": ("tests/xla/test_run.py", "from neurondev.runs.records import"),
 }
 
 

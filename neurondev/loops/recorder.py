@@ -162,7 +162,7 @@ def since(before: Any, after: Any) -> Any:
     if after is None:
         return None
     if before is None:
-        from neurondev.xla.counters import Counts
+        from neurondev.runs.counts import Counts
 
         before = Counts()
     return after - before

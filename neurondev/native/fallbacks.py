@@ -5,7 +5,9 @@ boxed fallback for the rest, which copies the inputs to the host, runs the CPU k
 results back (``at::native::cpu_fallback``). Which op takes which path is in the dispatcher's tables,
 not in the op's name: an op with a kernel of its own runs on the device; one that decomposes
 (CompositeImplicitAutograd, CompositeExplicitAutograd) runs as the ops it calls; a structured op's
-functional and in-place forms run through its ``out`` form, which is the one that falls back or not.
+functional and in-place forms run through its ``out`` form, which is the one that falls back or not
+(while the functional ops generated from in-place and view ops, ``copy`` or ``slice_copy``, are made
+of other ops, their ``out`` forms too).
 """
 
 from __future__ import annotations
@@ -38,7 +40,9 @@ def host_op(func: OpOverload) -> str | None:
         return None
     if dispatch_has_kernel(name, _THROUGH_OUT):
         out = out_form(func)
-        return None if out is None or dispatch_has_kernel(out, KEY) else out
+        if out is None or dispatch_has_kernel(out, KEY) or any(dispatch_has_kernel(out, key) for key in _DECOMPOSED):
+            return None  # a structured op whose out form the device runs, or an op made of others (copy, *_copy, *_scatter)
+        return out
     return name
 
 

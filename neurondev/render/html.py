@@ -10,15 +10,15 @@ from typing import TYPE_CHECKING, Any
 from neurondev.render.drawing import DrawBudget, svg_or_reason
 from neurondev.render.text import after_text, before_text, first_difference_text, pins_text, program_text, specialised_text
 from neurondev.report.advice import LIBRARY_NOTE, short_fix
+from neurondev.runs.records import RunRecord
 from neurondev.trace.source import SourceLine, is_user_file
-from neurondev.xla.run_records import RunRecord
 
 if TYPE_CHECKING:
     from neurondev.fx.pins import DevicePin
     from neurondev.report.fixes.records import Fix
     from neurondev.report.model import Explanation, Section
     from neurondev.report.verdicts import Verdict
-    from neurondev.xla.program_records import ProgramRun
+    from neurondev.runs.program_records import ProgramRun
 
 __all__ = ["CSS", "card", "code_diff", "escape", "metrics_table", "program_panel", "report"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from neurondev.xla.run_records import GraphBreak, RunRecord
+from neurondev.runs.records import GraphBreak, RunRecord
 
 if TYPE_CHECKING:
     from neurondev.fx.pins import DevicePin

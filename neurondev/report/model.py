@@ -27,12 +27,12 @@ from neurondev.fx.pins import DevicePin, pin_table
 from neurondev.passes.device_rewriter import Rewrite
 from neurondev.report.fixes.records import Fix
 from neurondev.report.verdicts import Verdict
+from neurondev.runs.first_difference import NodeDifference
+from neurondev.runs.program_records import Programs
+from neurondev.runs.records import RunRecord
+from neurondev.runs.traces import LineDifference, TraceComparison
 from neurondev.trace.capture import Capture
 from neurondev.trace.inputs import HostValue
-from neurondev.xla.first_difference import NodeDifference
-from neurondev.xla.native import LineDifference, TraceComparison
-from neurondev.xla.program_records import Programs
-from neurondev.xla.run_records import RunRecord
 
 if TYPE_CHECKING:
     from neurondev.notebook.explorer import Explorer

@@ -11,9 +11,9 @@ import torch
 
 from neurondev.errors import InvalidOptionError, InvalidTargetError, OptionShadowsArgumentError, XlaUnavailableError
 from neurondev.fx.devices import parse_target
+from neurondev.runs.values import check_tolerances
 from neurondev.trace.capture import check_level
 from neurondev.trace.source import display_name
-from neurondev.xla.values import check_tolerances
 
 __all__ = ["ExplainOptions", "check_target", "default", "given", "refuse_shadowing", "value_of"]
 

@@ -28,15 +28,16 @@ from neurondev.report.model import Explanation, NativeTiming, Section, SectionKe
 from neurondev.report.options import ExplainOptions, default, refuse_shadowing
 from neurondev.report.progress import Stages
 from neurondev.report.verdicts import Verdict, cpu_verdict, random_reason, rewrite_verdict
+from neurondev.runs.first_difference import NodeDifference
+from neurondev.runs.graph import cpu_reference, run_graph
+from neurondev.runs.interface import Driver
+from neurondev.runs.program import ProgramSubject
+from neurondev.runs.program_records import Programs
+from neurondev.runs.records import RunRecord
+from neurondev.runs.traces import TraceComparison
 from neurondev.trace.capture import Capture, capture, required_inputs
 from neurondev.trace.copies import kept_global_state
 from neurondev.trace.inputs import HostValue
-from neurondev.xla.first_difference import NodeDifference
-from neurondev.xla.native import TraceComparison
-from neurondev.xla.program import ProgramSubject
-from neurondev.xla.program_records import Programs
-from neurondev.xla.run import cpu_reference, run_on_xla
-from neurondev.xla.run_records import RunRecord
 
 __all__ = ["ExplainOptions", "explain", "explain_with", "rerun"]
 
@@ -79,6 +80,7 @@ class Runtime:
 
     info: Mapping[str, str] = dataclasses.field(default_factory=dict)
     unavailable: str | None = None
+    driver: Driver | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,6 +90,7 @@ class Runs:
     records: Mapping[SectionKey, tuple[RunRecord, RunRecord]] = dataclasses.field(default_factory=dict)
     runtime: Mapping[str, str] = dataclasses.field(default_factory=dict)
     skipped: str | None = None
+    driver: Driver | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -306,11 +309,12 @@ def _indexed(target: torch.device, gm: torch.fx.GraphModule, runtime: Runtime | 
 def runtime_stage(stages: Stages) -> Runtime:
     """Start the XLA runtime before the rewrite makes any value on XLA (a value there before torch_xla
     is loaded can abort the process); a machine without one gets the reason, and no runs."""
-    from neurondev import xla
+    from neurondev.devices.drivers import driver_for
 
     stages.start("start XLA")
+    driver = driver_for(torch.device("xla"))
     try:
-        return Runtime(MappingProxyType(xla.describe()))
+        return Runtime(MappingProxyType(dict(driver.describe())), driver=driver)
     except XlaUnavailableError as error:
         return Runtime(unavailable=f"no XLA device: {error}")
 
@@ -325,24 +329,33 @@ def run_stage(rewritten: tuple[RewrittenGraph, ...], runtime: Runtime, options: 
         return Runs(skipped=_META_SKIP)
     if runtime.unavailable is not None:
         return Runs(skipped=runtime.unavailable)
+    assert runtime.driver is not None
+    driver = runtime.driver
     stages.start("run before", total=len(rewritten))
     references = [cpu_reference(g.pinned.traced.graph_module, g.pinned.traced.inputs, seed=_SEED) for g in rewritten]
-    before = [_run(stages, g.pinned.traced.graph_module, g, options, ref) for g, ref in zip(rewritten, references)]
+    before = [_run(stages, g.pinned.traced.graph_module, g, options, ref, driver) for g, ref in zip(rewritten, references)]
     stages.start("run after", total=len(rewritten))
-    after = [_run(stages, g.graph_module, g, options, ref) for g, ref in zip(rewritten, references)]
+    after = [_run(stages, g.graph_module, g, options, ref, driver) for g, ref in zip(rewritten, references)]
     records = {g.key: (b, a) for g, b, a in zip(rewritten, before, after)}
-    return Runs(MappingProxyType(records), runtime.info)
+    return Runs(MappingProxyType(records), runtime.info, driver=driver)
 
 
 def _run(
-    stages: Stages, gm: torch.fx.GraphModule, graph: RewrittenGraph, options: ExplainOptions, reference: tuple[Any, str | None]
+    stages: Stages,
+    gm: torch.fx.GraphModule,
+    graph: RewrittenGraph,
+    options: ExplainOptions,
+    reference: tuple[Any, str | None],
+    driver: Driver,
 ) -> RunRecord:
     """One run on XLA against the CPU reference both runs share; host values stay on the host,
     where the user's code would have them."""
     traced = graph.pinned.traced
     host = [value.index for value in traced.host_values]
     expected = reference[0] if reference[1] is None else None  # None: the run finds (and says) why there is none
-    record = run_on_xla(gm, *traced.inputs, reference=expected, rtol=options.rtol, atol=options.atol, keep_on_host=host, seed=_SEED)
+    record = run_graph(
+        gm, *traced.inputs, driver=driver, reference=expected, rtol=options.rtol, atol=options.atol, keep_on_host=host, seed=_SEED
+    )
     stages.advance()
     return record
 
@@ -366,16 +379,17 @@ def program_stage(
         return ProgramStage(skipped=_META_SKIP)
     if runtime.unavailable is not None:
         return ProgramStage(skipped=runtime.unavailable)
-    from neurondev._compat import lookup_backend
+    from neurondev.runs.program import run_program
     from neurondev.xla.compiler import backend
-    from neurondev.xla.program import run_program
 
     stages.start("your program on XLA", total=2)
     random = next((r for gm in captured.graphs if (r := random_reason(gm, None, _XLA_GENERATOR)) is not None), None)
     compared = {"reference": captured.output, "not_comparable": random, "rtol": options.rtol, "atol": options.atol}
-    as_written, _ = run_program(subject, lookup_backend("openxla"), label="openxla", **compared)
+    driver = runtime.driver
+    assert driver is not None
+    as_written, _ = run_program(subject, driver.program_backend(), driver=driver, label="openxla", **compared)
     stages.advance()
-    rewritten, native = run_program(subject, backend, label="neurondev", keep_graphs=True, **compared)
+    rewritten, native = run_program(subject, backend, driver=driver, label="neurondev", keep_graphs=True, **compared)
     stages.advance()
     return ProgramStage(Programs(as_written, rewritten), native)
 
@@ -395,11 +409,12 @@ def native_stage(
 ) -> Native:
     """The native trace beside the CPU one: the rewritten program's graphs when it ran (every explain),
     else, with ``native``, a trace of its own; with ``native``, time per call rewritten vs native."""
-    from neurondev.xla.native import compare_captures, compare_with_native
+    from neurondev.runs.traces import compare_captures, compare_with_native
 
     if program.native is not None:
         failure = program.programs.rewritten.failure if program.programs is not None else None
-        traces = compare_captures(captured, program.native, error=str(failure) if failure else None, located=failure)
+        device = torch.device(program.native.device)
+        traces = compare_captures(captured, program.native, device=device, error=str(failure) if failure else None, located=failure)
     elif not options.native:
         return Native()
     else:
@@ -409,7 +424,9 @@ def native_stage(
         if captured.device == "meta":
             return Native(skipped="traced on the meta device: there are no values to trace with on XLA")
         try:
-            traces = compare_with_native(captured, fn, *call)
+            from neurondev.devices.drivers import driver_for
+
+            traces = compare_with_native(captured, fn, *call, driver=driver_for(options.target))
         except XlaUnavailableError as error:
             return Native(skipped=f"no XLA device: {error}")
     timings = native_timings(traces, rewritten, runs) if options.native else MappingProxyType({})
@@ -418,15 +435,16 @@ def native_stage(
 
 def native_timings(traces: TraceComparison | None, rewritten: tuple[RewrittenGraph, ...], runs: Runs) -> Mapping[SectionKey, NativeTiming]:
     """Rewritten vs native seconds per call, for each key whose native graph exists and agrees."""
-    from neurondev.xla.native import side_by_side_seconds
+    from neurondev.runs.traces import side_by_side_seconds
 
-    if traces is None or not traces.agree or runs.skipped:
+    if traces is None or not traces.agree or runs.skipped or runs.driver is None:
         return MappingProxyType({})
     native = {SectionKey(i): (gm, inputs) for i, (gm, inputs) in enumerate(zip(traces.native.graphs, traces.native.example_inputs))}
     timings = {}
     for graph in rewritten:
         if graph.key in native:
-            seconds = side_by_side_seconds({"rewritten": (graph.graph_module, graph.pinned.traced.inputs), "native": native[graph.key]})
+            pair = {"rewritten": (graph.graph_module, graph.pinned.traced.inputs), "native": native[graph.key]}
+            seconds = side_by_side_seconds(pair, driver=runs.driver)
             timings[graph.key] = NativeTiming(seconds["rewritten"], seconds["native"])
     return MappingProxyType(timings)
 
@@ -446,13 +464,14 @@ def verdict_stage(
         cpu = cpu_verdict(traced, before, after)
         if cpu.status == "differ":
             stages.start("find where XLA differs")
-            cpu = dataclasses.replace(cpu, first_difference=_first_difference(graph, options))
+            assert runs.driver is not None
+            cpu = dataclasses.replace(cpu, first_difference=_first_difference(graph, options, runs.driver))
         verdicts[graph.key] = (rewrite_verdict(traced, before, after, options.rtol, options.atol), cpu)
     return verdicts
 
 
-def _first_difference(graph: RewrittenGraph, options: ExplainOptions) -> NodeDifference | None:
-    from neurondev.xla.first_difference import first_difference
+def _first_difference(graph: RewrittenGraph, options: ExplainOptions, driver: Driver) -> NodeDifference | None:
+    from neurondev.runs.first_difference import first_difference
 
     traced = graph.pinned.traced
     on_cpu, _ = rewrite_copy(traced.graph_module, target="cpu")
@@ -461,6 +480,7 @@ def _first_difference(graph: RewrittenGraph, options: ExplainOptions) -> NodeDif
         on_cpu,
         graph.graph_module,
         traced.inputs,
+        driver=driver,
         graph=graph.key.graph,
         keep_on_host=host,
         seed=_SEED,

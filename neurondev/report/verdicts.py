@@ -14,10 +14,10 @@ import dataclasses
 import torch.fx
 
 from neurondev.fx.random import random_nodes
+from neurondev.runs.first_difference import NodeDifference
+from neurondev.runs.records import RunRecord
+from neurondev.runs.values import Comparison, compare_outputs
 from neurondev.trace.source import source_of
-from neurondev.xla.first_difference import NodeDifference
-from neurondev.xla.run_records import RunRecord
-from neurondev.xla.values import Comparison, compare_outputs
 
 __all__ = ["Verdict", "cpu_verdict", "random_reason", "rewrite_verdict"]
 

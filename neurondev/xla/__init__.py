@@ -4,7 +4,8 @@
 runtime's and the counters' own functions, re-exported here.
 """
 
-from neurondev.xla.counters import Counts, counts, keep_counters, settle, sync
+from neurondev.runs.counts import Counts
+from neurondev.xla.counters import counts, keep_counters, settle, sync
 from neurondev.xla.runtime import (
     RuntimeChoice,
     choose_runtime,

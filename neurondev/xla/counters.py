@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
+from neurondev.runs.counts import Counts
 from neurondev.xla.runtime import load_torch_xla
 
 __all__ = ["Counts", "counts", "keep_counters", "settle", "sync"]
@@ -82,33 +82,6 @@ def _fallback_counts() -> dict[str, int]:
     import torch_xla.debug.metrics as metrics
 
     return {name: int(metrics.counter_value(name) or 0) for name in metrics.counter_names() if name.startswith("aten::")}
-
-
-@dataclasses.dataclass(frozen=True)
-class Counts:
-    """torch_xla's cumulative counters at one moment; subtract two for what happened in between."""
-
-    executions: int = 0
-    compilations: int = 0
-    transfers_to_host: int = 0
-    transfers_to_device: int = 0
-    fallbacks: tuple[tuple[str, int], ...] = ()
-
-    def __sub__(self, other: Counts) -> Counts:
-        earlier = dict(other.fallbacks)
-        fallbacks = tuple((op, n - earlier.get(op, 0)) for op, n in self.fallbacks if n - earlier.get(op, 0))
-        return Counts(
-            self.executions - other.executions,
-            self.compilations - other.compilations,
-            self.transfers_to_host - other.transfers_to_host,
-            self.transfers_to_device - other.transfers_to_device,
-            fallbacks,
-        )
-
-    @property
-    def forced(self) -> bool:
-        """True when an execution or a device-to-host transfer happened: a break in the lazy graph."""
-        return self.executions > 0 or self.transfers_to_host > 0
 
 
 def counts() -> Counts:

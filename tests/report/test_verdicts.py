@@ -152,7 +152,7 @@ def test_a_pin_nothing_uses_is_listed_as_unused_not_alarmed_about():
     ids=["equal-infinities", "complex-equal", "complex-imaginary-differs", "shape", "dtype"],
 )
 def test_comparisons_say_what_differs(actual, expected, words, recwarn):
-    from neurondev.xla.values import compare_outputs
+    from neurondev.runs.values import compare_outputs
 
     assert compare_outputs(actual, expected).describe().startswith(words)
     assert not [w for w in recwarn if "imaginary" in str(w.message)]  # no torch warning leaks
@@ -170,8 +170,8 @@ def test_the_json_is_strict_even_with_infinite_figures():
 
 def test_a_frozen_run_of_the_wrong_shape_is_a_shape_mismatch_the_rewrite_fixed():
     from neurondev.report.verdicts import rewrite_verdict
-    from neurondev.xla.run_records import RunRecord
-    from neurondev.xla.values import compare_outputs
+    from neurondev.runs.records import RunRecord
+    from neurondev.runs.values import compare_outputs
 
     reference = torch.arange(4.0)
     gm = torch.fx.symbolic_trace(lambda x: x * 2)

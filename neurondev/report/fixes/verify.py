@@ -23,8 +23,8 @@ from neurondev.fx.pins import DevicePin, find_pins
 from neurondev.report.fixes.edits import Edit, FileEdits, dedented
 from neurondev.report.fixes.rebuild import rebuilt
 from neurondev.report.fixes.records import Fix
+from neurondev.runs.program_records import ProgramRun
 from neurondev.trace.copies import kept_global_state, traced_copies
-from neurondev.xla.program_records import ProgramRun
 
 __all__ = ["Original", "verify"]
 
@@ -90,10 +90,11 @@ def _with_program(original: Original, fn: Callable[..., Any], call: tuple[tuple,
     """The original's program on XLA, run here when explain did not run it (check, the fix command)."""
     if original.program is not None or not xla:
         return original
-    from neurondev._compat import lookup_backend
-    from neurondev.xla.program import ProgramSubject, run_program
+    from neurondev.devices.drivers import driver_for
+    from neurondev.runs.program import ProgramSubject, run_program
 
-    run, _ = run_program(ProgramSubject(fn, *call), lookup_backend("openxla"), label="openxla", calls=1)
+    driver = driver_for(torch.device("xla"))
+    run, _ = run_program(ProgramSubject(fn, *call), driver.program_backend(), driver=driver, label="openxla", calls=1)
     return dataclasses.replace(original, program=run)
 
 
@@ -341,12 +342,14 @@ def _xla_failures(
 ) -> tuple[dict[int, str], str]:
     """The fixed function as a program on XLA (torch.compile, openxla): it must run where the original
     ran, and its trace there must make each fixed statement's ops with every value on the device."""
-    from neurondev._compat import lookup_backend
-    from neurondev.xla.native import compare_captures
-    from neurondev.xla.program import ProgramSubject, run_program
+    from neurondev.devices.drivers import driver_for
+    from neurondev.runs.program import ProgramSubject, run_program
+    from neurondev.runs.traces import compare_captures
 
     everyone = lambda reason: {id(e): reason for _, e in spelled}  # noqa: E731
-    run, native = run_program(ProgramSubject(fixed_fn, *call), lookup_backend("openxla"), label="openxla", keep_graphs=True, calls=1)
+    driver = driver_for(target)
+    subject = ProgramSubject(fixed_fn, *call)
+    run, native = run_program(subject, driver.program_backend(), driver=driver, label="openxla", keep_graphs=True, calls=1)
     was = original.program.failure if original.program is not None else None
     if run.failure is not None and (was is None or (was.kind, was.message) != (run.failure.kind, run.failure.message)):
         written = "as written it ran" if was is None else f"as written it failed otherwise ({was.kind}: {was.message})"
@@ -358,7 +361,7 @@ def _xla_failures(
         return everyone(
             f"not verified: your program does not compile on XLA, fixed or not ({run.failure}), so nothing can be checked there"
         ), ""
-    traces = compare_captures(fixed, native)
+    traces = compare_captures(fixed, native, device=driver.device())
     copies = {original_path: copy for copy, original_path in originals.items()}
     failures: dict[int, str] = {}
     for file, edit in spelled:

@@ -1,4 +1,4 @@
-"""Run the user's whole program on XLA: the function under torch.compile, its inputs and module on the device.
+"""Run the user's whole program on a device: the function under torch.compile, its inputs and module on the device.
 
 This is the program a user runs, not an emulation of it: dynamo traces with the values on XLA,
 the Python between its graphs runs on XLA values, and torch_xla's dynamo bridge joins the graphs.
@@ -22,13 +22,13 @@ import torch.fx
 
 from neurondev._compat import concrete, dynamo_break_of
 from neurondev.fx.graphs import copy_graph
+from neurondev.runs.interface import Driver
+from neurondev.runs.program_records import ProgramCall, ProgramFailure, ProgramRun
+from neurondev.runs.values import compare_outputs
 from neurondev.trace.caches import kept_dynamo_caches
 from neurondev.trace.capture import Capture, quiet_dynamo
 from neurondev.trace.copies import MovedInput, fresh_function, own_namespaces, traced_copies
 from neurondev.trace.source import SourceLine, source_line, source_of, user_line_of_error
-from neurondev.xla import counters, runtime
-from neurondev.xla.program_records import ProgramCall, ProgramFailure, ProgramRun
-from neurondev.xla.values import compare_outputs
 
 __all__ = ["ProgramSubject", "locate_failure", "message_of", "run_program"]
 
@@ -54,6 +54,7 @@ def run_program(
     subject: ProgramSubject,
     backend: Callable[..., Any],
     *,
+    driver: Driver,
     label: str,
     reference: Any = None,
     not_comparable: str | None = None,
@@ -70,7 +71,7 @@ def run_program(
     inputs, as a Capture on the XLA device (the native trace). ``calls``: how many times it is
     called (two: the second is the steady state). Nothing of the user's is touched.
     """
-    device = runtime.device()
+    device = driver.device()
     moved: list[MovedInput] = []
     notes: list[str] = []
     recorder = _Recorder(backend, keep_graphs)
@@ -79,7 +80,7 @@ def run_program(
         compiled = torch.compile(_entry(fn), backend=recorder)
         with quiet_dynamo(), kept_dynamo_caches(), warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            made, outputs, failure = _calls(compiled, args, kwargs, recorder, calls)
+            made, outputs, failure = _calls(compiled, args, kwargs, recorder, calls, driver)
     comparison, not_compared = _compare(outputs, failure, reference, not_comparable, rtol, atol)
     record = ProgramRun(label, failure, comparison, not_compared, tuple(made), _unique(caught), outputs)
     native = recorder.capture(subject.name, moved, notes, str(device), (fn, args, kwargs)) if keep_graphs else None
@@ -162,21 +163,21 @@ def _host_call_in(gm: torch.fx.GraphModule) -> SourceLine | None:
 
 
 def _calls(
-    compiled: Callable[..., Any], args: tuple, kwargs: dict, recorder: _Recorder, count: int
+    compiled: Callable[..., Any], args: tuple, kwargs: dict, recorder: _Recorder, count: int, driver: Driver
 ) -> tuple[list[ProgramCall], Any, ProgramFailure | None]:
     calls: list[ProgramCall] = []
     outputs = None
     for number in range(1, count + 1):
         graphs = recorder.count
-        with counters.keep_counters():
-            counters.settle()
-            before, start = counters.counts(), time.perf_counter()
+        with driver.measuring(compiled=True):
+            driver.settle()
+            before, start = driver.counts(), time.perf_counter()
             try:
                 result = compiled(*args, **kwargs)
-                counters.sync()
+                driver.sync()
             except Exception as error:
                 return calls, outputs, _failure(error, recorder, number)
-            seconds, delta = time.perf_counter() - start, counters.counts() - before
+            seconds, delta = time.perf_counter() - start, driver.counts() - before
         calls.append(
             ProgramCall(
                 recorder.count - graphs, delta.compilations, delta.executions, delta.transfers_to_host, delta.transfers_to_device, seconds

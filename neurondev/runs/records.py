@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from neurondev.runs.counts import Counts
+from neurondev.runs.values import Comparison
 from neurondev.trace.source import Located, SourceLine
-from neurondev.xla.counters import Counts
-from neurondev.xla.values import Comparison
 
 __all__ = ["Crossing", "GraphBreak", "RunError", "RunRecord", "Upload"]
 

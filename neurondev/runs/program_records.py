@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from neurondev.runs.values import Comparison
 from neurondev.trace.source import Located, SourceLine
-from neurondev.xla.values import Comparison
 
 __all__ = ["FAILURE_KINDS", "ProgramCall", "ProgramFailure", "ProgramRun", "Programs"]
 

@@ -20,9 +20,10 @@ from neurondev._compat import tree_flatten, tree_leaves, tree_map, tree_unflatte
 from neurondev.fx.devices import function_name
 from neurondev.fx.graphs import copy_graph
 from neurondev.fx.modules import module_path
+from neurondev.runs.interface import Driver
+from neurondev.runs.placement import to_device
+from neurondev.runs.values import Comparison, compare_outputs
 from neurondev.trace.source import Located, SourceLine, source_of
-from neurondev.xla import counters, runtime
-from neurondev.xla.values import Comparison, compare_outputs
 
 __all__ = ["NodeDifference", "first_difference"]
 
@@ -61,6 +62,7 @@ def first_difference(
     xla_graph: torch.fx.GraphModule,
     inputs: tuple[Any, ...],
     *,
+    driver: Driver,
     graph: int = 0,
     keep_on_host: Iterable[int] = (),
     seed: int | None = None,
@@ -70,12 +72,12 @@ def first_difference(
     """The first node of ``xla_graph`` (run on XLA) whose value differs from the same node of
     ``cpu_graph`` (the same graph with its devices pointed at CPU); None when every node agrees."""
     host = frozenset(keep_on_host)
-    device = runtime.device()
+    device = driver.device()
     with torch.no_grad():
-        on_cpu = _values(copy_graph(cpu_graph), runtime.to_device(inputs, torch.device("cpu")), seed)
-        placed = [runtime.to_device([v], torch.device("cpu") if i in host else device)[0] for i, v in enumerate(inputs)]
-        on_xla = _values(copy_graph(xla_graph).to(device), placed, seed, xla=True)
-        counters.sync()
+        on_cpu = _values(copy_graph(cpu_graph), to_device(inputs, torch.device("cpu")), seed, None)
+        placed = [to_device([v], torch.device("cpu") if i in host else device)[0] for i, v in enumerate(inputs)]
+        on_xla = _values(copy_graph(xla_graph).to(device), placed, seed, driver)
+        driver.sync()
     for node in xla_graph.graph.nodes:
         if node.op not in ("call_function", "call_method", "call_module") or node.name not in on_cpu or node.name not in on_xla:
             continue
@@ -113,14 +115,11 @@ class _Keeping(torch.fx.Interpreter):
         return value
 
 
-def _values(gm: torch.fx.GraphModule, inputs: list[Any], seed: int | None, *, xla: bool = False) -> dict[str, Any]:
-    """Every node's value (copies), or the values up to the node where the run failed."""
+def _values(gm: torch.fx.GraphModule, inputs: list[Any], seed: int | None, driver: Driver | None) -> dict[str, Any]:
+    """Every node's value (copies), or the values up to the node where the run failed (``driver``: on its
+    device, its generator seeded too; None: on CPU)."""
     if seed is not None:
-        torch.manual_seed(seed)
-        if xla:
-            import torch_xla.core.xla_model as xm
-
-            xm.set_rng_state(seed)
+        driver.seed(seed) if driver is not None else torch.manual_seed(seed)
     keeping = _Keeping(gm)
     with contextlib.suppress(Exception):  # the values up to a failure still tell where the two first part
         keeping.run(*inputs)

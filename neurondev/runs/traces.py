@@ -23,14 +23,15 @@ import torch.fx
 from neurondev.fx.devices import as_device, function_name
 from neurondev.fx.graphs import copy_graph
 from neurondev.passes.device_rewriter import rewrite_copy
+from neurondev.runs.graph import quiet_call, run_graph
+from neurondev.runs.interface import Driver
+from neurondev.runs.placement import to_device
+from neurondev.runs.program import locate_failure, message_of
+from neurondev.runs.program_records import ProgramFailure
+from neurondev.runs.records import RunError
 from neurondev.trace.capture import Capture, capture, capture_on_device
 from neurondev.trace.copies import kept_global_state
 from neurondev.trace.source import Located, SourceLine, source_of
-from neurondev.xla import counters, runtime
-from neurondev.xla.program import locate_failure, message_of
-from neurondev.xla.program_records import ProgramFailure
-from neurondev.xla.run import quiet_call, run_on_xla
-from neurondev.xla.run_records import RunError
 
 __all__ = [
     "LineDifference",
@@ -119,32 +120,33 @@ class TraceComparison:
         }
 
 
-def compare_traces(fn: Callable, *args: Any, **kwargs: Any) -> TraceComparison:
-    """Trace ``fn`` on CPU and natively on the XLA device, and compare the two traces line by line.
+def compare_traces(fn: Callable, args: tuple, kwargs: dict, *, driver: Driver) -> TraceComparison:
+    """Trace ``fn`` on CPU and natively on ``driver``'s device, and compare the two traces line by line.
 
     A module is traced as a copy, its state moved to the device for the native trace; the
     native trace's graphs are kept even when running them on the device fails (``native_error``).
-    A native trace that fails before recording any graph (a host tensor meeting an XLA one while
+    A native trace that fails before recording any graph (a host tensor meeting a device one while
     dynamo traces) is reported, with the user's line, not raised.
     """
     with kept_global_state():
-        return compare_with_native(capture(fn, *args, **kwargs), fn, args, kwargs)
+        return compare_with_native(capture(fn, *args, **kwargs), fn, args, kwargs, driver=driver)
 
 
-def compare_with_native(cpu: Capture, fn: Callable, args: tuple, kwargs: dict) -> TraceComparison:
-    """Compare a CPU capture made earlier with a native trace of the same call on XLA."""
-    native, failure = capture_on_device(fn, args, kwargs, runtime.device())
+def compare_with_native(cpu: Capture, fn: Callable, args: tuple, kwargs: dict, *, driver: Driver) -> TraceComparison:
+    """Compare a CPU capture made earlier with a native trace of the same call on ``driver``'s device."""
+    native, failure = capture_on_device(fn, args, kwargs, driver.device())
     if failure is None:
-        return compare_captures(cpu, native)
-    located = _locate_failure(native) or locate_failure(failure)
+        return compare_captures(cpu, native, device=driver.device())
+    located = _locate_failure(native, driver) or locate_failure(failure)
     text = f"{type(failure).__name__}: {message_of(failure)[:200]}"
-    return compare_captures(cpu, native, error=text, located=located)
+    return compare_captures(cpu, native, device=driver.device(), error=text, located=located)
 
 
-def compare_captures(cpu: Capture, native: Capture, *, error: str | None = None, located: Any = None) -> TraceComparison:
-    """Align a CPU capture with a native one (traced on XLA) by user line; ``error`` is how the native
+def compare_captures(
+    cpu: Capture, native: Capture, *, device: torch.device, error: str | None = None, located: Any = None
+) -> TraceComparison:
+    """Align a CPU capture with a native one (traced on ``device``) by user line; ``error`` is how the native
     run failed, ``located`` the record that says where (a RunError or a ProgramFailure)."""
-    device = runtime.device()
     count = min(len(cpu.graphs), len(native.graphs))
     differences = [d for index in range(count) for d in _line_differences(index, cpu.graphs[index], native.graphs[index])]
     same = [structure(rewrite_copy(cpu.graphs[i], target=device)[0]) == structure(native.graphs[i]) for i in range(count)]
@@ -205,27 +207,27 @@ def structure(gm: torch.fx.GraphModule) -> list[tuple]:
     return [(node.op, function_name(node), normal(node.args), normal(node.kwargs)) for node in computed]
 
 
-def _locate_failure(native: Capture) -> RunError | None:
-    """Run the native graphs one by one on XLA to find the node (and line) where the native run fails."""
+def _locate_failure(native: Capture, driver: Driver) -> RunError | None:
+    """Run the native graphs one by one on the device to find the node (and line) where the native run fails."""
     for gm, inputs in zip(native.graphs, native.example_inputs):
-        record = run_on_xla(gm, *inputs, repeat=0)
+        record = run_graph(gm, *inputs, driver=driver, repeat=0)
         if record.error is not None:
             return record.error
     return None
 
 
-def side_by_side_seconds(runs: dict[str, tuple[torch.fx.GraphModule, Any]], *, rounds: int = 15) -> dict[str, float]:
+def side_by_side_seconds(runs: dict[str, tuple[torch.fx.GraphModule, Any]], *, driver: Driver, rounds: int = 15) -> dict[str, float]:
     """Per-call seconds of each (graph, inputs) on XLA, calls interleaved round by round, medians
     (fair on a noisy machine). Each graph gets its own inputs: a native trace may take more."""
-    device = runtime.device()
-    placed = {name: (copy_graph(gm).to(device), runtime.to_device(inputs, device)) for name, (gm, inputs) in runs.items()}
+    device = driver.device()
+    placed = {name: (copy_graph(gm).to(device), to_device(inputs, device)) for name, (gm, inputs) in runs.items()}
     times: dict[str, list[float]] = {name: [] for name in placed}
     with torch.no_grad():
         for round_ in range(rounds + 2):
             for name, (gm, inputs) in placed.items():
                 start = time.perf_counter()
                 quiet_call(gm, *inputs)
-                counters.sync()
+                driver.sync()
                 if round_ >= 2:  # two warm-up rounds compile and upload
                     times[name].append(time.perf_counter() - start)
     return {name: statistics.median(values) for name, values in times.items()}

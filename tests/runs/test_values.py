@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import neurondev
-from neurondev.xla.values import check_tolerances, compare_outputs
+from neurondev.runs.values import check_tolerances, compare_outputs
 
 
 def test_equal_values_nan_in_the_same_place_and_equal_infinities_match():
