@@ -47,7 +47,7 @@ from neurondev.report.check import check
 from neurondev.report.fixes.records import Fix
 from neurondev.report.model import Explanation, Section, SectionKey
 from neurondev.report.pipeline import explain
-from neurondev.runs.records import RunRecord
+from neurondev.runs.run_records import RunRecord
 from neurondev.runs.traces import TraceComparison
 from neurondev.trace.capture import Capture, capture
 from neurondev.trace.source import SourceLine

@@ -26,12 +26,15 @@ TESTED_BY = {
     "runs/placement": ("tests/xla/test_run_inputs.py", "run_on_xla("),
     "xla/driver": ("tests/runs/test_first_difference.py", "from neurondev.xla.driver import XlaDriver"),
     "native/fallbacks": ("tests/native/test_accounting.py", 'fallback=("aten::addmm",)'),
+    "native/device": ("tests/native/test_explain_native.py", "target=device"),
+    "native/interpreter": ("tests/native/test_explain_native.py", "program.as_written.ok"),
+    "devices/compiler": ("tests/integrations/test_backend.py", 'backend="neurondev"'),
     "devices/drivers": ("tests/runs/test_traces.py", "neurondev.compare_traces("),
     "devices/verbs": ("tests/runs/test_traces.py", "neurondev.compare_traces("),
     "devices/host/device_module": ("tests/devices/test_host_device.py", "torch.manual_seed(1)"),
     "devices/host/loader": ("tests/devices/test_host_device.py", "neurondev.host_device("),
     "runs/program_records": ("tests/runs/test_program.py", ".program."),
-    "runs/records": ("tests/xla/test_run.py", "from neurondev.runs.records import"),
+    "runs/run_records": ("tests/xla/test_run.py", "from neurondev.runs.run_records import"),
 }
 
 

@@ -70,6 +70,12 @@ def _fail(message: str, options: argparse.Namespace) -> int:
     return EXIT_ERROR
 
 
+_TARGET_HELP = (
+    "the device pins are rewritten to and runs go to: xla, xla:N, neuron (TorchNeuron), hostdev (the host test device); "
+    "default: this machine's own (neurondev doctor says which)"
+)
+
+
 def _parser() -> argparse.ArgumentParser:
     from neurondev._version import __version__
     from neurondev.cli.specs import SPEC_HELP
@@ -93,15 +99,23 @@ def _parser() -> argparse.ArgumentParser:
     guard.add_argument("function", metavar="MODULE:FUNC")
     guard.add_argument("--input", action="append", default=[], metavar="SPEC", help=f"an example input, in order: {SPEC_HELP}")
     guard.add_argument("--allow", action="append", default=[], metavar="RULE", help="a node name, file:line or glob to allow")
-    guard.add_argument("--target", default="xla", help="the target device (default: %(default)s)")
+    guard.add_argument("--target", default=None, help=_TARGET_HELP)
     guard.add_argument("--json", action="store_true", help='print the findings as JSON (an error as {"clean": null, "error": ...})')
     guard.add_argument("--suggest", action="store_true", help="put the verified fixed line under each pin")
-    guard.add_argument("--program", action="store_true", help="also run the function under torch.compile on XLA (a failure is a finding)")
+    guard.add_argument(
+        "--program", action="store_true", help="also run the function under torch.compile on the device (a failure is a finding)"
+    )
+    guard.add_argument(
+        "--fallbacks",
+        choices=("ignore", "error"),
+        default="ignore",
+        help="error: run the function on the device and fail on every op that falls back to the CPU, with its line",
+    )
     guard.set_defaults(run=_check)
     mend = commands.add_parser("fix", help="the verified fix of each pin in your code: print the diff, or write it")
     mend.add_argument("function", metavar="MODULE:FUNC", help="pkg.module:function, path/to/file.py:function, or a Module class")
     mend.add_argument("--input", action="append", default=[], metavar="SPEC", help=f"an example input, in order: {SPEC_HELP}")
-    mend.add_argument("--target", default="xla", help="the target device (default: %(default)s)")
+    mend.add_argument("--target", default=None, help=_TARGET_HELP)
     mode = mend.add_mutually_exclusive_group()
     mode.add_argument("--diff", action="store_true", help="print the diff of the verified fixes (the default)")
     mode.add_argument("--write", action="store_true", help="write the verified fixes into the files (a backup is kept)")
@@ -132,7 +146,7 @@ def _run_options(sub: argparse.ArgumentParser) -> None:
     from neurondev.cli.specs import SPEC_HELP
 
     sub.add_argument("--input", action="append", default=[], metavar="SPEC", help=f"an example input, in order: {SPEC_HELP}")
-    sub.add_argument("--target", default="xla", help="the device pins are rewritten to (default: %(default)s)")
+    sub.add_argument("--target", default=None, help=_TARGET_HELP)
     sub.add_argument("--html", help="write the self-contained report here")
     sub.add_argument("--json", help="write everything as JSON here")
     sub.add_argument("--no-run", action="store_true", help="do not run on the XLA device (neither the graphs nor your program)")
@@ -236,7 +250,7 @@ def _verdict(explanation: Explanation) -> int:
         return EXIT_CLEAN
     after = explanation.totals("after")
     agree = explanation.rewrite_preserves_values is not False and explanation.graphs_match_cpu is not False
-    clean = after["graph_breaks"] == 0 and after["failures"] == 0 and agree
+    clean = after.graph_breaks == 0 and after.host_copies == 0 and after.failures == 0 and agree
     return EXIT_CLEAN if clean else EXIT_FINDINGS
 
 
@@ -322,7 +336,15 @@ def _check(options: argparse.Namespace) -> int:
 
     fn, args = _function_and_inputs(options)
     try:
-        check(fn, *args, target=options.target, allow=options.allow, suggest=options.suggest, program=options.program)
+        check(
+            fn,
+            *args,
+            target=options.target,
+            allow=options.allow,
+            suggest=options.suggest,
+            program=options.program,
+            fallbacks=options.fallbacks,
+        )
     except DevicePinsError as error:
         findings = [f.to_dict() for f in error.findings]
         print(json.dumps({"clean": False, "findings": findings}, indent=2) if options.json else str(error))

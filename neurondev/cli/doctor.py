@@ -10,6 +10,7 @@ import shutil
 __all__ = ["Check", "TESTED_PAIRS", "checks", "pair_verdict"]
 
 TESTED_PAIRS = {("2.9.0", "2.9.0")}  # torch, torch-xla: the pair requirements/constraints.txt pins
+TESTED_ALONE = {"2.13.0"}  # torch without torch-xla: requirements/constraints-current.txt (TorchNeuron's PyTorch)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,7 +46,7 @@ def pair_verdict(torch_version: str, xla_version: str | None) -> tuple[bool, str
 
 def checks() -> list[Check]:
     """Every check, in the order doctor prints them."""
-    return [_python(), _torch(), _torch_xla(), _runtime(), _neuron(), _libcst(), _dot(), _chromium()]
+    return [_python(), _torch(), _torch_xla(), _default_device(), _runtime(), _neuron(), _host_device(), _libcst(), _dot(), _chromium()]
 
 
 def _python() -> Check:
@@ -58,15 +59,33 @@ def _torch() -> Check:
 
 
 def _torch_xla() -> Check:
+    torch_version = (_version("torch") or "").split("+")[0]
+    if _version("torch-xla") is None:
+        tested = "a tested set without it" if torch_version in TESTED_ALONE else "not a set tested here"
+        detail = f"not installed: XLA runs are off; torch {torch_version} alone is {tested} (native devices, the CPU side)"
+        return Check("torch-xla", False, detail, "for XLA: the tested pair, torch 2.9.0 + torch-xla 2.9.0", needed=False)
     ok, detail = pair_verdict(_version("torch") or "", _version("torch-xla"))
     minor = ".".join((_version("torch") or "2.9").split(".")[:2])
     return Check("torch-xla", ok, detail, f"pip install 'torch-xla=={minor}.*' (on Trainium: the Neuron SDK's)")
+
+
+def _default_device() -> Check:
+    from neurondev.devices.runtimes import default_target
+
+    choice = default_target()
+    if choice.target is None:
+        return Check(
+            "default device", False, choice.reason, "install torch-xla, or use target='hostdev' (the host test device)", needed=False
+        )
+    return Check("default device", True, f"{choice.target} ({choice.runtime}, {choice.stack}): {choice.reason}")
 
 
 def _runtime() -> Check:
     from neurondev import xla
     from neurondev.errors import XlaUnavailableError
 
+    if _version("torch-xla") is None:
+        return Check("XLA device", False, "torch-xla is not installed", "pip install 'torch-xla' of your torch's minor", needed=False)
     try:
         info = xla.describe()
     except XlaUnavailableError as error:
@@ -75,9 +94,32 @@ def _runtime() -> Check:
 
 
 def _neuron() -> Check:
-    version = _version("torch-neuronx")
-    detail = f"torch-neuronx {version}" if version else "not installed: runs use PJRT (the CPU XLA device here)"
-    return Check("torch-neuronx", version is not None, detail, "on Trainium, install the Neuron SDK's torch-neuronx", needed=False)
+    from neurondev.devices.runtimes import facts
+
+    found = facts()
+    version = found.neuronx_version
+    if version is None:
+        detail = "not installed (PyPI holds a placeholder; the Neuron SDK ships it on Trainium)"
+    elif found.neuronx_error is not None:
+        detail = f"torch-neuronx {version} does not import: {found.neuronx_error}"
+    elif found.privateuse1 == "neuron":
+        detail = f"torch-neuronx {version}: TorchNeuron, the native 'neuron' device"
+    else:
+        detail = f"torch-neuronx {version}: the XLA-based SDK (its XLA device)"
+    ok = version is not None and found.neuronx_error is None
+    return Check("torch-neuronx", ok, detail, "on Trainium, install the Neuron SDK's torch-neuronx", needed=False)
+
+
+def _host_device() -> Check:
+    from neurondev.devices.host.loader import build_folder
+
+    built = any(build_folder().glob("*.so"))
+    detail = (
+        f"built in {build_folder()}"
+        if built
+        else f"not built yet (the first neurondev.host_device() builds it into {build_folder()}, about a minute)"
+    )
+    return Check("host test device", built, detail, "make setup (or call neurondev.host_device() once)", needed=False)
 
 
 def _dot() -> Check:

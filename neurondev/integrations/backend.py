@@ -1,7 +1,7 @@
-"""The "neurondev" torch.compile backend's registered entry point (``torch_dynamo_backends``); it lives in ``neurondev.xla.compiler``."""
+"""The "neurondev" torch.compile backend's registered entry point (``torch_dynamo_backends``); it lives in ``neurondev.devices.compiler``."""
 
 from __future__ import annotations
 
-from neurondev.xla.compiler import backend, input_placement
+from neurondev.devices.compiler import backend, input_placement
 
 __all__ = ["backend", "input_placement"]

@@ -22,7 +22,7 @@ from neurondev.fx.pins import DevicePin
 from neurondev.fx.subgraphs import owner_of
 from neurondev.passes.device_rewriter import Rewrite
 from neurondev.render.focus import FocusPlan, finding_signature, plan_focus
-from neurondev.runs.records import RunRecord
+from neurondev.runs.run_records import RunRecord
 from neurondev.trace.source import source_of
 
 __all__ = ["FOCUS_THRESHOLD", "DotOptions", "graph_dot", "side_by_side"]

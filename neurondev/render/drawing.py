@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from neurondev.errors import DotUnavailableError, DrawTimeoutError, InvalidOptionError
 from neurondev.render.dot import DotOptions, graph_dot, side_by_side
-from neurondev.runs.records import RunRecord
+from neurondev.runs.run_records import RunRecord
 
 if TYPE_CHECKING:
     from neurondev.report.model import Explanation, SectionKey

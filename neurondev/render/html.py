@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from neurondev.render.drawing import DrawBudget, svg_or_reason
 from neurondev.render.text import after_text, before_text, first_difference_text, pins_text, program_text, specialised_text
 from neurondev.report.advice import LIBRARY_NOTE, short_fix
-from neurondev.runs.records import RunRecord
+from neurondev.runs.run_records import RunRecord
 from neurondev.trace.source import SourceLine, is_user_file
 
 if TYPE_CHECKING:
@@ -76,34 +76,37 @@ def _where(source: SourceLine | None) -> str:
 def _headline(explanation: Explanation) -> str:
     verdicts = (explanation.rewrite_preserves_values, explanation.graphs_match_cpu)
     before, after = explanation.totals("before"), explanation.totals("after")
-    after_class = "nd-bad" if False in verdicts or after.graph_breaks or after.failures else "nd-good" if True in verdicts else ""
-    before_class = "nd-bad" if before.graph_breaks or before.failures else ""
+    stops = lambda totals: totals.graph_breaks or totals.host_copies or totals.fallbacks or totals.failures  # noqa: E731
+    after_class = "nd-bad" if False in verdicts or stops(after) else "nd-good" if True in verdicts else ""
+    before_class = "nd-bad" if stops(before) else ""
     program = explanation.program
     program_class = "" if program is None else "nd-good" if program.rewritten.ok and program.rewritten.matches_cpu else "nd-bad"
     return (
         f'<p class="nd-program-line"><span class="{program_class}">{_e(program_text(explanation))}</span></p>'
-        f'<p class="nd-headline"><b>Traced on CPU, the graph moved to XLA:</b> {_e(pins_text(explanation))} &rarr; '
+        f'<p class="nd-headline"><b>Traced on CPU, the graph moved to {_e(explanation.place)}:</b> {_e(pins_text(explanation))} &rarr; '
         f'<span class="{before_class}">{_e(before_text(explanation))}</span></p>'
         f'<p class="nd-headline"><span class="{after_class}">{_e(after_text(explanation))}</span></p>'
     )
 
 
 def program_panel(explanation: Explanation) -> str:
-    """'Your program on XLA': the function under torch.compile, as written and rewritten, side by side."""
+    """'Your program on XLA' (or on the native device): the function under torch.compile, as written and rewritten, side by side."""
     programs = explanation.program
+    place = explanation.place
     if programs is None:
-        return f'<h4>Your program on XLA</h4><p class="nd-note">Not run: {_e(explanation.program_skipped)}</p>'
+        return f'<h4>Your program on {_e(place)}</h4><p class="nd-note">Not run: {_e(explanation.program_skipped)}</p>'
     runs = (programs.as_written, programs.rewritten)
-    rows = "".join(
-        f"<tr><th>{_e(label)}</th>" + "".join(f"<td>{cell(run)}</td>" for run in runs) + "</tr>" for label, cell in _PROGRAM_ROWS
-    )
-    head = "<tr><th></th><th>as written (openxla)</th><th>rewritten (neurondev backend)</th></tr>"
+    table = _NATIVE_PROGRAM_ROWS if explanation.stack == "native" else _PROGRAM_ROWS
+    rows = "".join(f"<tr><th>{_e(label)}</th>" + "".join(f"<td>{cell(run)}</td>" for run in runs) + "</tr>" for label, cell in table)
+    head = f"<tr><th></th><th>as written ({_e(programs.as_written.backend)})</th><th>rewritten (neurondev backend)</th></tr>"
     specialised = specialised_text(explanation).strip()
     first = first_difference_text(explanation).strip()
     notes = "".join(f'<p class="nd-note">{_e(text)}</p>' for text in (specialised, first) if text)
+    unseen = programs.rewritten.unseen
+    notes += f'<p class="nd-note">Not seen: {_e(unseen)}.</p>' if unseen else ""
     return (
-        '<h4>Your program on XLA</h4><p class="nd-note">Your whole function under <code>torch.compile</code>, its inputs and '
-        "module on the XLA device, called twice (the second call is the steady state), against the function run eagerly on CPU.</p>"
+        f'<h4>Your program on {_e(place)}</h4><p class="nd-note">Your whole function under <code>torch.compile</code>, its inputs and '
+        f"module on {_e(place)}, called twice (the second call is the steady state), against the function run eagerly on CPU.</p>"
         f'<table class="nd-program">{head}{rows}</table>{notes}'
     )
 
@@ -132,14 +135,25 @@ _PROGRAM_ROWS: list[tuple[str, Callable[[ProgramRun], str]]] = [
 ]
 
 
+_NATIVE_PROGRAM_ROWS: list[tuple[str, Callable[[ProgramRun], str]]] = [
+    ("outcome", _program_outcome),
+    ("values vs CPU", _program_values),
+    ("dynamo graphs", lambda r: str(r.graphs)),
+    ("copies to the host per call", lambda r: str(r.transfers_to_host) if r.calls else "—"),
+    ("syncs per call", lambda r: str(r.syncs) if r.calls else "—"),
+    ("CPU fallbacks per call", lambda r: ", ".join(f"{f.op} at {f.where} ×{f.calls}" for f in r.fallbacks) or "0" if r.calls else "—"),
+    ("compiles again on call 2", lambda r: ("yes" if r.recompiled else "no") if len(r.calls) > 1 else "—"),
+]
+
+
 def _runtime(explanation: Explanation) -> str:
     info = explanation.runtime
     if not info:
         return f'<p class="nd-muted">Target {_e(explanation.target)}; not run: {_e(explanation.skipped)}</p>'
+    xla = f" &middot; torch_xla {_e(info['torch_xla'])}" if info.get("torch_xla") else ""
     return (
         f'<p class="nd-muted">Ran on {_e(info.get("device"))} ({_e(info.get("runtime"))}: {_e(info.get("reason"))}) '
-        f"&middot; torch {_e(info.get('torch'))} &middot; torch_xla {_e(info.get('torch_xla'))} "
-        f"&middot; target {_e(explanation.target)}</p>"
+        f"&middot; torch {_e(info.get('torch'))}{xla} &middot; target {_e(explanation.target)}</p>"
     )
 
 
@@ -276,11 +290,21 @@ def _metric_rows(before: RunRecord | None, after: RunRecord | None) -> list[tupl
     def values(record: RunRecord) -> str:
         return record.comparison.describe() if record.comparison else (record.not_compared or "—")
 
+    native = any(record is not None and record.stack == "native" for record in (before, after))
+    stops: list[tuple[str, Callable[[RunRecord], str]]] = [
+        ("copies to the host", lambda r: str(r.transfers_to_host)),
+        ("syncs", lambda r: str(r.syncs)),
+        ("copies to the device", lambda r: str(r.transfers_to_device)),
+    ]
+    if not native:
+        stops = [
+            ("graph breaks", lambda r: str(len(r.graph_breaks))),
+            ("mid-graph executions", lambda r: str(r.executions)),
+            ("transfers to host", lambda r: str(r.transfers_to_host)),
+            ("transfers to device", lambda r: str(r.transfers_to_device)),
+        ]
     measures: list[tuple[str, Callable[[RunRecord], str]]] = [
-        ("graph breaks", lambda r: str(len(r.graph_breaks))),
-        ("mid-graph executions", lambda r: str(r.executions)),
-        ("transfers to host", lambda r: str(r.transfers_to_host)),
-        ("transfers to device", lambda r: str(r.transfers_to_device)),
+        *stops,
         ("uploads (host-built values)", lambda r: ", ".join(u.node for u in r.uploads) or "0"),
         ("CPU fallbacks", lambda r: ", ".join(f"{k} ×{v}" for k, v in r.fallback_ops.items()) or "0"),
         ("time per call", time),
@@ -296,13 +320,15 @@ def metrics_table(section: Section) -> str:
     if section.before is None and section.after is None:
         return ""
     rows = "".join(f"<tr><th>{_e(a)}</th><td>{_e(b)}</td><td>{_e(c)}</td></tr>" for a, b, c in _metric_rows(section.before, section.after))
+    record = section.after or section.before
+    place = "XLA" if record is None or record.stack == "xla" else record.device
     verdicts = "".join(
-        f'<p class="nd-verdict">{_e(label)}: <span class="{_verdict_class(verdict)}">{_e(verdict.describe(figures=True))}</span></p>'
-        for label, verdict in (("The rewrite", section.rewrite_verdict), ("XLA against CPU", section.cpu_verdict))
+        f'<p class="nd-verdict">{_e(label)}: <span class="{_verdict_class(verdict)}">{_e(verdict.describe(figures=True, place=place))}</span></p>'
+        for label, verdict in (("The rewrite", section.rewrite_verdict), (f"{place} against CPU", section.cpu_verdict))
         if verdict is not None
     )
     first = section.cpu_verdict.first_difference if section.cpu_verdict is not None else None
-    departs = f'<p class="nd-bad nd-first-difference">XLA departs from CPU first at {_e(first.describe())}</p>' if first else ""
+    departs = f'<p class="nd-bad nd-first-difference">{_e(place)} departs from CPU first at {_e(first.describe())}</p>' if first else ""
     return f'<table class="nd-metrics"><tr><th></th><th>before</th><th>after</th></tr>{rows}</table>{verdicts}{departs}'
 
 
@@ -344,12 +370,12 @@ def _dynamo_breaks(explanation: Explanation) -> str:
 def _native(explanation: Explanation) -> str:
     """The native trace: device-specialised lines, graphs in one trace only, rewritten/native time."""
     if explanation.traces_skipped:
-        return f'<h4>Traced natively on XLA</h4><p class="nd-note">Not traced: {_e(explanation.traces_skipped)}</p>'
+        return f'<h4>Traced natively on {_e(explanation.place)}</h4><p class="nd-note">Not traced: {_e(explanation.traces_skipped)}</p>'
     native = explanation.traces
     if native is None:
         return ""
     css = "nd-good" if native.agree else "nd-bad"
-    parts = [f'<h4>Traced natively on XLA</h4><p class="{css}">{_e(native.summary())}</p>']
+    parts = [f'<h4>Traced natively on {_e(explanation.place)}</h4><p class="{css}">{_e(native.summary())}</p>']
     if native.differences:
         rows = "".join(
             f"<tr><td>{_e(_where(d.source))}</td><td><code>{_e(d.code)}</code></td>"
@@ -387,11 +413,12 @@ def _section(explanation: Explanation, section: Section, budget: DrawBudget) -> 
     )
 
 
-_SEED_SCENARIO = (
-    '<h3 class="nd-scenario">Traced on CPU, the graph moved to XLA</h3><p class="nd-note">What a backend sees that traces on CPU '
-    "and moves the graph to XLA (as vLLM's Neuron backend does): each graph dynamo made on CPU, run node by node on the XLA "
-    "device before and after DeviceRewriterPass.</p>"
-)
+def _seed_scenario(place: str) -> str:
+    return (
+        f'<h3 class="nd-scenario">Traced on CPU, the graph moved to {_e(place)}</h3><p class="nd-note">What a backend sees that '
+        f"traces on CPU and moves the graph to {_e(place)} (as vLLM's Neuron backend does): each graph dynamo made on CPU, run "
+        "node by node on the device before and after DeviceRewriterPass.</p>"
+    )
 
 
 def card(explanation: Explanation) -> str:
@@ -405,7 +432,7 @@ def card(explanation: Explanation) -> str:
         + _headline(explanation)
         + _runtime(explanation)
         + program_panel(explanation)
-        + _SEED_SCENARIO
+        + _seed_scenario(explanation.place)
         + sections
         + _fixes(explanation)
         + _totals(explanation)

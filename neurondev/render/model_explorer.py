@@ -32,7 +32,7 @@ from neurondev.trace.source import source_of
 
 if TYPE_CHECKING:
     from neurondev.report.model import Explanation, Section
-    from neurondev.runs.records import RunRecord
+    from neurondev.runs.run_records import RunRecord
 
 __all__ = ["OVERLAYS", "ModelExplorerFiles", "Opening", "graph_collection", "opening", "overlays", "save_model_explorer"]
 

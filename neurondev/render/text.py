@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from neurondev.runs.records import GraphBreak, RunRecord
+from neurondev.runs.run_records import GraphBreak, RunRecord
 
 if TYPE_CHECKING:
     from neurondev.fx.pins import DevicePin
@@ -59,7 +59,7 @@ def pins_text(explanation: Explanation) -> str:
     if explanation.host_values:
         values = explanation.host_values
         named = ", ".join(f"{value.origin} at {value.where}" for value in values[:_NAMED])
-        parts.append(f"{len(values)} host value(s) that stay on the CPU when the model moves to XLA ({named})")
+        parts.append(f"{len(values)} host value(s) that stay on the CPU when the model moves to {explanation.place} ({named})")
     return "; ".join(parts)
 
 
@@ -86,12 +86,33 @@ def _uploads(records: list[RunRecord]) -> str:
     return f"{len(nodes)} upload(s) of host data per call ({', '.join(nodes[:_NAMED])})" if nodes else ""
 
 
+def _stops_text(records: list[RunRecord]) -> str:
+    """On a native device: '1 copy to the host (copy_ at f.py:4)', syncs and CPU fallbacks, with their lines."""
+    copies = [c for r in records for c in r.host_copies]
+    device = records[0].device if records else "the device"
+    parts = []
+    moved = sum(c.transfers_to_host for c in copies)
+    named = "; ".join(f"{c.node} at {c.where}" for c in copies if c.transfers_to_host)[:200]
+    parts.append(f"{moved} copy(ies) to the host on {device}" + (f" ({named})" if named else ""))
+    syncs = sum(r.syncs for r in records)
+    if syncs:
+        at = "; ".join(f"{c.node} at {c.where}" for c in copies if c.syncs)
+        parts.append(f"{syncs} sync(s)" + (f" ({at})" if at else ""))
+    fallbacks = [f for r in records for f in r.fallbacks]
+    if fallbacks:
+        named = ", ".join(f"{f.op} at {f.where}" for f in fallbacks[:_NAMED])
+        parts.append(f"{sum(f.calls for f in fallbacks)} CPU fallback(s) ({named})")
+    return ", ".join(parts)
+
+
 def before_text(explanation: Explanation) -> str:
     if explanation.skipped:
         return f"not run ({explanation.skipped})"
     failure = failure_text(explanation.before)
     if failure:
         return failure
+    if explanation.stack == "native":
+        return _stops_text(explanation.before)
     breaks = [b for r in explanation.before for b in r.graph_breaks]
     device = explanation.before[0].device
     uploads = _uploads(explanation.before)
@@ -107,6 +128,7 @@ def verdicts_text(explanation: Explanation) -> str:
     """The two graph-level verdicts, each said once: the rewrite and the values, then XLA against CPU;
     with how many graphs were not compared, when some were not."""
     parts = []
+    place = explanation.place
     for question in ("rewrite", "cpu"):
         verdicts = [getattr(s, f"{question}_verdict") for s in explanation.sections]
         shown = [v for v in verdicts if v is not None]
@@ -115,7 +137,7 @@ def verdicts_text(explanation: Explanation) -> str:
         worst = next((v for v in shown if v.status == "differ"), None) or next((v for v in shown if v.matches is None), shown[0])
         missing, graphs = explanation.not_compared(question)
         apart = f" (not compared in {missing} of {graphs} graphs)" if missing and graphs > 1 else ""
-        parts.append(worst.describe() + apart)
+        parts.append(worst.describe(place=place) + apart)
     return "; ".join(parts) or "values not compared"
 
 
@@ -125,6 +147,8 @@ def after_text(explanation: Explanation) -> str:
     failure = failure_text(explanation.after)
     if failure:
         return f"After DeviceRewriterPass: still {failure}"
+    if explanation.stack == "native":
+        return f"After DeviceRewriterPass: {_stops_text(explanation.after)}; {verdicts_text(explanation)}"
     totals = explanation.totals("after")
     text = f"After DeviceRewriterPass: {totals.graph_breaks} breaks, {totals.transfers_to_host - totals.output_transfers} transfers to the host"
     if totals.output_transfers:
@@ -146,12 +170,15 @@ def headline(explanation: Explanation) -> str:
 def program_text(explanation: Explanation) -> str:
     """'Your program on XLA (torch.compile): as written (openxla) ...; with the neurondev backend ...'"""
     programs = explanation.program
+    place = explanation.place
     if programs is None:
-        return f"Your program on XLA: not run ({explanation.program_skipped})"
+        return f"Your program on {place}: not run ({explanation.program_skipped})"
     written, rewritten = programs.as_written, programs.rewritten
     same = written.failure is not None and rewritten.failure is not None and written.failure.where == rewritten.failure.where
     after = "fails the same way" if same else rewritten.describe()
-    text = f"Your program on XLA (torch.compile): as written (openxla) {written.describe()}; with the neurondev backend {after}"
+    text = (
+        f"Your program on {place} (torch.compile): as written ({written.backend}) {written.describe()}; with the neurondev backend {after}"
+    )
     return text + _host_cause(explanation)
 
 
@@ -162,7 +189,8 @@ def _host_cause(explanation: Explanation) -> str:
         return ""
     values = explanation.host_values
     value = next((v for v in values if v.file == failure.file and v.line == failure.line), values[0])
-    return f". {value.origin} ({value.kind}, on {value.device}, used at {value.where}) stays on the host while your inputs are on XLA: {value.fix}"
+    place = explanation.place
+    return f". {value.origin} ({value.kind}, on {value.device}, used at {value.where}) stays on the host while your inputs are on {place}: {value.fix}"
 
 
 def specialised_text(explanation: Explanation) -> str:
@@ -171,9 +199,10 @@ def specialised_text(explanation: Explanation) -> str:
     if not lines:
         return ""
     named = ", ".join(f"{d.where} `{d.code}`" for d in lines[:_NAMED])
-    text = f" {len(lines)} line(s) traced differently on XLA (device-specialised code, no rewrite changes it): {named}"
+    place = explanation.place
+    text = f" {len(lines)} line(s) traced differently on {place} (device-specialised code, no rewrite changes it): {named}"
     if explanation.xla_matches_cpu is False:
-        text += "; your program's values on XLA differ from CPU's"
+        text += f"; your program's values on {place} differ from CPU's"
     return text + "."
 
 
@@ -181,12 +210,12 @@ def first_difference_text(explanation: Explanation) -> str:
     """Where XLA first departs from CPU: a node of a graph, or none (then the code between graphs)."""
     first = explanation.first_difference
     if first is not None:
-        return f" XLA differs from CPU first at {first.describe()}."
+        return f" {explanation.place} differs from CPU first at {first.describe()}."
     program = explanation.program
     if program is None or program.rewritten.matches_cpu is not False or explanation.graphs_match_cpu is not True:
         return ""
     where = "device-specialised code (above)" if explanation.device_specialised else "the code between the graphs"
-    return f" No node of the graphs differs when each runs on XLA: the difference is in {where}."
+    return f" No node of the graphs differs when each runs on {explanation.place}: the difference is in {where}."
 
 
 def summary(explanation: Explanation) -> str:
@@ -194,7 +223,7 @@ def summary(explanation: Explanation) -> str:
     after line), dynamo's split, the lines traced differently on XLA, where XLA first differs, the fixes."""
     if not explanation.sections:
         return f"No graph was recorded for {explanation.name}: " + "; ".join(explanation.notes or ["nothing to explain"])
-    text = f"{program_text(explanation)}. Traced on CPU, the graph moved to XLA: {headline(explanation)}. {after_text(explanation)}."
+    text = f"{program_text(explanation)}. Traced on CPU, the graph moved to {explanation.place}: {headline(explanation)}. {after_text(explanation)}."
     graphs, breaks = len(explanation.capture.graphs), len(explanation.capture.dynamo_breaks)
     if graphs > 1:
         text += f" Dynamo split {explanation.name} into {graphs} graphs at {breaks} break(s) of its own."

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from neurondev.fx.pins import DevicePin
 
-__all__ = ["BACKEND_FIX", "LIBRARY_NOTE", "fix_for", "short_fix"]
+__all__ = ["BACKEND_FIX", "LIBRARY_NOTE", "fallback_advice", "fix_for", "short_fix"]
 
 BACKEND_FIX = (
     "no spelling of this keeps the device symbolic under dynamo: compile through the neurondev backend "
@@ -76,3 +76,24 @@ def fix_for(pin: DevicePin) -> str:
     if location.startswith("arg") and function.endswith(".to"):
         return "for a dtype change write x.to(dtype) without a device; for a move between tensors, " + BACKEND_FIX
     return BACKEND_FIX
+
+
+# Ops that fall back to the CPU whose cause is in the program, with what to write instead; any other
+# fallback is the backend's own gap (its operator table runs the op on the CPU): nothing to write instead.
+_FALLBACK_INSTEAD = {
+    "aten::nonzero": "a data-dependent size: use a mask (torch.where(mask, x, 0)) instead of indices, or move the step after the device work",
+    "aten::masked_select": "a data-dependent size: multiply by the mask (x * mask) or use torch.where, keeping the shape",
+    "aten::unique": "a data-dependent size: compute it on the host once, outside the compiled step, or use torch.bincount with a fixed size",
+    "aten::_unique2": "a data-dependent size: compute it on the host once, outside the compiled step, or use torch.bincount with a fixed size",
+    "aten::histc": "torch.bincount(x.long(), minlength=bins) keeps it on the device on most backends",
+    "aten::_local_scalar_dense": "a host read of a device value (.item(), bool(x)): keep the value a tensor",
+}
+
+
+def fallback_advice(op: str) -> str:
+    """What to write instead of an op that falls back to the CPU, or that nothing in the program causes it."""
+    base = op.split(".")[0]
+    return _FALLBACK_INSTEAD.get(base) or (
+        "nothing to write instead: the backend has no kernel for it and runs it on the CPU (two copies and a sync per call); "
+        "report it to the backend, or keep the op out of the step"
+    )

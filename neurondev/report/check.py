@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from neurondev.errors import DevicePinsError, InvalidOptionError
-from neurondev.report.advice import fix_for
+from neurondev.report.advice import fallback_advice, fix_for
 from neurondev.report.model import Explanation
 from neurondev.report.options import ExplainOptions, default, refuse_shadowing, value_of
 from neurondev.report.pipeline import explain, explain_with
@@ -27,7 +27,7 @@ _SPECIALISED_FIX = "no device rewrite changes Python that branches on the device
 class Finding(Located):
     """One thing check reports: a device pin, or a line traced differently on XLA."""
 
-    kind: str  # "pin", "host value", "cpu kernel", "program" or "device-specialised"
+    kind: str  # "pin", "host value", "cpu kernel", "program", "device-specialised" or "fallback"
     node: str
     function: str
     source: SourceLine | None
@@ -129,11 +129,12 @@ _EXPLAIN_OPTIONS = ("level", "rtol", "atol")
 def check(
     fn: Callable[..., Any],
     *args: Any,
-    target: str | torch.device = default("xla"),
+    target: str | torch.device | None = default(None),
     allow: Iterable[str] = default(()),
     native: bool = default(True),
     suggest: bool = default(False),
     program: bool = default(False),
+    fallbacks: str = default("ignore"),
     **kwargs: Any,
 ) -> Explanation:
     """Raise DevicePinsError (an AssertionError too) listing every pin, host value, CPU kernel and
@@ -147,16 +148,21 @@ def check(
     (tracing the fixed code again, on CPU and on XLA) and puts the fixed line under it, ready to
     paste. ``program=True`` also runs the user's whole function under ``torch.compile`` on XLA, as
     written and with the neurondev backend: a program that fails there is a finding with its line.
-    ``level``, ``rtol`` and ``atol`` are explain's. Nothing is drawn.
+    ``fallbacks="error"`` is the strict mode of a native device's CI: the program runs on the device
+    (``program`` implied) and every op that fell back to the CPU is a finding, with its op, calls and line
+    (``"ignore"``, the default, leaves them to the card). ``level``, ``rtol`` and ``atol`` are explain's.
+    Nothing is drawn.
     """
     passed = {name: kwargs.pop(name) for name in _EXPLAIN_OPTIONS if name in kwargs}  # explain's options, given to check
     if callable(fn):
         check_inputs(fn, args, kwargs)  # check has no callable form: it needs the inputs now
-        options_given = {"target": target, "allow": allow, "native": native, "suggest": suggest, "program": program, **passed}
+        given = {"target": target, "allow": allow, "native": native, "suggest": suggest, "program": program, "fallbacks": fallbacks}
+        options_given = {**given, **passed}
         refuse_shadowing(fn, options_given, verb="check")
     for name, value in (("suggest", suggest), ("program", program), ("native", native)):
         if not isinstance(value_of(value), bool):
             raise InvalidOptionError(f"{name} is True or False, got {value_of(value)!r}")
+    strict = _strict(value_of(fallbacks))
     rules = _rules(value_of(allow))
     options = ExplainOptions.checked(
         target,
@@ -166,14 +172,43 @@ def check(
         atol=passed.get("atol"),
         native=native,
         level=passed.get("level", "dynamo"),
-        program=value_of(program),
+        program=value_of(program) or strict,
     )
     options = dataclasses.replace(options, fixes=value_of(suggest))
     explanation = explain_with(fn, args, kwargs, options) if callable(fn) else explain(fn, *args, **kwargs)
-    left = [finding for finding in findings_of(explanation) if not finding.allowed_by(rules)]
+    found = findings_of(explanation) + (fallback_findings(explanation) if strict else [])
+    left = [finding for finding in found if not finding.allowed_by(rules)]
     if left:
         raise DevicePinsError(_message(explanation, left, suggest=value_of(suggest)), left)
     return explanation
+
+
+def _strict(fallbacks: Any) -> bool:
+    if fallbacks not in ("ignore", "error"):
+        raise InvalidOptionError(
+            f"fallbacks is 'error' (an op that falls back to the CPU on the device fails the check) or 'ignore', got {fallbacks!r}"
+        )
+    return fallbacks == "error"
+
+
+def fallback_findings(explanation: Explanation) -> list[Finding]:
+    """Every op that fell back to the CPU while the program ran on the device, one finding per op and line
+    (a program that did not run there cannot be checked: that is a finding too)."""
+    if explanation.program is None:
+        reason = explanation.program_skipped or "it was not run"
+        return [Finding("fallback", "program", "", None, f"your program did not run on the device ({reason}): no fallback was checked", "")]
+    return [
+        Finding(
+            "fallback",
+            fallback.node or fallback.op,
+            fallback.op,
+            fallback.source,
+            f"{fallback.op} fell back to the CPU {fallback.calls} time(s) per call ({fallback.bytes} bytes copied)"
+            + (f" in {fallback.module}" if fallback.module else ""),
+            fallback_advice(fallback.op),
+        )
+        for _, fallback in explanation.fallbacks
+    ]
 
 
 def _rules(allow: Any) -> list[str]:
@@ -216,6 +251,7 @@ _HEADINGS = {
     "cpu kernel": "CPU kernel(s) chosen while tracing {name} on CPU:",
     "program": "failure(s) of {name} run as a program under torch.compile on XLA:",
     "device-specialised": "line(s) of {name} traced differently on XLA (device-specialised code):",
+    "fallback": "op(s) of {name} that fell back to the CPU on the device (fallbacks='error'):",
 }
 
 

@@ -29,7 +29,7 @@ from neurondev.report.fixes.records import Fix
 from neurondev.report.verdicts import Verdict
 from neurondev.runs.first_difference import NodeDifference
 from neurondev.runs.program_records import Programs
-from neurondev.runs.records import RunRecord
+from neurondev.runs.run_records import Fallback, RunRecord
 from neurondev.runs.traces import LineDifference, TraceComparison
 from neurondev.trace.capture import Capture
 from neurondev.trace.inputs import HostValue
@@ -120,6 +120,8 @@ class Totals:
     fallbacks: int = 0
     failures: int = 0
     output_transfers: int = 0
+    host_copies: int = 0
+    syncs: int = 0
 
     @classmethod
     def of(cls, records: list[RunRecord]) -> Totals:
@@ -133,6 +135,8 @@ class Totals:
             fallbacks=sum(sum(r.fallback_ops.values()) for r in records),
             failures=sum(1 for r in records if r.error is not None),
             output_transfers=sum(t.transfers_to_host for r in records for t in r.output_transfers),
+            host_copies=sum(len(r.host_copies) for r in records),
+            syncs=sum(r.syncs for r in records),
         )
 
     def __getitem__(self, name: str) -> int:  # totals["graph_breaks"] reads as it did when this was a dict
@@ -186,6 +190,18 @@ class Explanation:
 
     # --- derived views ------------------------------------------------------------------------
     @property
+    def stack(self) -> str:
+        """'xla' when the target is an XLA device, 'native' for a PrivateUse1 device."""
+        return "xla" if self.target.type == "xla" else "native"
+
+    @property
+    def place(self) -> str:
+        """How sentences name where things ran: 'XLA', or the native device ('hostdev:0', 'neuron:0')."""
+        if self.stack == "xla":
+            return "XLA"
+        return str(self.runtime.get("device") or self.target)
+
+    @property
     def pins(self) -> tuple[DevicePin, ...]:
         """Every device pin, section by section."""
         return tuple(pin for section in self.sections for pin in section.pins)
@@ -193,6 +209,38 @@ class Explanation:
     def pin_table(self) -> Any:
         """A pandas.DataFrame with one row per pin (built now, from ``pins``)."""
         return pin_table(self.pins)
+
+    @property
+    def fallbacks(self) -> tuple[tuple[str, Fallback], ...]:
+        """The ops that fell back to the CPU, each with the scenario it was seen in: your program (the
+        rewritten run's steady call) when it ran, else the graphs traced on CPU (after the pass)."""
+        if self.program is not None and self.program.rewritten.ok:
+            return tuple(("your program", fallback) for fallback in self.program.rewritten.fallbacks)
+        return tuple(("graph traced on CPU", fallback) for record in self.after for fallback in record.fallbacks)
+
+    def fallback_table(self) -> Any:
+        """A pandas.DataFrame, one row per op that fell back to the CPU and line: op, calls, bytes copied (per
+        call), file, line, code, module, the scenario and what to write instead (where the program causes it)."""
+        import pandas
+
+        from neurondev.report.advice import fallback_advice
+
+        rows = [
+            {
+                "op": fallback.op,
+                "calls": fallback.calls,
+                "bytes_copied": fallback.bytes,
+                "file": fallback.file,
+                "line": fallback.line,
+                "code": fallback.code,
+                "module": fallback.module,
+                "scenario": scenario,
+                "instead": fallback_advice(fallback.op),
+            }
+            for scenario, fallback in self.fallbacks
+        ]
+        columns = ["op", "calls", "bytes_copied", "file", "line", "code", "module", "scenario", "instead"]
+        return pandas.DataFrame(rows, columns=columns)
 
     @property
     def frozen(self) -> Any:

@@ -9,8 +9,7 @@ from typing import Any, TypeVar, cast
 
 import torch
 
-from neurondev.errors import InvalidOptionError, InvalidTargetError, OptionShadowsArgumentError, XlaUnavailableError
-from neurondev.fx.devices import parse_target
+from neurondev.errors import InvalidOptionError, InvalidTargetError, NeurondevError, OptionShadowsArgumentError, XlaUnavailableError
 from neurondev.runs.values import check_tolerances
 from neurondev.trace.capture import check_level
 from neurondev.trace.source import display_name
@@ -95,23 +94,38 @@ class ExplainOptions:
             if not isinstance(value, bool):
                 raise InvalidOptionError(f"{name} is True or False, got {value!r}")
         check_tolerances(rtol, atol)
-        target = check_target(parse_target(target))
+        target = check_target(resolved(target))
         return cls(target, run=run, quiet=quiet, rtol=rtol, atol=atol, native=native, level=check_level(level), program=program)
 
 
-def check_target(target: torch.device) -> torch.device:
-    """The target of explain: an XLA device that exists here (when the XLA runtime can tell).
+def resolved(target: Any) -> torch.device:
+    """The target as a device: None is this machine's runtime's device (XLA when nothing else is there,
+    so that runs say what is missing); 'hostdev' loads the host test device."""
+    from neurondev.devices.runtimes import default_target, resolve_target
 
-    explain runs graphs on the XLA device, so its pins are rewritten for XLA; another device
-    (``meta``, ``cuda``, ``cpu``) would give a graph for somewhere the runs never go.
+    if target is None:
+        target = default_target().target or "xla"
+    return resolve_target(target)
+
+
+def check_target(target: torch.device) -> torch.device:
+    """The target of explain: an XLA device that exists here (when the XLA runtime can tell), or the native
+    device of the PrivateUse1 backend loaded in this process (TorchNeuron's ``neuron``, the host test device).
+
+    explain runs graphs on the device, so its pins are rewritten for it; another device (``meta``,
+    ``cuda``, ``cpu``) would give a graph for somewhere the runs never go.
     """
-    if target.type != "xla":
+    from neurondev.devices.drivers import stack_of
+
+    try:
+        stack = stack_of(target)
+    except NeurondevError:
         raise InvalidTargetError(
-            f"explain rewrites device pins for the XLA device it runs the graphs on, got target {str(target)!r}; "
-            "pass target='xla' (or 'xla:N'). To rewrite a graph for another device, use "
-            f"neurondev.DeviceRewriterPass(target={str(target)!r}) on the graph itself"
-        )
-    if target.index is not None:
+            f"explain rewrites device pins for the device it runs the graphs on, got target {str(target)!r}; pass target='xla' "
+            "(or 'xla:N'), a native device ('neuron' with TorchNeuron, 'hostdev' for the host test device), or None for this "
+            f"machine's own. To rewrite a graph for another device, use neurondev.DeviceRewriterPass(target={str(target)!r}) on the graph itself"
+        ) from None
+    if stack == "xla" and target.index is not None:
         from neurondev import xla
 
         try:

@@ -1,9 +1,10 @@
 """explain(): a pipeline of stages, each with a typed output passed forward, ending in a frozen Explanation.
 
-trace -> pins -> start XLA -> fixes -> rewrite -> graph runs -> program runs -> native trace ->
+trace -> pins -> start the device -> fixes -> rewrite -> graph runs -> program runs -> native trace ->
 verdicts (and, where a graph differs, its first differing node) -> Explanation. The graph runs
-are the seed's scenario (a backend traced on CPU and moved the graph to XLA); the program runs are
-the user's own function under torch.compile on XLA. A stage reads only what earlier stages
+are the seed's scenario (a backend traced on CPU and moved the graph to the device); the program runs
+are the user's own function under torch.compile on the device (XLA, or a native PrivateUse1 device, each
+through its driver). A stage reads only what earlier stages
 produced; nothing draws here (pictures are made when the result is displayed).
 """
 
@@ -18,7 +19,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from neurondev.errors import InvalidOptionError, NotCallableError, XlaUnavailableError
+from neurondev.errors import InvalidOptionError, NeurondevError, NotCallableError, XlaUnavailableError
 from neurondev.fx.kernels import CpuKernel, cpu_kernels
 from neurondev.fx.pins import DevicePin, find_pins
 from neurondev.fx.subgraphs import subgraphs
@@ -33,7 +34,7 @@ from neurondev.runs.graph import cpu_reference, run_graph
 from neurondev.runs.interface import Driver
 from neurondev.runs.program import ProgramSubject
 from neurondev.runs.program_records import Programs
-from neurondev.runs.records import RunRecord
+from neurondev.runs.run_records import RunRecord
 from neurondev.runs.traces import TraceComparison
 from neurondev.trace.capture import Capture, capture, required_inputs
 from neurondev.trace.copies import kept_global_state
@@ -76,7 +77,7 @@ class RewrittenGraph:
 
 @dataclasses.dataclass(frozen=True)
 class Runtime:
-    """The XLA runtime, started before anything makes a value on XLA; or why there is none."""
+    """The device's runtime, started before anything makes a value there (XLA's, or a native device's); or why there is none."""
 
     info: Mapping[str, str] = dataclasses.field(default_factory=dict)
     unavailable: str | None = None
@@ -116,7 +117,7 @@ class Native:
 def explain(
     fn: Callable[..., Any] | Capture,
     *args: Any,
-    target: str | torch.device = default("xla"),
+    target: str | torch.device | None = default(None),
     run: bool = default(True),
     quiet: bool = default(False),
     rtol: float | None = default(None),
@@ -129,7 +130,9 @@ def explain(
 
     ``neurondev.explain(fn)`` with no inputs returns a callable: ``neurondev.explain(fn)(x)``.
     ``fn`` may also be a Capture made earlier (``neurondev.capture(fn, x)``): nothing is traced again.
-    ``target``: the device pins are rewritten to. ``run=False`` skips the XLA runs. ``quiet``
+    ``target``: the device pins are rewritten to and runs go to (None: the device this machine's
+    runtime provides: TorchNeuron's ``neuron``, else XLA; ``"hostdev"`` loads the host test device).
+    ``run=False`` skips the runs on the device. ``quiet``
     silences the progress bars. ``rtol``/``atol``: tolerances of the value comparisons.
     ``native=True`` also traces natively on XLA (``neurondev.compare_traces``): device-specialised
     code, and the rewritten graph's time per call against the native one's. ``level="aten"``
@@ -171,7 +174,7 @@ def rerun(explanation: Explanation, *, target: str | torch.device, on_step: Call
     program = ProgramStage(explanation.program, None, explanation.program_skipped)
     with kept_global_state(), stages:
         pinned = pin_stage(traced, options.target, stages)
-        runtime = runtime_stage(stages)
+        runtime = runtime_stage(stages, options.target)
         rewritten = rewrite_stage(pinned, options.target, stages, runtime)
         runs = run_stage(rewritten, runtime, options, stages)
         native = Native(explanation.traces, explanation.traces_skipped, native_timings(explanation.traces, rewritten, runs))
@@ -187,15 +190,17 @@ def explain_with(fn: Callable[..., Any], args: tuple, kwargs: dict, options: Exp
 def _explain(subject: Any, options: ExplainOptions, call: tuple[tuple, dict] | None) -> Explanation:
     """The whole pipeline; ``call`` is (args, kwargs) of ``subject`` (a function), None for a Capture."""
     xla = options.run or options.program or options.native or options.fixes  # check(native=False) is a CPU trace alone
-    names = (("start XLA",) if xla else ()) + ("trace", "find pins", "rewrite") + (("run before", "run after") if options.run else ())
-    names += (("your program on XLA",) if options.program else ()) + (("verify fixes",) if options.fixes else ())
-    names += ("trace on XLA",) if options.native and not options.program else ()
+    names = (
+        (("start the device",) if xla else ()) + ("trace", "find pins", "rewrite") + (("run before", "run after") if options.run else ())
+    )
+    names += (("your program on the device",) if options.program else ()) + (("verify fixes",) if options.fixes else ())
+    names += ("trace on the device",) if options.native and not options.program else ()
     name = subject.name if isinstance(subject, Capture) else getattr(subject, "__name__", type(subject).__name__)
-    shown = names if call is not None else tuple(n for n in names if n not in ("trace", "verify fixes", "your program on XLA"))
+    shown = names if call is not None else tuple(n for n in names if n not in ("trace", "verify fixes", "your program on the device"))
     with kept_global_state(), Stages(shown, quiet=options.quiet, name=name) as stages:
         # XLA starts first: autograd sizes its device queues when it first runs, and a CPU trace that
         # back-propagates before torch_xla is loaded leaves XLA values no queue (an internal assert later)
-        runtime = runtime_stage(stages) if xla else Runtime(unavailable="nothing here needs the XLA device")
+        runtime = runtime_stage(stages, options.target) if xla else Runtime(unavailable="nothing here needs the device")
         captured = subject if call is None else _trace(subject, call, options, stages)
         traced = trace_stage(captured, options.level)
         pinned = pin_stage(traced, options.target, stages)
@@ -306,23 +311,25 @@ def _indexed(target: torch.device, gm: torch.fx.GraphModule, runtime: Runtime | 
     return torch.device(device)
 
 
-def runtime_stage(stages: Stages) -> Runtime:
-    """Start the XLA runtime before the rewrite makes any value on XLA (a value there before torch_xla
-    is loaded can abort the process); a machine without one gets the reason, and no runs."""
+def runtime_stage(stages: Stages, target: torch.device) -> Runtime:
+    """Start the target's runtime before the rewrite makes any value there (a value on XLA before
+    torch_xla is loaded can abort the process); a machine without one gets the reason, and no runs."""
     from neurondev.devices.drivers import driver_for
 
-    stages.start("start XLA")
-    driver = driver_for(torch.device("xla"))
+    stages.start("start the device")
     try:
+        driver = driver_for(target)
         return Runtime(MappingProxyType(dict(driver.describe())), driver=driver)
     except XlaUnavailableError as error:
         return Runtime(unavailable=f"no XLA device: {error}")
+    except NeurondevError as error:
+        return Runtime(unavailable=f"no {target.type} device: {error}")
 
 
 def run_stage(rewritten: tuple[RewrittenGraph, ...], runtime: Runtime, options: ExplainOptions, stages: Stages) -> Runs:
-    """Every graph on the XLA device, before and after the pass; or why not."""
+    """Every graph on the device, before and after the pass; or why not."""
     if not options.run:
-        return Runs(skipped="run=False: the graphs were not run on an XLA device")
+        return Runs(skipped="run=False: the graphs were not run on the device")
     if not rewritten:
         return Runs(skipped="no graph was recorded, so there is nothing to run")
     if rewritten[0].pinned.traced.on_meta:
@@ -348,7 +355,7 @@ def _run(
     reference: tuple[Any, str | None],
     driver: Driver,
 ) -> RunRecord:
-    """One run on XLA against the CPU reference both runs share; host values stay on the host,
+    """One run on the device against the CPU reference both runs share; host values stay on the host,
     where the user's code would have them."""
     traced = graph.pinned.traced
     host = [value.index for value in traced.host_values]
@@ -361,7 +368,7 @@ def _run(
 
 
 _META_SKIP = (
-    "traced on the meta device: the weights are shapes without values, so nothing can run. To measure it on XLA, build "
+    "traced on the meta device: the weights are shapes without values, so nothing can run. To measure it on the device, build "
     "the same config with fewer layers (e.g. num_hidden_layers=2) and real or random weights, and explain that"
 )
 
@@ -369,32 +376,31 @@ _META_SKIP = (
 def program_stage(
     subject: ProgramSubject | None, captured: Capture, runtime: Runtime, options: ExplainOptions, stages: Stages
 ) -> ProgramStage:
-    """The user's whole function under torch.compile on XLA: as written (openxla), then rewritten
+    """The user's whole function under torch.compile on the device: as written (its own backend), then rewritten
     (the neurondev backend), each called twice and compared with the eager CPU result."""
     if not options.program:
-        return ProgramStage(skipped="run=False: your program was not run on an XLA device")
+        return ProgramStage(skipped="run=False: your program was not run on the device")
     if subject is None:
-        return ProgramStage(skipped="explained from a Capture: pass the function and its inputs to run your program on XLA")
+        return ProgramStage(skipped="explained from a Capture: pass the function and its inputs to run your program on the device")
     if captured.device == "meta":
         return ProgramStage(skipped=_META_SKIP)
     if runtime.unavailable is not None:
         return ProgramStage(skipped=runtime.unavailable)
+    from neurondev.devices.compiler import backend
     from neurondev.runs.program import run_program
-    from neurondev.xla.compiler import backend
 
-    stages.start("your program on XLA", total=2)
-    random = next((r for gm in captured.graphs if (r := random_reason(gm, None, _XLA_GENERATOR)) is not None), None)
-    compared = {"reference": captured.output, "not_comparable": random, "rtol": options.rtol, "atol": options.atol}
+    stages.start("your program on the device", total=2)
     driver = runtime.driver
     assert driver is not None
-    as_written, _ = run_program(subject, driver.program_backend(), driver=driver, label="openxla", **compared)
+    generator = driver.own_generator
+    random = next((r for gm in captured.graphs if generator and (r := random_reason(gm, None, generator)) is not None), None)
+    compared = {"reference": captured.output, "not_comparable": random, "rtol": options.rtol, "atol": options.atol}
+    as_written, _ = run_program(subject, driver.program_backend(), driver=driver, label=driver.program_label, **compared)
     stages.advance()
-    rewritten, native = run_program(subject, backend, driver=driver, label="neurondev", keep_graphs=True, **compared)
+    rewriting = functools.partial(backend, inner=driver.program_backend())  # the measured driver's backend, after the pass
+    rewritten, native = run_program(subject, rewriting, driver=driver, label="neurondev", keep_graphs=True, **compared)
     stages.advance()
     return ProgramStage(Programs(as_written, rewritten), native)
-
-
-_XLA_GENERATOR = "draws from XLA's generator, which is not CPU's"
 
 
 def native_stage(
@@ -418,9 +424,9 @@ def native_stage(
     elif not options.native:
         return Native()
     else:
-        stages.start("trace on XLA")
+        stages.start("trace on the device")
         if call is None:
-            return Native(skipped="explained from a Capture: there is no function to trace on XLA")
+            return Native(skipped="explained from a Capture: there is no function to trace on the device")
         if captured.device == "meta":
             return Native(skipped="traced on the meta device: there are no values to trace with on XLA")
         try:
@@ -461,7 +467,7 @@ def verdict_stage(
             continue
         before, after = runs.records[graph.key]
         traced = graph.pinned.traced.graph_module
-        cpu = cpu_verdict(traced, before, after)
+        cpu = cpu_verdict(traced, before, after, runs.driver.own_generator if runs.driver is not None else None)
         if cpu.status == "differ":
             stages.start("find where XLA differs")
             assert runs.driver is not None

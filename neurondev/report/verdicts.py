@@ -15,7 +15,7 @@ import torch.fx
 
 from neurondev.fx.random import random_nodes
 from neurondev.runs.first_difference import NodeDifference
-from neurondev.runs.records import RunRecord
+from neurondev.runs.run_records import RunRecord
 from neurondev.runs.values import Comparison, compare_outputs
 from neurondev.trace.source import source_of
 
@@ -57,7 +57,7 @@ class Verdict:
             "first_difference": self.first_difference.to_dict() if self.first_difference is not None else None,
         }
 
-    def describe(self, *, figures: bool = False) -> str:
+    def describe(self, *, figures: bool = False, place: str = "XLA") -> str:
         """One line; equal and within tolerance read alike (which one depends on the processor's
         rounding), unless ``figures`` asks for the measured errors."""
         shown = figures or self.status == "differ"
@@ -74,11 +74,11 @@ class Verdict:
             }[self.status]
         else:
             text = {
-                "equal": "the graph on XLA agrees with CPU",
-                "within tolerance": "the graph on XLA agrees with CPU",
-                "differ": "the graph on XLA DIFFERS from CPU",
-                "not comparable": "the graph's XLA and CPU values are not comparable",
-                "not compared": "the graph on XLA not compared with CPU",
+                "equal": f"the graph on {place} agrees with CPU",
+                "within tolerance": f"the graph on {place} agrees with CPU",
+                "differ": f"the graph on {place} DIFFERS from CPU",
+                "not comparable": f"the graph's {place} and CPU values are not comparable",
+                "not compared": f"the graph on {place} not compared with CPU",
             }[self.status]
         return text + measured + reason
 
@@ -123,11 +123,17 @@ def rewrite_verdict(traced: torch.fx.GraphModule, before: RunRecord, after: RunR
     return Verdict("rewrite", "differ", comparison)
 
 
-def cpu_verdict(traced: torch.fx.GraphModule, before: RunRecord | None, after: RunRecord) -> Verdict:
-    """The run after the pass on XLA against the same graph run eagerly on CPU."""
+def cpu_verdict(
+    traced: torch.fx.GraphModule,
+    before: RunRecord | None,
+    after: RunRecord,
+    generator: str | None = "draws from XLA's generator, which is not CPU's",
+) -> Verdict:
+    """The run after the pass on the device against the same graph run eagerly on CPU (``generator``: why
+    random values on the device are not the CPU's, None when they are)."""
     if after.error is not None:
         return Verdict("cpu", "not compared", reason=f"the rewritten graph failed at {after.error.node}")
-    random = random_reason(traced, None, "draws from XLA's generator, which is not CPU's")
+    random = random_reason(traced, None, generator) if generator else None
     if random is not None:
         return Verdict("cpu", "not comparable", reason=random)
     if after.comparison is None:

@@ -17,11 +17,12 @@ from neurondev._compat import tree_leaves
 from neurondev.errors import InputCountError, InvalidOptionError, InvalidSubjectError, XlaInputError
 from neurondev.fx.devices import describe_object, function_name, is_output_transfer
 from neurondev.fx.graphs import copy_graph
+from neurondev.fx.modules import module_path
 from neurondev.passes.device_rewriter import rewrite_copy
 from neurondev.runs.counts import Counts
 from neurondev.runs.interface import Driver
 from neurondev.runs.placement import to_device
-from neurondev.runs.records import Crossing, GraphBreak, RunError, RunRecord, Upload
+from neurondev.runs.run_records import Crossing, Fallback, GraphBreak, HostCopy, RunError, RunRecord, Upload
 from neurondev.runs.values import Comparison, check_tolerances, compare_outputs
 from neurondev.trace.capture import Capture
 from neurondev.trace.source import source_of
@@ -74,7 +75,7 @@ def run_graph(
         measured = _call(graph, placed, wait)
         comparison, not_compared = _compare(gm, placed, measured.outputs, reference, rtol, atol)
         seconds = _steady_seconds(graph, placed, repeat)
-    return _record(str(target), graph, measured, first.counts, comparison, not_compared, seconds)
+    return _record(str(target), driver.stack, graph, measured, first.counts, comparison, not_compared, seconds)
 
 
 def _compare(
@@ -229,6 +230,7 @@ def _run_error(failed: _NodeFailed) -> RunError:
 
 def _record(
     device: str,
+    stack: str,
     graph: torch.fx.GraphModule,
     call: _Call,
     first: Counts,
@@ -241,15 +243,23 @@ def _record(
     node_devices = {name: device for name, device in call.devices.items() if device is not None}
     forced = [(node, delta) for node, delta in measured if delta.forced]
     handed_back = [(node, delta) for node, delta in forced if _hands_back(node, node_devices)]
+    stopped = [(node, delta) for node, delta in forced if (node, delta) not in handed_back]
+    native = stack == "native"
     return RunRecord(
         device=device,
+        stack=stack,
+        syncs=counts.syncs,
+        bytes_to_host=counts.bytes_to_host,
+        bytes_to_device=counts.bytes_to_device,
+        host_copies=tuple(_host_copy(node, delta) for node, delta in stopped) if native else (),
+        fallbacks=tuple(fallback for node, delta in measured for fallback in _fallbacks(node, delta)),
         executions=counts.executions,
         compilations=counts.compilations,
         transfers_to_host=counts.transfers_to_host,
         transfers_to_device=counts.transfers_to_device,
         fallback_ops=dict(counts.fallbacks),
         node_fallbacks={node.name: sum(n for _, n in delta.fallbacks) for node, delta in measured if delta.fallbacks},
-        graph_breaks=tuple(_graph_break(node, delta) for node, delta in forced if (node, delta) not in handed_back),
+        graph_breaks=() if native else tuple(_graph_break(node, delta) for node, delta in stopped),
         output_transfers=tuple(_graph_break(node, delta) for node, delta in handed_back),
         uploads=tuple(_upload(node, delta) for node, delta in measured if not delta.forced and delta.transfers_to_device),
         node_devices=node_devices,
@@ -271,6 +281,19 @@ def _hands_back(node: torch.fx.Node, devices: dict[str, Any]) -> bool:
 
 def _graph_break(node: torch.fx.Node, delta: Counts) -> GraphBreak:
     return GraphBreak(node.name, function_name(node), delta.executions, delta.transfers_to_host, source_of(node))
+
+
+def _host_copy(node: torch.fx.Node, delta: Counts) -> HostCopy:
+    return HostCopy(node.name, function_name(node), delta.transfers_to_host, delta.syncs, delta.bytes_to_host, source_of(node))
+
+
+def _fallbacks(node: torch.fx.Node, delta: Counts) -> list[Fallback]:
+    """The ops that ran on the CPU during ``node``; the bytes they copied go to the first (one op per node, as a rule)."""
+    found = []
+    for index, (op, calls) in enumerate(delta.fallbacks):
+        copied = delta.fallback_bytes if index == 0 else 0
+        found.append(Fallback(op, calls, copied, node.name, module_path(node), source_of(node)))
+    return found
 
 
 def _upload(node: torch.fx.Node, delta: Counts) -> Upload:

@@ -17,6 +17,7 @@ import torch
 import torch.fx
 
 from neurondev.runs.counts import Counts
+from neurondev.runs.run_records import Fallback, HostCopy
 
 __all__ = ["STACKS", "Driver", "no_context"]
 
@@ -27,6 +28,8 @@ class Driver(Protocol):
     """What a run needs of a device stack; ``stack`` is 'xla' or 'native'."""
 
     stack: str
+    program_label: str  # the backend of the program as written, as the card names it ('openxla')
+    own_generator: str | None  # why random values there are not the CPU's ("draws from XLA's generator ..."), None: they are
 
     def device(self) -> torch.device:
         """The device runs go to."""
@@ -62,6 +65,19 @@ class Driver(Protocol):
 
     def program_backend(self) -> Callable[..., Any]:
         """The torch.compile backend of the program as written on this device."""
+        ...
+
+    def mark(self) -> int:
+        """A position in what the driver saw, for ``located_since``."""
+        ...
+
+    def located_since(self, mark: int) -> tuple[tuple[HostCopy, ...], tuple[Fallback, ...]]:
+        """What was seen since ``mark`` with its lines: copies to the host and syncs, and CPU fallbacks,
+        each grouped by line (a native device; XLA's metrics have no lines: nothing)."""
+        ...
+
+    def unseen(self) -> str | None:
+        """What a program run on this device cannot see (None: nothing left out)."""
         ...
 
 

@@ -22,8 +22,10 @@ import torch.fx
 
 from neurondev._compat import concrete, dynamo_break_of
 from neurondev.fx.graphs import copy_graph
+from neurondev.runs.counts import Counts
 from neurondev.runs.interface import Driver
 from neurondev.runs.program_records import ProgramCall, ProgramFailure, ProgramRun
+from neurondev.runs.run_records import Fallback, HostCopy
 from neurondev.runs.values import compare_outputs
 from neurondev.trace.caches import kept_dynamo_caches
 from neurondev.trace.capture import Capture, quiet_dynamo
@@ -82,7 +84,9 @@ def run_program(
             warnings.simplefilter("always")
             made, outputs, failure = _calls(compiled, args, kwargs, recorder, calls, driver)
     comparison, not_compared = _compare(outputs, failure, reference, not_comparable, rtol, atol)
-    record = ProgramRun(label, failure, comparison, not_compared, tuple(made), _unique(caught), outputs)
+    record = ProgramRun(
+        label, failure, comparison, not_compared, tuple(made), _unique(caught), outputs, driver.stack, str(device), driver.unseen()
+    )
     native = recorder.capture(subject.name, moved, notes, str(device), (fn, args, kwargs)) if keep_graphs else None
     return record, native
 
@@ -171,20 +175,33 @@ def _calls(
         graphs = recorder.count
         with driver.measuring(compiled=True):
             driver.settle()
-            before, start = driver.counts(), time.perf_counter()
+            before, mark, start = driver.counts(), driver.mark(), time.perf_counter()
             try:
                 result = compiled(*args, **kwargs)
                 driver.sync()
             except Exception as error:
                 return calls, outputs, _failure(error, recorder, number)
             seconds, delta = time.perf_counter() - start, driver.counts() - before
-        calls.append(
-            ProgramCall(
-                recorder.count - graphs, delta.compilations, delta.executions, delta.transfers_to_host, delta.transfers_to_device, seconds
-            )
-        )
+        calls.append(_call_record(recorder.count - graphs, delta, seconds, *driver.located_since(mark)))
         outputs = result if number == 1 else outputs
     return calls, outputs, None
+
+
+def _call_record(graphs: int, delta: Counts, seconds: float, copies: tuple[HostCopy, ...], fallbacks: tuple[Fallback, ...]) -> ProgramCall:
+    if delta.fallbacks and not fallbacks:  # a stack that counts fallbacks without lines (XLA's metrics): the ops, at least
+        fallbacks = tuple(Fallback(op, calls, 0) for op, calls in delta.fallbacks)
+    return ProgramCall(
+        graphs,
+        delta.compilations,
+        delta.executions,
+        delta.transfers_to_host,
+        delta.transfers_to_device,
+        seconds,
+        syncs=delta.syncs,
+        fallback_calls=delta.fallback_calls,
+        host_copies=copies,
+        fallbacks=fallbacks,
+    )
 
 
 def _failure(error: BaseException, recorder: _Recorder, call: int) -> ProgramFailure:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from neurondev.runs.run_records import Fallback, HostCopy
 from neurondev.runs.values import Comparison
 from neurondev.trace.source import Located, SourceLine
 
@@ -57,7 +58,9 @@ class ProgramFailure(Located):
 
 @dataclasses.dataclass(frozen=True)
 class ProgramCall:
-    """One call of the compiled program: dynamo graphs compiled during it, and torch_xla's deltas."""
+    """One call of the compiled program: dynamo graphs compiled during it, and the device's deltas (XLA:
+    its compiles and executions; native: copies, syncs and CPU fallbacks, each with its line in
+    ``host_copies`` and ``fallbacks``)."""
 
     graphs: int
     xla_compiles: int
@@ -65,9 +68,16 @@ class ProgramCall:
     transfers_to_host: int
     transfers_to_device: int
     seconds: float
+    syncs: int = 0
+    fallback_calls: int = 0
+    host_copies: tuple[HostCopy, ...] = ()
+    fallbacks: tuple[Fallback, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        plain = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
+        plain["host_copies"] = [copy.to_dict() for copy in self.host_copies]
+        plain["fallbacks"] = [fallback.to_dict() for fallback in self.fallbacks]
+        return plain
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,6 +99,23 @@ class ProgramRun:
     calls: tuple[ProgramCall, ...] = ()
     warnings: tuple[str, ...] = ()
     outputs: Any = dataclasses.field(default=None, repr=False, compare=False)
+    stack: str = "xla"
+    device: str = ""
+    unseen: str | None = None
+
+    @property
+    def syncs(self) -> int:
+        return self.calls[-1].syncs if self.calls else 0
+
+    @property
+    def fallbacks(self) -> tuple[Fallback, ...]:
+        """The ops that fell back to the CPU on the last call (what every call costs), by line."""
+        return self.calls[-1].fallbacks if self.calls else ()
+
+    @property
+    def host_copies(self) -> tuple[HostCopy, ...]:
+        """Where the last call copied to the host or synced (native devices), by line."""
+        return self.calls[-1].host_copies if self.calls else ()
 
     @property
     def ok(self) -> bool:
@@ -124,6 +151,9 @@ class ProgramRun:
         if self.failure is not None:
             return self.failure.describe()
         steady = f"{self.transfers_to_host} transfer(s) to the host per call"
+        if self.stack == "native":
+            fallbacks = self.calls[-1].fallback_calls if self.calls else 0
+            steady = f"{self.transfers_to_host} copy(ies) to the host, {self.syncs} sync(s), {fallbacks} CPU fallback(s) per call"
         again = ", compiles again on the second call" if self.recompiled else ""
         joint = "but" if self.matches_cpu is False else "and" if self.matches_cpu else "with"
         return f"runs ({self.graphs} graph(s), {steady}{again}) {joint} {self.values_text()}"
@@ -152,6 +182,12 @@ class ProgramRun:
             "transfers_to_host": self.transfers_to_host,
             "recompiled": self.recompiled,
             "calls": [call.to_dict() for call in self.calls],
+            "stack": self.stack,
+            "device": self.device,
+            "syncs": self.syncs,
+            "fallbacks": [fallback.to_dict() for fallback in self.fallbacks],
+            "host_copies": [copy.to_dict() for copy in self.host_copies],
+            "unseen": self.unseen,
             "warnings": list(self.warnings),
             "text": self.describe(),
         }

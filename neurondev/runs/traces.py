@@ -28,7 +28,7 @@ from neurondev.runs.interface import Driver
 from neurondev.runs.placement import to_device
 from neurondev.runs.program import locate_failure, message_of
 from neurondev.runs.program_records import ProgramFailure
-from neurondev.runs.records import RunError
+from neurondev.runs.run_records import RunError
 from neurondev.trace.capture import Capture, capture, capture_on_device
 from neurondev.trace.copies import kept_global_state
 from neurondev.trace.source import Located, SourceLine, source_of

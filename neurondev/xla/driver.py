@@ -11,6 +11,7 @@ import torch.fx
 
 from neurondev.runs.counts import Counts
 from neurondev.runs.interface import no_context
+from neurondev.runs.run_records import Fallback, HostCopy
 from neurondev.xla import counters, runtime
 
 __all__ = ["XlaDriver"]
@@ -20,6 +21,8 @@ class XlaDriver:
     """Runs on the XLA device torch_xla selects (Neuron's, or PJRT's: the CPU device here)."""
 
     stack = "xla"
+    program_label = "openxla"
+    own_generator: str | None = "draws from XLA's generator, which is not CPU's"
 
     def device(self) -> torch.device:
         return runtime.device()
@@ -52,3 +55,12 @@ class XlaDriver:
         from neurondev._compat import lookup_backend
 
         return lookup_backend("openxla")
+
+    def mark(self) -> int:
+        return 0
+
+    def located_since(self, mark: int) -> tuple[tuple[HostCopy, ...], tuple[Fallback, ...]]:
+        return (), ()  # torch_xla's metrics count per process, without lines
+
+    def unseen(self) -> str | None:
+        return None

@@ -21,7 +21,7 @@ import torch
 from neurondev.errors import InvalidOptionError, RankRunError, UnsupportedWorldSizeError
 
 if TYPE_CHECKING:
-    from neurondev.runs.records import RunRecord
+    from neurondev.runs.run_records import RunRecord
 
 __all__ = [
     "PJRT_CPU_WORLD_SIZES",

@@ -8,7 +8,7 @@ from typing import Any
 import torch.fx
 
 from neurondev.runs.graph import run_graph
-from neurondev.runs.records import RunRecord
+from neurondev.runs.run_records import RunRecord
 from neurondev.xla.driver import XlaDriver
 
 __all__ = ["run_on_xla"]

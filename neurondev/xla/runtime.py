@@ -67,10 +67,14 @@ def choose_runtime(*, neuron_error: BaseException | None, environ: Mapping[str, 
 
 
 def _neuron_import_error() -> BaseException | None:
+    """Why torch_neuronx does not give an XLA device: it does not import, or it is TorchNeuron (its own
+    native 'neuron' device, no XLA); None when it is the XLA-based SDK."""
     try:
         importlib.import_module("torch_neuronx")
     except Exception as error:  # a broken Neuron install is as unusable as a missing one
         return error
+    if torch._C._get_privateuse1_backend_name() == "neuron":
+        return RuntimeError("torch_neuronx is TorchNeuron, whose device is the native 'neuron' device, not XLA")
     return None
 
 

@@ -130,7 +130,7 @@ def test_progress_goes_to_stderr_per_stage_unless_quiet(capsys):
     fn, args, _ = examples.get("seed").build()
     neurondev.explain(fn, *args)
     err = capsys.readouterr().err
-    stages = ("start XLA", "trace", "find pins", "rewrite", "run before", "run after", "your program on XLA", "verify fixes")
+    stages = ("start the device", "trace", "find pins", "rewrite", "run before", "run after", "your program on the device", "verify fixes")
     for stage in (f"{name} ({n}/8)" for n, name in enumerate(stages, 1)):
         assert stage in err
     neurondev.explain(fn, *args, run=False, quiet=True)

@@ -170,7 +170,7 @@ def test_the_json_is_strict_even_with_infinite_figures():
 
 def test_a_frozen_run_of_the_wrong_shape_is_a_shape_mismatch_the_rewrite_fixed():
     from neurondev.report.verdicts import rewrite_verdict
-    from neurondev.runs.records import RunRecord
+    from neurondev.runs.run_records import RunRecord
     from neurondev.runs.values import compare_outputs
 
     reference = torch.arange(4.0)

@@ -200,7 +200,7 @@ def test_a_failure_at_an_input_says_input_i_not_a_line_inside_neurondev(seed_cap
 
 
 def test_a_run_error_at_an_input_names_the_input_not_a_line():
-    from neurondev.runs.records import RunError
+    from neurondev.runs.run_records import RunError
 
     error = RunError("l_x_", "l_x_", RuntimeError("cannot place it"), None, input_index=1)
     assert str(error) == "RuntimeError at input 1 (l_x_): cannot place it"

@@ -1,4 +1,4 @@
-"""What one run of a graph on the XLA device showed: the frozen RunRecord and the breaks, uploads, crossings and failure it holds."""
+"""What one run of a graph on a device showed: the frozen RunRecord and the breaks (XLA), copies to the host (native), uploads, fallbacks, crossings and failure it holds."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from neurondev.runs.counts import Counts
 from neurondev.runs.values import Comparison
 from neurondev.trace.source import Located, SourceLine
 
-__all__ = ["Crossing", "GraphBreak", "RunError", "RunRecord", "Upload"]
+__all__ = ["Crossing", "Fallback", "GraphBreak", "HostCopy", "RunError", "RunRecord", "Upload"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,6 +32,46 @@ class GraphBreak(Located):
             "transfers_to_host": self.transfers_to_host,
             **self.source_dict(),
         }
+
+
+@dataclasses.dataclass(frozen=True)
+class HostCopy(Located):
+    """A node during which a native device handed data to the host mid-graph: copies to the host
+    (``transfers_to_host``, ``bytes``) and syncs (a host read of a device value, ``.item()``). A native
+    device has no lazy graph to break: the program waits for the device and copies instead."""
+
+    node: str
+    function: str
+    transfers_to_host: int
+    syncs: int
+    bytes: int
+    source: SourceLine | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "node": self.node,
+            "function": self.function,
+            "transfers_to_host": self.transfers_to_host,
+            "syncs": self.syncs,
+            "bytes": self.bytes,
+            **self.source_dict(),
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class Fallback(Located):
+    """An op that ran on the CPU instead of the device at one node: how many calls, the bytes copied
+    for them (native devices), the module it ran in and the line."""
+
+    op: str
+    calls: int
+    bytes: int
+    node: str | None = None
+    module: str = ""
+    source: SourceLine | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"op": self.op, "calls": self.calls, "bytes": self.bytes, "node": self.node, "module": self.module, **self.source_dict()}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,7 +129,10 @@ class RunError(Located):
 
 @dataclasses.dataclass(frozen=True)
 class RunRecord:
-    """What happened when one graph ran on the XLA device; set once, never changed.
+    """What happened when one graph ran on a device; set once, never changed.
+
+    ``stack`` is 'xla' (torch_xla's lazy device: breaks, executions and compilations) or 'native' (a
+    PrivateUse1 device: ``host_copies`` where data went to the host mid-graph, ``syncs``, and the bytes copied).
 
     A run is a warm-up call (compilations and first-time uploads happen there; see ``first_call``)
     and a measured call, whose figures these are: what happens on every call. Counts are deltas
@@ -121,6 +164,12 @@ class RunRecord:
     seconds: float | None = None
     first_call: Counts | None = None
     outputs: Any = dataclasses.field(default=None, repr=False, compare=False)
+    stack: str = "xla"
+    syncs: int = 0
+    bytes_to_host: int = 0
+    bytes_to_device: int = 0
+    host_copies: tuple[HostCopy, ...] = ()
+    fallbacks: tuple[Fallback, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("fallback_ops", "node_fallbacks", "node_devices"):  # frozen means frozen: read-only mappings
@@ -144,18 +193,29 @@ class RunRecord:
         no CPU fallback. Uploads of host-built constants (``uploads``) are allowed and noted; how the
         values compare is ``matches_reference`` (XLA fuses what eager rounds step by step)."""
         expected = sum(t.transfers_to_host for t in self.output_transfers)
-        return self.error is None and not self.graph_breaks and self.transfers_to_host == expected and not self.fallback_ops
+        stays = not self.graph_breaks and not self.host_copies and self.transfers_to_host == expected
+        return self.error is None and stays and not self.fallback_ops
 
     def summary(self) -> str:
         """One paragraph a user can read: failure, or breaks with their nodes, transfers, uploads, values."""
         if self.error is not None:
             return f"failed on {self.device}: {self.error}"
-        breaks = "; ".join(b.labelled(b.node) for b in self.graph_breaks)
-        text = (
-            f"ran on {self.device}: {len(self.graph_breaks)} graph break(s){': ' + breaks if breaks else ''}, "
-            f"{self.executions} forced execution(s), {self.transfers_to_host} transfer(s) to host and "
-            f"{self.transfers_to_device} to device per call; outputs on {', '.join(self.output_devices) or 'nothing'}"
-        )
+        if self.stack == "native":
+            copies = "; ".join(c.labelled(c.node) for c in self.host_copies)
+            fallbacks = ", ".join(f"{op} x{n}" for op, n in self.fallback_ops.items())
+            text = (
+                f"ran on {self.device}: {self.transfers_to_host} copy(ies) to the host{': ' + copies if copies else ''}, "
+                f"{self.syncs} sync(s), {self.transfers_to_device} copy(ies) to the device per call, "
+                f"{sum(self.fallback_ops.values())} CPU fallback(s){': ' + fallbacks if fallbacks else ''}; "
+                f"outputs on {', '.join(self.output_devices) or 'nothing'}"
+            )
+        else:
+            breaks = "; ".join(b.labelled(b.node) for b in self.graph_breaks)
+            text = (
+                f"ran on {self.device}: {len(self.graph_breaks)} graph break(s){': ' + breaks if breaks else ''}, "
+                f"{self.executions} forced execution(s), {self.transfers_to_host} transfer(s) to host and "
+                f"{self.transfers_to_device} to device per call; outputs on {', '.join(self.output_devices) or 'nothing'}"
+            )
         if self.uploads:
             text += f"; uploads of host data on every call (no break): {', '.join(u.labelled(u.node) for u in self.uploads)}"
         if self.comparison is not None:
@@ -173,6 +233,10 @@ class RunRecord:
             name: dict(value) if isinstance(value := getattr(self, name), Mapping) else value
             for name in (
                 "device",
+                "stack",
+                "syncs",
+                "bytes_to_host",
+                "bytes_to_device",
                 "executions",
                 "compilations",
                 "transfers_to_host",
@@ -186,6 +250,8 @@ class RunRecord:
         return {
             **plain,
             "graph_breaks": [b.to_dict() for b in self.graph_breaks],
+            "host_copies": [c.to_dict() for c in self.host_copies],
+            "fallbacks": [f.to_dict() for f in self.fallbacks],
             "output_transfers": [t.to_dict() for t in self.output_transfers],
             "uploads": [u.to_dict() for u in self.uploads],
             "crossings": [dataclasses.asdict(c) for c in self.crossings],

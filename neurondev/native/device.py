@@ -1,0 +1,140 @@
+"""The native driver of the run layer: a PrivateUse1 device (TorchNeuron's ``neuron``, the host test device), measured at dispatch."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import torch
+import torch.fx
+
+from neurondev.native.accounting import Accounting, DeviceEvent
+from neurondev.runs.counts import Counts
+from neurondev.runs.run_records import Fallback, HostCopy
+
+__all__ = ["NativeDriver"]
+
+# Devices whose backend compiles programs itself: the program as written goes through it.
+_OWN_BACKENDS = {"neuron": "neuron"}
+_HOST_DEVICE = "hostdev"
+
+
+class NativeDriver:
+    """Runs on ``device``, a device of the PrivateUse1 backend loaded in this process; what it costs is
+    counted by dispatch-level accounting (copies, syncs, fallbacks with their lines)."""
+
+    stack = "native"
+
+    def __init__(self, device: torch.device, *, reason: str = "") -> None:
+        self._device = device
+        self.reason = reason
+        self.accounting = Accounting(device.type)
+        self.program_label = _OWN_BACKENDS.get(device.type, "aot_autograd, run node by node")
+        shares = device.type == _HOST_DEVICE  # the host test device draws from the CPU's generator
+        self.own_generator: str | None = None if shares else f"draws from {device.type}'s generator, which is not CPU's"
+
+    def device(self) -> torch.device:
+        return self._device
+
+    def describe(self) -> Mapping[str, str]:
+        return {
+            "runtime": "native",
+            "device": str(self._device),
+            "backend": self._device.type,
+            "reason": self.reason or f"{self._device.type} is the PrivateUse1 backend loaded in this process",
+            "torch": torch.__version__,
+        }
+
+    def counts(self) -> Counts:
+        return self.accounting.counts()
+
+    def settle(self) -> None:
+        module = getattr(torch, self._device.type, None)
+        synchronize = getattr(module, "synchronize", None)
+        if callable(synchronize):
+            synchronize()
+
+    def sync(self) -> None:
+        self.settle()
+
+    def seed(self, seed: int) -> None:
+        torch.manual_seed(seed)  # the CPU's generator and every device's (torch seeds a PrivateUse1 backend's too)
+
+    @property
+    def sees_between_graphs(self) -> bool:
+        """Whether the accounting can stay on around compiled code, seeing what runs between its graphs
+        (torch 2.13 on; with torch 2.9 it would make dynamo compile again on every call: only what runs
+        inside the graphs, which the interpreting backend runs, is seen there)."""
+        from neurondev._compat import dispatch_mode_keeps_compiled_code
+
+        return dispatch_mode_keeps_compiled_code()
+
+    @contextlib.contextmanager
+    def measuring(self, *, compiled: bool = False) -> Iterator[Accounting]:
+        if self.accounting in _active_modes() or (compiled and not self.sees_between_graphs):
+            yield self.accounting
+            return
+        with self.accounting:
+            yield self.accounting
+
+    @contextlib.contextmanager
+    def at_node(self, node: torch.fx.Node) -> Iterator[None]:
+        outer, self.accounting.node = self.accounting.node, node
+        try:
+            yield
+        finally:
+            self.accounting.node = outer
+
+    def mark(self) -> int:
+        return len(self.accounting.events)
+
+    def located_since(self, mark: int) -> tuple[tuple[HostCopy, ...], tuple[Fallback, ...]]:
+        return _grouped(self.accounting.events[mark:])
+
+    def unseen(self) -> str | None:
+        if self.sees_between_graphs:
+            return None
+        return (
+            f"with torch {torch.__version__.split('+')[0]} what runs between compiled graphs is not counted (a dispatch mode on "
+            "around compiled code makes this torch compile again on every call; torch 2.13 on counts it too)"
+        )
+
+    def program_backend(self) -> Callable[..., Any]:
+        own = _OWN_BACKENDS.get(self._device.type)
+        if own is not None:
+            from neurondev._compat import lookup_backend
+
+            return lookup_backend(own)
+        from neurondev.native.interpreter import interpreting_backend
+
+        return interpreting_backend(self)
+
+
+def _grouped(events: list[DeviceEvent]) -> tuple[tuple[HostCopy, ...], tuple[Fallback, ...]]:
+    """Events by line: copies to the host and syncs as HostCopy, fallbacks as Fallback (op, calls, bytes)."""
+    copies: dict[tuple[Any, ...], list[DeviceEvent]] = {}
+    fallbacks: dict[tuple[Any, ...], list[DeviceEvent]] = {}
+    for event in events:
+        if event.kind in ("copy to host", "sync"):
+            copies.setdefault((event.node, event.file, event.line), []).append(event)
+        elif event.kind == "fallback":
+            fallbacks.setdefault((event.op, event.node, event.module, event.file, event.line), []).append(event)
+    return tuple(_host_copy(group) for group in copies.values()), tuple(_fallback(group) for group in fallbacks.values())
+
+
+def _host_copy(group: list[DeviceEvent]) -> HostCopy:
+    first = group[0]
+    copies = [e for e in group if e.kind == "copy to host"]
+    return HostCopy(first.node or "", first.op, len(copies), len(group) - len(copies), sum(e.bytes for e in copies), first.source)
+
+
+def _fallback(group: list[DeviceEvent]) -> Fallback:
+    first = group[0]
+    return Fallback(first.op, len(group), sum(e.bytes for e in group), first.node, first.module, first.source)
+
+
+def _active_modes() -> list[Any]:
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    return list(_get_current_dispatch_mode_stack())

@@ -1,0 +1,57 @@
+"""Runtime selection for today's Neuron SDK, from what is installed and what it registers (the decision is
+a pure function, tested on every case; this machine's own facts are read for real)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import neurondev
+from neurondev.devices.runtimes import Facts, choose, default_target, facts, resolve_target
+
+TORCHNEURON = Facts(neuronx_version="2.14.0", privateuse1="neuron", torch_xla=False)
+
+
+def test_torchneuron_is_the_native_neuron_device_whatever_else_is_installed():
+    choice = choose(TORCHNEURON)
+    assert (choice.runtime, choice.target, choice.stack) == ("torchneuron", "neuron", "native")
+    assert "torch-neuronx 2.14.0 registers the native 'neuron' device" in choice.reason
+    assert choose(Facts(neuronx_version="2.13.1", privateuse1="neuron", torch_xla=True)).runtime == "torchneuron"
+
+
+def test_the_legacy_sdk_runs_on_its_xla_device():
+    choice = choose(Facts(neuronx_version="2.9.0", torch_xla=True))
+    assert (choice.runtime, choice.target, choice.stack) == ("neuron-xla", "xla", "xla")
+    assert "XLA-based Neuron SDK" in choice.reason
+
+
+def test_a_torchneuron_release_that_registers_nothing_is_not_called_xla():
+    choice = choose(Facts(neuronx_version="2.13.0", torch_xla=True))  # imported, but no 'neuron' device: not trusted as XLA-based
+    assert choice.runtime == "pjrt" and "torch-neuronx 2.13.0 imports but registers no native 'neuron' device" in choice.reason
+
+
+def test_a_broken_neuron_install_is_named_and_pjrt_runs():
+    choice = choose(Facts(neuronx_version="2.9.0", neuronx_error="ImportError: libnrt.so", torch_xla=True, pjrt_device="TPU"))
+    assert choice.runtime == "pjrt" and "torch-neuronx 2.9.0 does not import (ImportError: libnrt.so)" in choice.reason
+    assert "PJRT_DEVICE=TPU (yours)" in choice.reason
+
+
+def test_without_neuron_and_torch_xla_a_loaded_native_backend_runs_and_otherwise_nothing():
+    assert choose(Facts(privateuse1="hostdev")).target == "hostdev"
+    nothing = choose(Facts())
+    assert (nothing.runtime, nothing.target) == ("none", None) and "neurondev.host_device()" in nothing.reason
+
+
+def test_this_machine_is_read_for_real():
+    found = facts()
+    assert found.neuronx_version is None  # PyPI's torch-neuronx is a placeholder: not installed here
+    expected = "pjrt" if found.torch_xla else ("native" if found.privateuse1 != "privateuseone" else "none")
+    assert default_target().runtime == expected
+
+
+def test_a_target_is_resolved_loading_the_host_device_and_naming_what_is_not_loaded():
+    assert resolve_target("hostdev") == torch.device("hostdev") and neurondev.host_device() == torch.device("hostdev", 0)
+    with pytest.raises(neurondev.DeviceUnavailableError, match="import torch_neuronx first"):
+        resolve_target("neuron")
+    with pytest.raises(neurondev.InvalidTargetError, match="not a device torch knows"):
+        resolve_target("trainium")

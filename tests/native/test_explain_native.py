@@ -1,0 +1,80 @@
+"""explain, check and the command on a native device, end to end on the host test device: copies to the host
+and syncs instead of graph breaks, CPU fallbacks by line and module, the strict mode of CI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import neurondev
+from neurondev import examples
+from tests.helpers import line_of
+
+HARNESS = Path(__file__).with_name("fallback_model.py")  # a user's model whose import makes aten::addmm fall back
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.fc(x).relu()
+
+
+@pytest.fixture
+def device():
+    yield neurondev.host_device()
+    neurondev.host_device()  # every op native again
+
+
+def test_the_seed_copies_to_the_host_at_copy_before_the_pass_and_stays_on_the_device_after(device):
+    fn, args, kwargs = examples.get("seed").build()
+    ex = neurondev.explain(fn, *args, **kwargs, target=device, quiet=True)
+    (before,), (after,) = ex.before, ex.after
+    (copy,) = before.host_copies
+    assert (copy.node, copy.transfers_to_host, copy.line) == ("copy_", 1, line_of(examples.seed_function, "out.copy_"))
+    assert before.graph_breaks == () and before.output_devices == ("cpu",) and before.transfers_to_host == 1
+    assert after.host_copies == () and after.transfers_to_host == 0 and after.output_devices == ("hostdev:0",)
+    assert after.ok and ex.graphs_match_cpu is True and ex.rewrite_preserves_values is True
+    assert ex.program.as_written.ok and ex.xla_matches_cpu is True and ex.program.rewritten.stack == "native"
+    summary = ex.summary()
+    assert "Traced on CPU, the graph moved to hostdev:0" in summary and "1 copy(ies) to the host on hostdev:0 (copy_ at" in summary
+    assert "graph break" not in summary and "XLA" not in summary
+    assert "graph break" not in ex._repr_html_().replace("Dynamo's own graph breaks", "")
+
+
+def test_check_in_strict_mode_names_each_fallback_with_the_line_of_the_linear_call_and_passes_once_native(device):
+    neurondev.host_device(fallback=["aten::addmm"])
+    with pytest.raises(neurondev.DevicePinsError) as failed:
+        neurondev.check(Net(), torch.randn(2, 16), target=device, fallbacks="error")
+    (finding,) = failed.value.findings
+    assert (finding.kind, finding.function, finding.line) == ("fallback", "aten::addmm", line_of(Net.forward, "self.fc(x)"))
+    assert "aten::addmm fell back to the CPU 1 time(s) per call" in str(failed.value) and " in fc" in str(failed.value)
+    neurondev.host_device()
+    assert neurondev.check(Net(), torch.randn(2, 16), target=device, fallbacks="error").name == "Net"
+
+
+def test_the_fallback_table_of_a_tiny_gpt2_names_each_op_its_module_and_line(device, gpt2):
+    neurondev.host_device(fallback=["aten::addmm", "aten::mm"])
+    model, args, kwargs = gpt2
+    table = neurondev.explain(model, *args, **kwargs, target=device, quiet=True).fallback_table()
+    addmm = table[table.op == "aten::addmm"]
+    assert len(addmm) == 8 and set(addmm.calls) == {1} and set(addmm.file.map(lambda f: Path(f).name)) == {"pytorch_utils.py"}
+    assert list(addmm.module[:4]) == [f"transformer.h.0.{m}" for m in ("attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj")]
+    (lm_head,) = table[table.op == "aten::mm"].itertuples()
+    assert lm_head.module == "lm_head" and Path(lm_head.file).name == "modeling_gpt2.py" and lm_head.bytes_copied > 0
+    assert set(table.scenario) == {"your program"} and table.instead.str.startswith("nothing to write instead").all()
+
+
+def test_the_command_explains_on_the_host_device_and_checks_in_strict_mode(tmp_path):
+    command = [sys.executable, "-m", "neurondev", "check", f"{HARNESS}:Net", "--input", "randn(2, 16)", "--target", "hostdev"]
+    strict = subprocess.run([*command, "--fallbacks", "error"], capture_output=True, text=True, timeout=600)
+    assert strict.returncode == 1, strict.stderr
+    line = next(i for i, text in enumerate(HARNESS.read_text().splitlines(), 1) if "self.fc(x)" in text)
+    assert "aten::addmm fell back to the CPU 1 time(s) per call" in strict.stdout and f"fallback_model.py:{line}" in strict.stdout
+    assert subprocess.run(command, capture_output=True, text=True, timeout=600).returncode == 0
