@@ -7,6 +7,7 @@ in a hot loop, is named below: ``torch.fx.Node._args`` / ``._kwargs`` in ``fx/de
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -32,6 +33,7 @@ __all__ = [
     "dynamo_break_of",
     "extract_compiled_graph",
     "graphs_made",
+    "guard_reason",
     "ipython_cell_number",
     "is_recompile_limit",
     "keystr",
@@ -217,6 +219,18 @@ def graphs_made() -> int:
     from torch._dynamo.utils import counters
 
     return int(counters["stats"]["unique_graphs"])
+
+
+_USER_STACK = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>[^\n]+)')
+
+
+def guard_reason(reason: str) -> tuple[str, list[tuple[str, int, str]]]:
+    """Dynamo's recompile reason split into the guard's own text and the user frames it names (innermost
+    last). torch 2.9 writes ``lr == 0.1  # code  # …/train.py:12 in step``; torch 2.13 appends a
+    ``User stack trace:`` block of ``File "...", line N, in f`` lines (whole paths) after it."""
+    text, _, stack = reason.partition("\nUser stack trace:")
+    frames = [(m["file"], int(m["line"]), m["function"].strip()) for m in _USER_STACK.finditer(stack)]
+    return text.strip(), frames
 
 
 def is_recompile_limit(error: BaseException) -> bool:

@@ -1,12 +1,10 @@
 #!/usr/bin/env bash
-# Set up everything neurondev's demo and tests need: Debian's graphviz and chromium, a venv in .venv with the
-# tested torch 2.9.0 + torch-xla 2.9.0 pair and the dev tools. A quick no-op when already done.
+# Set up everything neurondev's demo and tests need: Debian's graphviz and chromium, and two venvs:
+#   .venv          the tested XLA pair (torch 2.9.0 + torch-xla 2.9.0) and the dev tools
+#   .venv-current  today's torch for TorchNeuron (torch 2.13.0, the CPU build; no torch-xla) and the dev tools
+# each with neurondev's host test device built for its torch. A quick no-op when already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-
-venv=.venv
-stamp="$venv/.neurondev-setup"
-want=$(cat pyproject.toml requirements/constraints.txt scripts/setup.sh scripts/setup_drawing.sh | sha256sum | cut -d' ' -f1)
 
 system_packages() {
     local missing=()
@@ -22,15 +20,27 @@ system_packages() {
     fi
 }
 
-python_packages() {
+# venv VENV CONSTRAINTS EXTRAS [PINS...]: the venv with neurondev (editable) and its extras, pinned by CONSTRAINTS
+venv() {
+    local venv=$1 constraints=$2 extras=$3
+    shift 3
+    local stamp="$venv/.neurondev-setup"
+    local want
+    want=$(cat pyproject.toml "$constraints" scripts/setup.sh scripts/setup_drawing.sh | sha256sum | cut -d' ' -f1)
+    if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+        return 0
+    fi
     [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-    echo "setup: installing the tested packages into $venv (torch is ~7 GB the first time; log: $venv/setup.log)"
+    echo "setup: installing the tested packages into $venv (log: $venv/setup.log)"
     if ! { "$venv/bin/python" -m pip install --upgrade pip &&
-           "$venv/bin/python" -m pip install -c requirements/constraints.txt -e '.[dev,xla]'; } >"$venv/setup.log" 2>&1; then
+           "$venv/bin/python" -m pip install -c "$constraints" -e ".[$extras]" "$@"; } >"$venv/setup.log" 2>&1; then
         tail -n 40 "$venv/setup.log" >&2
         echo "setup: pip failed; the whole log is $venv/setup.log" >&2
         exit 1
     fi
+    bash scripts/setup_drawing.sh "$venv"
+    host_device "$venv"
+    echo "$want" > "$stamp"
 }
 
 host_device() {
@@ -41,11 +51,6 @@ host_device() {
 }
 
 system_packages
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
-    exit 0
-fi
-python_packages
-bash scripts/setup_drawing.sh "$venv"
-host_device "$venv"
-echo "$want" > "$stamp"
+venv .venv requirements/constraints.txt dev,xla                     # torch 2.9.0 (the CUDA build, ~7 GB the first time)
+venv .venv-current requirements/constraints-current.txt dev 'torch==2.13.0'   # found on these machines' disk, no download
 echo "setup: done"

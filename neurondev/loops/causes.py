@@ -16,6 +16,7 @@ import linecache
 import re
 from typing import Any
 
+from neurondev._compat import guard_reason
 from neurondev.trace.source import Located, SourceLine, source_line
 
 __all__ = ["ADVICE", "KINDS", "Advice", "Cause", "advice_for", "cause_of"]
@@ -72,7 +73,8 @@ def cause_of(reason: str | None, *, index: int | None, limit: int | None, now: s
         return Cause(
             "first compile" if not index else "other", None, None, None, "first compile" if not index else "recompiled (no reason given)"
         )
-    guard = _PREFIX.sub("", reason).strip()
+    text, frames = guard_reason(reason)
+    guard = _PREFIX.sub("", text).strip()
     tensor = _TENSOR.search(guard)
     if tensor is not None:
         name = _readable(tensor["name"])
@@ -82,7 +84,7 @@ def cause_of(reason: str | None, *, index: int | None, limit: int | None, now: s
         words = f"{name} changed {tensor['what']} at dimension {tensor['dim']}: {tensor['before']} -> {tensor['after']}"
         return Cause(kind, name, tensor["before"], tensor["after"], words, None)
     value = _VALUE.match(guard)
-    read_at = _read_at(guard, frame_file)
+    read_at = source_line(*frames[-1]) if frames else _read_at(guard, frame_file)
     if value is not None and _NUMBER.match(value["before"].strip()) and _REFERENCE.match(_readable(value["name"])):
         name, before, after = _readable(value["name"]), _short(value["before"]), _short(now)
         words = f"{name} was {before} when traced{f' and is {after}' if after else ''}: a Python number burned into the graph"

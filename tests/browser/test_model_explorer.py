@@ -39,7 +39,7 @@ def _providers(page):
     return page.inner_text("body").split("NODE DATA PROVIDERS", 1)[-1].split("Aggregated stats", 1)[0]
 
 
-def _wait_for_pins_overlay(page, timeout=30_000):
+def _wait_for_pins_overlay(page, timeout=90_000):
     """The providers panel once the pins overlay has loaded (it lists the overlays first and fills them in as they load)."""
     with contextlib.suppress(PlaywrightTimeout):  # the caller's assertion shows what the panel held instead
         page.wait_for_function(

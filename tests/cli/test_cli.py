@@ -161,6 +161,7 @@ def test_usage_import_and_trace_errors_exit_2_with_one_line_and_no_traceback(fol
     assert "--debug for the traceback" in result.stderr
 
 
+@pytest.mark.xla
 def test_the_installed_command_exits_1_with_breaks(folder):
     breaks = command(folder, "explain", "usercode.py:falls_back", "--input", "randn(16)")
     assert breaks.returncode == 1 and "After DeviceRewriterPass: 1 breaks" in breaks.stdout, breaks.stderr

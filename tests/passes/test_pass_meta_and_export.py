@@ -59,6 +59,7 @@ def test_meta_of_a_rewritten_graph_with_xla_inputs_equals_a_fresh_fake_tensor_pr
     }
 
 
+@pytest.mark.xla
 def test_a_graph_traced_on_cpu_gets_the_target_on_the_rewritten_node_and_what_aliases_it(seed_capture):
     gm, _ = neurondev.rewrite_copy(seed_capture.graphs[0], target="xla:0")
     meta = {node.name: devices(meta_value(node)) for node in gm.graph.nodes}

@@ -34,7 +34,7 @@ def test_the_checked_options_are_one_frozen_value_with_the_program_run_following
         ("rtol", -1.0, neurondev.InvalidOptionError, "rtol"),
         ("level", "hlo", neurondev.InvalidOptionError, "level is 'dynamo'"),
         ("target", "cpu", neurondev.InvalidTargetError, "got target 'cpu'"),
-        ("target", "xla:99", neurondev.InvalidTargetError, "does not exist here"),
+        pytest.param("target", "xla:99", neurondev.InvalidTargetError, "does not exist here", marks=pytest.mark.xla),
     ],
 )
 def test_each_bad_option_is_a_named_error_saying_what_to_pass(option, value, error, says):
