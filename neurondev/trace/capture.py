@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import inspect
 import logging
@@ -282,7 +283,7 @@ class _Recorder:
         self.owners: tuple[Any, ...] = ()
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable:
-        self.graphs.append(gm)
+        self.graphs.append(_kept(gm) if self.stop else gm)
         self.example_inputs.append([concrete(value) for value in example_inputs])
         found = dynamo_break_of(gm)
         if found is not None:
@@ -306,6 +307,14 @@ class _Recorder:
         return Capture(
             name, graphs, inputs, breaks, tuple(moved), output, tuple(notes), aten, host_values=host, owners=self.owners, **extra
         )
+
+
+def _kept(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """A copy of a graph a stopping recorder keeps: dynamo (torch 2.15) empties the GraphModule of a backend that raised."""
+    try:
+        return copy.deepcopy(gm)
+    except Exception:  # a graph that cannot be copied is kept as it is
+        return gm
 
 
 class _Traced(Exception):

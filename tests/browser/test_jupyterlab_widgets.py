@@ -133,16 +133,16 @@ def check_card_and_explorer(page) -> None:
 def check_the_fix_is_verified_from_the_cell_and_copied(page, card, explorer) -> None:
     """The function lives in a cell: its fix is verified from the cell's source; the button copies it."""
     fixes = card.locator(".nd-card-fix").first
-    assert "a = x.new_zeros(4, dtype=torch.float32)" in fixes.inner_text() and "verified" in fixes.inner_text()
+    assert "a = x.new_zeros(4, dtype=torch.get_default_dtype())" in fixes.inner_text() and "verified" in fixes.inner_text()
     explorer.locator("select").first.select_option(index=0)
     fix = explorer.locator(".nd-fix")
     fix.wait_for(timeout=30_000)
-    assert fix.locator(".nd-fixed").inner_text().strip() == "a = x.new_zeros(4, dtype=torch.float32)"
+    assert fix.locator(".nd-fixed").inner_text().strip() == "a = x.new_zeros(4, dtype=torch.get_default_dtype())"
     assert "(verified)" in fix.inner_text()
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
     fix.locator("button.nd-copy").click()
     fix.locator("button.nd-copy", has_text="Copied").wait_for(timeout=10_000)
-    assert page.evaluate("navigator.clipboard.readText()") == "a = x.new_zeros(4, dtype=torch.float32)"
+    assert page.evaluate("navigator.clipboard.readText()") == "a = x.new_zeros(4, dtype=torch.get_default_dtype())"
 
 
 def luminance(css_colour: str) -> float:

@@ -93,12 +93,15 @@ def test_fix_write_leaves_a_package_that_traces_to_no_pin_with_the_same_outputs(
     torch.testing.assert_close(result, expected, rtol=0, atol=0)
     layers = (package / "layers.py").read_text()
     assert (
-        "    # the mask of attention, on x's device\n    return torch.triu(x.new_ones(n, n, dtype=torch.float32), diagonal=1).bool()\n"
+        "    # the mask of attention, on x's device\n    return torch.triu(x.new_ones(n, n, dtype=torch.get_default_dtype()), diagonal=1).bool()\n"
         in layers
     )
-    assert "    buffer = x.new_zeros(x.shape, dtype=torch.float32)  # a scratch buffer\n" in layers
+    assert "    buffer = x.new_zeros(x.shape, dtype=torch.get_default_dtype())  # a scratch buffer\n" in layers
     model = (package / "model.py").read_text()
-    assert "    table = x.new_tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.float32)\n    weights = (mask > 0).to(torch.float32)\n" in model
+    assert (
+        "    table = x.new_tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.get_default_dtype())\n    weights = (mask > 0).to(torch.float32)\n"
+        in model
+    )
     assert (package / "model.py.neurondev-backup").read_text() == MODEL
     assert (package / "layers.py.neurondev-backup").read_text() == LAYERS
 
@@ -110,10 +113,10 @@ def test_fix_prints_a_diff_git_applies_and_leaves_the_files_alone(package, capsy
     assert (package / "model.py").read_text() == MODEL and not list(package.glob("*.neurondev-backup"))
     assert f"--- a/{package.name}/model.py\n+++ b/{package.name}/model.py\n" in diff
     assert "\n-    table = torch.tensor([1.0, 2.0, 3.0, 4.0], device=x.device)\n" in diff
-    assert "\n+    table = x.new_tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.float32)\n" in diff
+    assert "\n+    table = x.new_tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.get_default_dtype())\n" in diff
     applied = subprocess.run(["git", "apply", "-"], input=diff, text=True, cwd=package.parent, capture_output=True)
     assert applied.returncode == 0, applied.stderr
-    assert "    buffer = x.new_zeros(x.shape, dtype=torch.float32)  # a scratch buffer\n" in (package / "layers.py").read_text()
+    assert "    buffer = x.new_zeros(x.shape, dtype=torch.get_default_dtype())  # a scratch buffer\n" in (package / "layers.py").read_text()
 
 
 def test_fix_exits_1_when_a_line_has_no_spelling(tmp_path, capsys):
@@ -147,7 +150,7 @@ def test_fix_write_refuses_a_file_with_uncommitted_changes_unless_forced(package
     assert "model.py has uncommitted changes under git: commit or stash them first, or pass --force" in capsys.readouterr().err
     assert "torch.tensor([1.0" in (package / "model.py").read_text()
     assert fix(package, "--write", "--force") == 0
-    assert "x.new_tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.float32)" in (package / "model.py").read_text()
+    assert "x.new_tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.get_default_dtype())" in (package / "model.py").read_text()
 
 
 @pytest.mark.parametrize(

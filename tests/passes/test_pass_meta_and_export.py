@@ -124,3 +124,34 @@ def test_a_pass_result_prints_as_a_graph_module_in_python_and_ipython(seed_captu
     gm = copy.deepcopy(gm)  # a copy of a copy still deep-copies (torch finds its base class by name)
     result = neurondev.DeviceRewriterPass(target="cpu")(gm)
     assert repr(result) == pretty(result) == "RewriteResult(graph_module=GraphModule(), modified=True, rewrites=1)"
+
+
+class _Pins(torch.nn.Module):
+    """The seed's buffer, a positional .to(device) and a torch.device(...) made from a tensor's device."""
+
+    def forward(self, x):
+        out = torch.empty(8, dtype=torch.float32, device=x.device)
+        out.copy_(x.relu())
+        where = torch.device(x.device.type)
+        return out + torch.arange(8).to(x.device) + torch.ones(8, device=where)
+
+
+@pytest.mark.xla
+@pytest.mark.parametrize("build", ["pins", "gpt2"])
+def test_on_an_exported_program_the_pass_moves_every_device_as_torch_exports_own_pass_does(build, gpt2):
+    import copy
+
+    from torch.export.passes import move_to_device_pass
+
+    if build == "pins":
+        program = torch.export.export(_Pins(), (torch.randn(8),))
+    else:
+        model, args, kwargs = gpt2
+        program = torch.export.export(model, tuple(args), kwargs)
+    assert not neurondev.diagnose(program).empty
+    theirs = move_to_device_pass(copy.deepcopy(program), "xla")  # torch's own: every device, as strings
+    ours = copy.deepcopy(program)
+    result = neurondev.DeviceRewriterPass(target="xla")(ours)
+    assert neurondev.diagnose(theirs).empty and neurondev.diagnose(ours).empty and result.modified
+    kept = {type(rewrite.new) for rewrite in result.rewrites}
+    assert kept <= {str, torch.device}  # each in the format it was written in (torch's pass writes strings)

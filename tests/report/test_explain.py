@@ -334,3 +334,17 @@ print("program:", ex.program.as_written.ok, ex.program.rewritten.ok, ex.xla_matc
     assert result.returncode == 0, result.stderr[-3000:]
     assert "rng kept: True" in result.stdout and "program: True True True" in result.stdout
     assert "Traceback" not in result.stderr and "FX-traced Module" not in result.stderr
+
+
+def test_an_exported_program_is_explained_from_its_graph_and_run_as_its_module():
+    class Buffered(torch.nn.Module):
+        def forward(self, x):
+            out = torch.empty(8, device=x.device)
+            out.copy_(x * 2)
+            return out
+
+    program = torch.export.export(Buffered(), (torch.randn(8),))
+    ex = neurondev.explain(program, torch.randn(8), quiet=True)
+    (pin,) = ex.pins
+    assert pin.function == "aten.empty.memory_format" and [b.node for b in ex.before[0].graph_breaks] == ["copy_"]
+    assert ex.after[0].graph_breaks == () and ex.xla_matches_cpu is True and "ATen-level" in ex.traces_skipped

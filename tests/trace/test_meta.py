@@ -63,7 +63,7 @@ def test_on_meta_a_fix_is_proposed_but_not_called_verified():
 
     explanation = neurondev.explain(buffer, torch.empty(3, 8, device="meta"), quiet=True)
     (fix,) = explanation.fixes
-    assert fix.after == "out = x.new_zeros(x.shape)" and not fix.verified
+    assert fix.after == "out = x.new_zeros(x.shape, dtype=torch.get_default_dtype())" and not fix.verified
     assert fix.why.startswith("not verified: traced on the meta device")
 
 

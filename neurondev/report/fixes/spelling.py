@@ -29,6 +29,8 @@ _NEW = {
     "torch.ones": "new_ones",
     "torch.full": "new_full",
     "torch.tensor": "new_tensor",
+    "torch.as_tensor": "new_tensor",  # of literal data only (of a tensor it would be a move: no spelling)
+    "torch.eye": "new_ones",  # torch.eye(n) is torch.diag(x.new_ones(n)): square only
 }
 _LIKE = {f"torch.{kind}_like" for kind in ("empty", "zeros", "ones", "full", "rand", "randn", "randint")}
 _NEW_REFUSES = {"out", "memory_format", "names", "generator", "device_type"}  # keywords a Tensor.new_* method does not take
@@ -276,21 +278,41 @@ def _constructor(editor: Any, call: Any, name: str) -> Any:
     if owner is None and _is_literal(device.value):
         owner = _tensor_named_in(call)
     method = _NEW[name]
-    problem = _no_new_form(name, method, refused, owner)
+    problem = _no_new_form(name, method, refused, owner) or _no_literal_form(name, call)
     if problem is not None:
         editor.left.append(pin.node)
         editor.reason, editor.advice = problem
         return call
     args = _without(call.args, device)
-    if pin.node in editor.dtypes and not _has_keyword(args, "dtype"):  # new_* would take the tensor's dtype, on every input
-        args = _with_keyword(args, "dtype", editor.dtypes[pin.node])
-    if name == "torch.tensor" and not _has_keyword(args, "dtype"):
-        args = _with_dtype_of_data(args)
+    if not _has_keyword(args, "dtype"):  # new_* would take the tensor's dtype: keep the original's rule for it
+        rule = _dtype_rule(name, args) or editor.dtypes.get(pin.node)
+        if rule is not None:
+            args = _with_keyword(args, "dtype", rule)
     editor.removes.append(pin.node)
     owner_code = libcst.Module([]).code_for_node(owner)
-    editor.advice = f"{owner_code}.{method}(...)"
     editor.reason = f"a Tensor method follows {owner_code}'s device when the graph runs; device= is frozen while tracing"
-    return call.with_changes(func=libcst.Attribute(value=_parenthesised(owner.deep_clone()), attr=libcst.Name(method)), args=args)
+    made = call.with_changes(func=libcst.Attribute(value=_parenthesised(owner.deep_clone()), attr=libcst.Name(method)), args=args)
+    if name == "torch.eye":  # the identity as the diagonal of ones made on x's device
+        editor.advice = f"torch.diag({owner_code}.new_ones(n))"
+        return libcst.Call(func=libcst.parse_expression("torch.diag"), args=[libcst.Arg(made)])
+    editor.advice = f"{owner_code}.{method}(...)"
+    return made
+
+
+def _no_literal_form(name: str, call: Any) -> tuple[str, str] | None:
+    """torch.as_tensor has a new_tensor form for literal data only; torch.eye for a square identity only."""
+    positional = [arg for arg in call.args if arg.keyword is None]
+    if name == "torch.as_tensor" and (not positional or not _elements_literal(positional[0].value)):
+        return "torch.as_tensor of a tensor is a move, not a constructor: no spelling keeps the device symbolic", NO_SPELLING
+    if name == "torch.eye" and (len(positional) != 1 or any(arg.keyword is not None and arg.keyword.value == "m" for arg in call.args)):
+        return "torch.eye(n, m) is not square: no Tensor method makes it", NO_SPELLING
+    return None
+
+
+def _elements_literal(data: Any) -> bool:
+    import libcst
+
+    return isinstance(data, (libcst.List, libcst.Tuple)) and _literal_dtype(_elements(data)) is not None
 
 
 def _no_new_form(name: str, method: str, refused: list[str], owner: Any) -> tuple[str, str] | None:
@@ -436,23 +458,46 @@ def _with_comment(arg: Any, comment: Any) -> Any:
     return arg.with_changes(comma=comma.with_changes(whitespace_after=comma.whitespace_after.with_changes(first_line=line)))
 
 
-def _with_dtype_of_data(args: list[Any]) -> list[Any]:
-    """torch.tensor infers the dtype from the data, new_tensor takes x's: a list of ints or bools says its dtype."""
-    data = args[0].value if args and args[0].keyword is None else None
-    dtype = _literal_dtype(data)
-    return args if dtype is None else _with_keyword(args, "dtype", dtype)
+_DEFAULT_DTYPE = "torch.get_default_dtype()"  # what torch.zeros(n) makes, whatever default the user set
 
 
-def _literal_dtype(data: Any) -> str | None:
+def _dtype_rule(name: str, args: list[Any]) -> str | None:
+    """The dtype the original call makes, spelled as the rule it follows: the default dtype for
+    empty/zeros/ones/rand/randn, the fill value's kind for full, the data's for tensor; None when the
+    call's own arguments do not say (the traced dtype is spelled then, and checked)."""
+    if name in ("torch.empty", "torch.zeros", "torch.ones", "torch.rand", "torch.randn", "torch.eye"):
+        return _DEFAULT_DTYPE
+    if name == "torch.full":
+        value = next((a.value for a in args if a.keyword is not None and a.keyword.value == "fill_value"), None)
+        positional = [a.value for a in args if a.keyword is None]
+        return _literal_dtype([value if value is not None else positional[1]] if value is not None or len(positional) > 1 else [])
+    if name in ("torch.tensor", "torch.as_tensor"):
+        data = args[0].value if args and args[0].keyword is None else None
+        return _literal_dtype(list(_elements(data)))
+    return None
+
+
+def _elements(data: Any) -> list[Any]:
     import libcst
 
-    if not isinstance(data, (libcst.List, libcst.Tuple)) or not data.elements:
+    if isinstance(data, (libcst.List, libcst.Tuple)):
+        return [element.value for element in data.elements]
+    return [data] if data is not None else []
+
+
+def _literal_dtype(values: list[Any]) -> str | None:
+    """int literals make int64, bools bool, floats the default dtype; anything else does not say."""
+    import libcst
+
+    values = [v.expression if isinstance(v, libcst.UnaryOperation) else v for v in values]
+    if not values:
         return None
-    values = [element.value for element in data.elements]
     if all(isinstance(v, libcst.Integer) for v in values):
-        return "torch.long"
+        return "torch.int64"
     if all(isinstance(v, libcst.Name) and v.value in ("True", "False") for v in values):
         return "torch.bool"
+    if all(isinstance(v, (libcst.Integer, libcst.Float)) for v in values):
+        return _DEFAULT_DTYPE
     return None
 
 

@@ -155,6 +155,8 @@ def _round(
             new_pins = [p for i, g in enumerate(fixed.graphs) for p in find_pins(g, target=target, graph=i)]
             failures = _pin_failures(spelled, applied, files, originals, pins, new_pins)
             values, respell = _value_failures(spelled, applied, original.graphs, fixed.graphs, originals)
+            # the dtype rule: the same values under another default dtype (torch.zeros follows it, new_zeros not)
+            rule = {} if respell else _other_default_failures(spelled, applied, originals, original_fn, fixed_fn, call)
             outputs = _outputs_differ(original_fn, fixed_fn, args, kwargs)
             xla_failures, xla_note = (
                 _xla_failures(fixed, fixed_fn, call, spelled, applied, files, originals, target, original) if xla else ({}, "")
@@ -165,13 +167,59 @@ def _round(
         return dataclasses.replace(failed, respell=_unspelled_dtypes(spelled, original.graphs))
     if respell and not failures:
         return _Outcome({}, xla_note, respell)
-    for found in (values, {} if outputs == "" else {id(e): f"not verified: {outputs}" for _, e in spelled}, xla_failures):
+    for found in (values, {} if outputs == "" else {id(e): f"not verified: {outputs}" for _, e in spelled}, rule, xla_failures):
         for key, reason in found.items():
             failures.setdefault(key, reason)
     if not xla:
         for _, edit in spelled:
             failures.setdefault(id(edit), _NO_XLA)
     return _Outcome(failures, xla_note)
+
+
+_OTHER_DEFAULT = torch.float64
+
+
+def _other_default_failures(
+    spelled: Sequence[tuple[FileEdits, Edit]],
+    applied: dict[str, list[Edit]],
+    originals: dict[str, str],
+    original_fn: Callable[..., Any],
+    fixed_fn: Callable[..., Any],
+    call: tuple[tuple, dict],
+) -> dict[int, str]:
+    """Per edit whose statement makes floating values: traced again, original and fixed, with float64 as the
+    default dtype, the fixed statement must make what the original makes (the rule, not only today's dtype)."""
+    from neurondev.trace.capture import capture
+
+    floating = [(f, e) for f, e in spelled if any(getattr(p, "function", "").startswith("torch.") for p in e.pins)]
+    if not floating:
+        return {}
+    args, kwargs = call
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(_OTHER_DEFAULT)
+    try:
+        before = capture(original_fn, *args, **kwargs).graphs
+    except Exception:  # the program itself does not run with another default dtype (float64 meets its float32 inputs): no check
+        return {}
+    else:
+        try:
+            after = capture(fixed_fn, *args, **kwargs).graphs
+        except Exception as error:
+            reason = f"not verified: with torch.set_default_dtype(torch.float64) the original runs and the fixed code raises {type(error).__name__}"
+            return {id(e): reason for _, e in floating}
+    finally:
+        torch.set_default_dtype(previous)
+    copies = {original: copy for copy, original in originals.items()}
+    failures = {}
+    for file, edit in floating:
+        was = _signatures(_statement_nodes(before, file.file, edit.spelling.first, edit.spelling.last))
+        now = _signatures(_statement_nodes(after, copies.get(file.file, file.file), *file.new_range(edit, applied[file.file])))
+        if was and was != now:
+            failures[id(edit)] = (
+                f"not verified: with torch.set_default_dtype(torch.float64) the fixed statement makes {_described(now)} where the "
+                f"original makes {_described(was)}"
+            )
+    return failures
 
 
 def _signatures(nodes: Iterable[torch.fx.Node]) -> set[tuple[Any, ...]]:
@@ -207,10 +255,10 @@ def _value_failures(
     respell: dict[int, dict[str, str]] = {}
     for file, edit in spelled:
         before_nodes = _statement_nodes(graphs.values(), file.file, edit.spelling.first, edit.spelling.last)
-        before = _signatures(before_nodes)
-        after = _signatures(_statement_nodes(fixed_graphs, copies.get(file.file, file.file), *file.new_range(edit, applied[file.file])))
-        if not before or before == after:
-            continue
+        after_nodes = _statement_nodes(fixed_graphs, copies.get(file.file, file.file), *file.new_range(edit, applied[file.file]))
+        before, after = _signatures(before_nodes), _signatures(after_nodes)
+        if not before or before == after or (before <= after and _signatures(after_nodes[-1:]) == _signatures(before_nodes[-1:])):
+            continue  # the same values (a fix may make one more on the way: torch.diag of new_ones), the same result
         if {s[1:] for s in before} == {s[1:] for s in after}:
             dtypes = _dtypes_of(edit, before_nodes)
             if dtypes and not all(dtypes.get(node) and f"dtype={dtypes[node]}" in (edit.after or "") for node in edit.spelling.removes):

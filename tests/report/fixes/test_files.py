@@ -21,13 +21,17 @@ pytestmark = pytest.mark.xla
 
 GOLDEN = Path(__file__).parent / "golden"
 CASES = {  # golden file -> (function, input spec, the fixed statement's line as it must read, in the file's encoding)
-    "crlf_code.py": ("buffer", "randn(3, 4)", b"    out = x.new_zeros(x.shape, dtype=torch.float32)  # frozen while tracing\r\n"),
+    "crlf_code.py": (
+        "buffer",
+        "randn(3, 4)",
+        b"    out = x.new_zeros(x.shape, dtype=torch.get_default_dtype())  # frozen while tracing\r\n",
+    ),
     "latin1_code.py": (
         "scaled",
         "randn(3, 4)",
-        "    scale = x.new_full(x.shape, 0.5, dtype=torch.float32)  # \xe9chelle\n".encode("latin-1"),
+        "    scale = x.new_full(x.shape, 0.5, dtype=torch.get_default_dtype())  # \xe9chelle\n".encode("latin-1"),
     ),
-    "bom_code.py": ("ones_like_x", "randn(3, 4)", b"    w = x.new_ones(x.shape[-1], dtype=torch.float32)\n"),
+    "bom_code.py": ("ones_like_x", "randn(3, 4)", b"    w = x.new_ones(x.shape[-1], dtype=torch.get_default_dtype())\n"),
 }
 
 
@@ -89,7 +93,7 @@ def test_a_function_from_an_ipython_input_is_fixed_on_the_card_and_left_out_of_t
     exec(compile(source, filename, "exec"), namespace)
     explanation = neurondev.explain(namespace["typed_in"], torch.randn(4), run=False, quiet=True)
     (fix,) = explanation.fixes
-    assert fix.in_pseudo_file and fix.after == "out = x.new_zeros(x.shape, dtype=torch.float32)"
+    assert fix.in_pseudo_file and fix.after == "out = x.new_zeros(x.shape, dtype=torch.get_default_dtype())"
     assert explanation.patch() == ""
 
 

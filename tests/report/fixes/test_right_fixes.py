@@ -28,7 +28,7 @@ def test_a_move_of_a_host_value_is_not_verified_when_the_fixed_program_fails_on_
 
 def test_a_mask_keeps_its_float_dtype_and_is_right_on_a_padded_batch():
     (fix,) = fixes_of(patterns.padded_mask, torch.tensor([[3, 4, 5, 6]])).values()
-    assert fix.verified and fix.after == "mask = ids.new_ones(ids.shape, dtype=torch.float32)"
+    assert fix.verified and fix.after == "mask = ids.new_ones(ids.shape, dtype=torch.get_default_dtype())"
     namespace = {"torch": torch}
     exec(f"def fixed(ids):\n    {fix.after}\n    return mask.masked_fill(ids == 0, 0.5)", namespace)
     padded = torch.tensor([[3, 4, 0, 0]])  # the traced input had no padding: the int64 mask would truncate 0.5 to 0 here
@@ -39,8 +39,8 @@ def test_a_mask_keeps_its_float_dtype_and_is_right_on_a_padded_batch():
 def test_fixes_inside_static_and_class_methods_are_verified_and_the_command_exits_0():
     fixes = fixes_of(patterns.WithStatic(), torch.randn(8))
     assert {fix.after for fix in fixes.values()} == {
-        "return x.new_zeros(x.shape, dtype=torch.float32)",
-        "return x.new_ones(x.shape, dtype=torch.float32)",
+        "return x.new_zeros(x.shape, dtype=torch.get_default_dtype())",
+        "return x.new_ones(x.shape, dtype=torch.get_default_dtype())",
     }
     assert all(fix.verified for fix in fixes.values()), [fix.why for fix in fixes.values()]
     assert cli.main(["fix", f"{patterns.__file__}:WithStatic", "--input", "randn(8)"]) == 0
@@ -52,7 +52,7 @@ def test_like_constructors_drop_their_device_and_a_starred_size_is_kept():
         "a = torch.empty_like(x)",
         "b = torch.zeros_like(x, dtype=torch.float64)",
         "c = torch.full_like(x, 2.0)",
-        "d = x.new_zeros(*x.shape, dtype=torch.float32)",
+        "d = x.new_zeros(*x.shape, dtype=torch.get_default_dtype())",
     ]
     assert all(fix.verified for fix in fixes.values()), [fix.why for fix in fixes.values()]
 
@@ -64,10 +64,10 @@ def test_a_modules_own_device_property_gets_no_tensor_method_but_the_way_to_writ
 
 def test_an_f_string_device_names_its_tensor_and_an_if_header_is_a_statement():
     (fix,) = fixes_of(patterns.fstring_device, torch.randn(8)).values()
-    assert fix.verified and fix.after == "out = x.new_zeros(8, dtype=torch.float32)"
+    assert fix.verified and fix.after == "out = x.new_zeros(8, dtype=torch.get_default_dtype())"
     (header,) = fixes_of(patterns.in_an_if, torch.randn(8)).values()
     assert header.line == line_of(patterns.in_an_if, "if torch.zeros")
-    assert header.verified and header.after == "if x.new_zeros(1, dtype=torch.float32).sum() == 0:"
+    assert header.verified and header.after == "if x.new_zeros(1, dtype=torch.get_default_dtype()).sum() == 0:"
 
 
 def test_a_comment_on_the_removed_device_arguments_line_moves_to_the_line_before():
@@ -109,3 +109,22 @@ def test_explain_leaves_the_users_module_globals_and_the_environment_as_they_wer
 
     changed = {key for key in set(os.environ) | set(environment) if os.environ.get(key) != environment.get(key)}
     assert changed <= runtime_environment() and "TORCHINDUCTOR_CACHE_DIR" not in changed
+
+
+def test_a_fix_keeps_the_dtype_rule_of_the_call_it_replaces():
+    fixes = fixes_of(patterns.filled, torch.randn(4))
+    assert sorted(fix.after for fix in fixes.values()) == [
+        "counts = x.new_full((4,), 2, dtype=torch.int64)",  # an int fill makes int64, whatever x is
+        "flags = x.new_full((4,), True, dtype=torch.bool)",
+        "zeros = x.new_zeros(4, dtype=torch.get_default_dtype())",  # the default dtype, whatever the user sets it to
+    ]
+    assert all(fix.verified for fix in fixes.values()), [fix.why for fix in fixes.values()]
+
+
+def test_eye_and_as_tensor_of_literal_data_have_spellings_that_keep_the_device_symbolic():
+    fixes = fixes_of(patterns.eye_and_list, torch.randn(4, 4))
+    assert sorted(fix.after for fix in fixes.values()) == [
+        "eye = torch.diag(x.new_ones(4, dtype=torch.get_default_dtype()))",
+        "picks = x.new_tensor([0, 2], dtype=torch.int64)",
+    ]
+    assert all(fix.verified for fix in fixes.values()), [fix.why for fix in fixes.values()]

@@ -87,8 +87,13 @@ def spelled_differently(name, after):
         ("literal-cpu", "bias = torch.zeros(x.shape[-1])", "traced on XLA the fixed statement still makes"),
         ("literal-cpu", 'bias = torch.zeros(x.shape[-1], device="cpu")  # moved', "the fixed statement still has 1 pin(s)"),
         ("ones", "weights = x.new_zeros(x.shape[-1])", "the outputs on CPU differ"),
+        (
+            "zeros",
+            "total = x.new_zeros(x.shape[-1], dtype=torch.float32)",
+            "with torch.set_default_dtype(torch.float64) the fixed statement makes",
+        ),
     ],
-    ids=["no-device-is-still-the-host", "pin-left", "values-changed"],
+    ids=["no-device-is-still-the-host", "pin-left", "values-changed", "dtype-baked-in"],
 )
 def test_a_wrong_fix_fails_the_check_that_catches_it(name, after, reason):
     fix = spelled_differently(name, after)
@@ -119,7 +124,7 @@ def test_verifying_leaves_the_users_module_file_and_functions_as_they_were(user_
     explanation = neurondev.explain(module.entry, torch.randn(4), run=False, quiet=True)
     assert builtins.neurondev_test_imports == imports  # the fixed copy is compiled, the module is not run again
     (fix,) = explanation.fixes
-    assert fix.verified and fix.after == "return x.new_zeros(x.shape, dtype=torch.float32)"
+    assert fix.verified and fix.after == "return x.new_zeros(x.shape, dtype=torch.get_default_dtype())"
     assert sys.modules[module.__name__] is module and module.entry is entry and module.helper is helper
     assert Path(module.__file__).read_text() == text
     assert explanation.patch(root=Path(module.__file__).parent).splitlines()[2:] == [
@@ -128,7 +133,7 @@ def test_verifying_leaves_the_users_module_file_and_functions_as_they_were(user_
         " ",
         " def helper(x):",
         "-    return torch.zeros(x.shape, device=x.device)",
-        "+    return x.new_zeros(x.shape, dtype=torch.float32)",
+        "+    return x.new_zeros(x.shape, dtype=torch.get_default_dtype())",
         " ",
         " def entry(x):",
         "     out = helper(x)",
@@ -146,7 +151,7 @@ def test_a_function_in_a_notebook_cell_is_verified_from_the_cells_source():
     exec(compile(source, cell, "exec"), main.__dict__)
     explanation = neurondev.explain(main.two_pins, torch.randn(4), run=False, quiet=True)
     (fix,) = explanation.fixes
-    assert fix.verified and fix.after == "a = x.new_zeros(4, dtype=torch.float32)  # keep me" and fix.in_notebook_cell
+    assert fix.verified and fix.after == "a = x.new_zeros(4, dtype=torch.get_default_dtype())  # keep me" and fix.in_notebook_cell
     assert explanation.patch() == ""  # a cell is not a file: the card shows it, the diff leaves it out
 
 
@@ -169,7 +174,7 @@ def test_pins_of_the_same_node_name_in_two_graphs_are_told_apart(user_module):
     explanation = neurondev.explain(module.two_graphs, torch.randn(4), run=False, quiet=True)
     assert [(pin.graph, pin.node, pin.function) for pin in explanation.pins] == [(0, "out", "torch.zeros"), (1, "out", "torch.arange")]
     fixed, unspelled = explanation.fixes
-    assert fixed.verified and fixed.after == "out = x.new_zeros(x.shape, dtype=torch.float32)", (
+    assert fixed.verified and fixed.after == "out = x.new_zeros(x.shape, dtype=torch.get_default_dtype())", (
         fixed.why
     )  # the arange's node is named out too
     assert unspelled.status == "no spelling"

@@ -69,3 +69,16 @@ def comment_on_device(x):
         dtype=torch.float32,
     )
     return x * scale
+
+
+def filled(x):
+    counts = torch.full((4,), 2, device=x.device)
+    flags = torch.full((4,), True, device=x.device)
+    zeros = torch.zeros(4, device=x.device)
+    return x.sum() + counts.sum() + flags.sum() + zeros.sum()
+
+
+def eye_and_list(x):
+    eye = torch.eye(4, device=x.device)
+    picks = torch.as_tensor([0, 2], device=x.device)
+    return (x @ eye)[picks]

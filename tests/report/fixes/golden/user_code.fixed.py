@@ -5,7 +5,7 @@ import torch
 
 def buffers(x):
     # an accumulator on x's device
-    total = x.new_zeros(x.shape[-1], dtype=torch.float32)  # frozen while tracing
+    total = x.new_zeros(x.shape[-1], dtype=torch.get_default_dtype())  # frozen while tracing
     total.copy_(x.sum(0))
     scale = x.new_full(
         (x.shape[-1],),
@@ -17,7 +17,7 @@ def buffers(x):
 
 
 def tables(x, index_source):
-    table = x.new_tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.float32)
+    table = x.new_tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.get_default_dtype())
     picks = x.new_tensor([0, 2], dtype=torch.int64)
     return (x * table)[:, picks] + index_source.sum()
 
@@ -25,7 +25,7 @@ def tables(x, index_source):
 def through_a_name(x):
     device = torch.device(x.device.type)
     where = device
-    out = x.new_empty(x.shape, dtype=torch.float32)
+    out = x.new_empty(x.shape, dtype=torch.get_default_dtype())
     out.copy_(x.exp())
     return out
 
@@ -38,7 +38,7 @@ def moves(x, mask):
 
 
 def literal_and_unfixable(x):
-    bias = x.new_zeros(x.shape[-1], dtype=torch.float32)
+    bias = x.new_zeros(x.shape[-1], dtype=torch.get_default_dtype())
     bias.copy_(x[0])
     positions = torch.arange(x.shape[-1], device=x.device)
     return bias + positions
@@ -47,6 +47,6 @@ def literal_and_unfixable(x):
 def in_a_block(x):
     for _ in range(2):
         extra = x.new_zeros(
-    x.shape[-1], dtype=torch.float32)   # a continuation line less indented than its statement
+    x.shape[-1], dtype=torch.get_default_dtype())   # a continuation line less indented than its statement
         extra.copy_(x[0])
     return extra
