@@ -22,6 +22,7 @@ __all__ = [
     "aot_autograd",
     "cache_entry_ids",
     "compilation_metrics",
+    "compile_wrapper_code",
     "compile_attempts_class",
     "compiled_code_objects",
     "concrete",
@@ -43,7 +44,9 @@ __all__ = [
     "OpOverloadPacket",
     "qualified_name",
     "reset_code",
+    "resumed_function",
     "set_guard_complete_hook",
+    "source_name",
     "tree_flatten",
     "tree_flatten_with_path",
     "tree_leaves",
@@ -205,6 +208,41 @@ def compile_attempts_class() -> Any:
     from torch._dynamo.convert_frame import ConvertFrameAssert
 
     return ConvertFrameAssert
+
+
+def source_name(node: torch.fx.Node) -> str | None:
+    """Where dynamo read a graph input from, as the user's code names it (``STATE`` for a global,
+    ``self.table`` for an attribute, ``x`` for an argument); None when dynamo recorded no source.
+    dynamo keeps it in ``node.meta['grapharg'].source.name`` (a method in torch 2.9, a property in 2.13)."""
+    grapharg = node.meta.get("grapharg")
+    name = getattr(getattr(grapharg, "source", None), "name", None)
+    name = name() if callable(name) else name
+    if not isinstance(name, str):
+        return None
+    name = re.sub(r"\b[LG]\['([^']+)'\]", r"\1", name)
+    return _IMPORTED.sub(lambda m: "" if "neurondev_rebuilt" in m["module"] else f"{m['module']}.", name)
+
+
+_IMPORTED = re.compile(r"__import_+(?P<module>\w+?)_*\.")  # a global read through its module: __import__config.SCALE
+
+
+def compile_wrapper_code() -> Any:
+    """The code object of torch.compile's wrapper (``_TorchDynamoContext.__call__``'s ``compile_wrapper``):
+    a frame called by it is a call of a compiled function (its closure's ``fn``), not a frame resumed after a break."""
+    from torch._dynamo.eval_frame import _TorchDynamoContext
+
+    code = _TorchDynamoContext.__call__.__code__
+    return next((const for const in code.co_consts if getattr(const, "co_name", None) == "compile_wrapper"), None)
+
+
+_RESUME = re.compile(r"torch_dynamo_resume_in_(?P<name>\w+?)_at_(?P<line>\d+)$")
+
+
+def resumed_function(code_name: str) -> tuple[str, int] | None:
+    """(the function, the line of the break) for the code dynamo made to resume a frame after a graph break
+    (``torch_dynamo_resume_in_step_at_12``); None for any other code."""
+    match = _RESUME.match(code_name)
+    return (match["name"], int(match["line"])) if match else None
 
 
 def compilation_metrics() -> list[Any]:

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from neurondev._compat import tree_flatten, tree_unflatten
+from neurondev._compat import source_name, tree_flatten, tree_unflatten
 from neurondev.fx.devices import parse_target
 from neurondev.passes.device_rewriter import DeviceRewriterPass
 
@@ -98,7 +98,7 @@ class Placement:
 
 def input_placement(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Placement:
     """Which tensor inputs are on a device and which host tensors (0-dim ones aside) a graph on a device reads."""
-    names = [node.name for node in gm.graph.nodes if node.op == "placeholder"]
+    names = [source_name(node) or node.name for node in gm.graph.nodes if node.op == "placeholder"]
     tensors = [(i, name, value) for i, (name, value) in enumerate(zip(names, example_inputs)) if isinstance(value, torch.Tensor)]
     on_device = tuple(i for i, _, value in tensors if value.device.type not in _HOST)
     host = [(i, f"{name} ({value.device})") for i, name, value in tensors if value.device.type == "cpu" and value.dim() > 0]

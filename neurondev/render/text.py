@@ -214,7 +214,16 @@ def first_difference_text(explanation: Explanation) -> str:
     program = explanation.program
     if program is None or program.rewritten.matches_cpu is not False or explanation.graphs_match_cpu is not True:
         return ""
-    where = "device-specialised code (above)" if explanation.device_specialised else "the code between the graphs"
+    capture = explanation.capture
+    between = len(capture.graphs) > 1 or bool(capture.dynamo_breaks)  # there is code between graphs to blame
+    if explanation.device_specialised:
+        where = "device-specialised code (above)"
+    elif between:
+        where = "the code between the graphs"
+    else:
+        return (
+            f" Its one graph agrees with CPU run node by node on {explanation.place}: the difference is in how torch.compile ran it there."
+        )
     return f" No node of the graphs differs when each runs on {explanation.place}: the difference is in {where}."
 
 

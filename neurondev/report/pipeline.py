@@ -206,9 +206,12 @@ def _explain(subject: Any, options: ExplainOptions, call: tuple[tuple, dict] | N
         pinned = pin_stage(traced, options.target, stages)
         rewritten = rewrite_stage(pinned, options.target, stages, runtime)
         runs = run_stage(rewritten, runtime, options, stages)
-        program = program_stage(None if call is None else ProgramSubject(subject, *call, name=name), captured, runtime, options, stages)
-        fixes = fix_stage(None if call is None else subject, call, captured, pinned, runtime, program, options, stages)
-        native = native_stage(captured, subject, call, rewritten, runs, program, options, stages)
+        exported = isinstance(subject, torch.export.ExportedProgram)
+        runnable = subject.module() if exported else subject  # an exported program runs as the module it unlifts to
+        program = program_stage(None if call is None else ProgramSubject(runnable, *call, name=name), captured, runtime, options, stages)
+        source_call = None if exported else call  # an exported graph's lines are the exporter's: nothing to verify a fix against
+        fixes = fix_stage(None if source_call is None else subject, source_call, captured, pinned, runtime, program, options, stages)
+        native = _exported_native() if exported else native_stage(captured, subject, call, rewritten, runs, program, options, stages)
         verdicts = verdict_stage(rewritten, runs, options, stages)
     return _assemble(captured, rewritten, runs, program, native, verdicts, options, stages, fixes)
 
@@ -217,7 +220,17 @@ def _explain(subject: Any, options: ExplainOptions, call: tuple[tuple, dict] | N
 def _trace(fn: Callable[..., Any], call: tuple[tuple, dict], options: ExplainOptions, stages: Stages) -> Capture:
     stages.start("trace")
     args, kwargs = call
+    if isinstance(fn, torch.export.ExportedProgram):  # traced already: its graph, with its state as inputs
+        from neurondev.trace.exported import capture_exported
+
+        return capture_exported(fn, args, kwargs)
     return capture(fn, *args, level=options.level, **kwargs)
+
+
+def _exported_native() -> Native:
+    return Native(
+        skipped="an exported program's graph is ATen-level, the program's dynamo graphs are not: they are not compared line by line"
+    )
 
 
 def trace_stage(captured: Capture, level: str) -> tuple[TracedGraph, ...]:
@@ -388,6 +401,7 @@ def program_stage(
         return ProgramStage(skipped=runtime.unavailable)
     from neurondev.devices.compiler import backend
     from neurondev.runs.program import run_program
+    from neurondev.runs.state import program_state
 
     stages.start("your program on the device", total=2)
     driver = runtime.driver
@@ -395,6 +409,7 @@ def program_stage(
     generator = driver.own_generator
     random = next((r for gm in captured.graphs if generator and (r := random_reason(gm, None, generator)) is not None), None)
     compared = {"reference": captured.output, "not_comparable": random, "rtol": options.rtol, "atol": options.atol}
+    compared["reference_state"] = program_state(*captured.owners) if captured.owners else None
     as_written, _ = run_program(subject, driver.program_backend(), driver=driver, label=driver.program_label, **compared)
     stages.advance()
     rewriting = functools.partial(backend, inner=driver.program_backend())  # the measured driver's backend, after the pass

@@ -84,9 +84,8 @@ class Verdict:
 
 
 def _status(comparison: Comparison) -> str:
-    if not comparison.matches:
-        return "differ"
-    return "equal" if comparison.max_abs_error == 0 else "within tolerance"
+    """The verdict's status is the comparison's own ('not compared' when nothing could be)."""
+    return comparison.status
 
 
 def random_reason(gm: torch.fx.GraphModule, names: set[str] | None, where: str) -> str | None:
@@ -110,6 +109,8 @@ def rewrite_verdict(traced: torch.fx.GraphModule, before: RunRecord, after: RunR
     if random is not None:
         return Verdict("rewrite", "not comparable", reason=random)
     comparison = compare_outputs(after.outputs, before.outputs, rtol=rtol, atol=atol)
+    if comparison.matches is None:
+        return Verdict("rewrite", "not compared", comparison, reason=comparison.describe())
     if comparison.matches:
         return Verdict("rewrite", _status(comparison), comparison)
     if before.matches_reference is False and after.matches_reference is True and before.comparison is not None:

@@ -16,7 +16,8 @@ class Counts:
     (dispatch-level accounting): ``transfers_to_host`` / ``transfers_to_device`` are the copies the
     program made (with their ``bytes_to_host`` / ``bytes_to_device``), ``syncs`` the host reads of device
     values (``.item()``), ``fallbacks`` the ops its backend ran on the CPU and ``fallback_bytes`` what
-    those copied; it has no lazy program to execute or compile (0).
+    those copied; it has no lazy program to execute or compile (0). ``compile_seconds`` is the time XLA
+    spent compiling, ``cached_compiles`` the programs it found in its cache instead (XLA).
     """
 
     executions: int = 0
@@ -28,10 +29,13 @@ class Counts:
     bytes_to_host: int = 0
     bytes_to_device: int = 0
     fallback_bytes: int = 0
+    compile_seconds: float = 0.0
+    cached_compiles: int = 0
 
     def __sub__(self, other: Counts) -> Counts:
         earlier = dict(other.fallbacks)
-        fallbacks = tuple((op, n - earlier.get(op, 0)) for op, n in self.fallbacks if n - earlier.get(op, 0))
+        # counters can be cleared under us (torch_xla's dynamo bridge clears them while it probes a graph): never below 0
+        fallbacks = tuple((op, n - earlier.get(op, 0)) for op, n in self.fallbacks if n - earlier.get(op, 0) > 0)
         return Counts(
             self.executions - other.executions,
             self.compilations - other.compilations,
@@ -42,6 +46,8 @@ class Counts:
             self.bytes_to_host - other.bytes_to_host,
             self.bytes_to_device - other.bytes_to_device,
             self.fallback_bytes - other.fallback_bytes,
+            self.compile_seconds - other.compile_seconds,
+            max(self.cached_compiles - other.cached_compiles, 0),
         )
 
     @property

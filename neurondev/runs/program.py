@@ -26,6 +26,7 @@ from neurondev.runs.counts import Counts
 from neurondev.runs.interface import Driver
 from neurondev.runs.program_records import ProgramCall, ProgramFailure, ProgramRun
 from neurondev.runs.run_records import Fallback, HostCopy
+from neurondev.runs.state import program_state
 from neurondev.runs.values import compare_outputs
 from neurondev.trace.caches import kept_dynamo_caches
 from neurondev.trace.capture import Capture, quiet_dynamo
@@ -64,6 +65,7 @@ def run_program(
     atol: float | None = None,
     keep_graphs: bool = False,
     calls: int = _CALLS,
+    reference_state: dict[str, Any] | None = None,
 ) -> tuple[ProgramRun, Capture | None]:
     """Call ``subject`` compiled with ``backend`` on the XLA device twice; compare the first call with
     ``reference`` (the eager CPU result) unless ``not_comparable`` says why not.
@@ -71,21 +73,29 @@ def run_program(
     ``label`` names the backend in the record ('openxla', 'neurondev'). With ``keep_graphs`` the
     graphs dynamo traced on XLA are kept as they were before the backend saw them, with their
     inputs, as a Capture on the XLA device (the native trace). ``calls``: how many times it is
-    called (two: the second is the steady state). Nothing of the user's is touched.
+    called (two: the second is the steady state). ``reference_state``: what the program left after one
+    call on CPU (``neurondev.runs.state.program_state``): the state after its first call here is compared
+    with it (``ProgramRun.state``). Nothing of the user's is touched.
     """
     device = driver.device()
     moved: list[MovedInput] = []
     notes: list[str] = []
     recorder = _Recorder(backend, keep_graphs)
     with own_namespaces(subject.fn) as namespaces:
-        fn, args, kwargs = traced_copies(subject.fn, subject.args, subject.kwargs, device, moved, notes, namespaces)
+        try:
+            fn, args, kwargs = traced_copies(subject.fn, subject.args, subject.kwargs, device, moved, notes, namespaces)
+        except Exception as error:  # an input the device cannot hold (a sparse tensor on XLA): the program cannot run there
+            refused = ProgramFailure("other", "inputs", type(error).__name__, message_of(error), None, None, 1)
+            return ProgramRun(label, refused, None, "not compared: the program did not run", stack=driver.stack, device=str(device)), None
         compiled = torch.compile(_entry(fn), backend=recorder)
         with quiet_dynamo(), kept_dynamo_caches(), warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            made, outputs, failure = _calls(compiled, args, kwargs, recorder, calls, driver)
+            after_first: dict[str, Any] = {}
+            made, outputs, failure = _calls(compiled, (fn, args, kwargs), recorder, calls, driver, after_first)
     comparison, not_compared = _compare(outputs, failure, reference, not_comparable, rtol, atol)
+    state = _compare_state(after_first, reference_state, not_comparable, rtol, atol)
     record = ProgramRun(
-        label, failure, comparison, not_compared, tuple(made), _unique(caught), outputs, driver.stack, str(device), driver.unseen()
+        label, failure, comparison, not_compared, tuple(made), _unique(caught), outputs, driver.stack, str(device), driver.unseen(), state
     )
     native = recorder.capture(subject.name, moved, notes, str(device), (fn, args, kwargs)) if keep_graphs else None
     return record, native
@@ -167,8 +177,15 @@ def _host_call_in(gm: torch.fx.GraphModule) -> SourceLine | None:
 
 
 def _calls(
-    compiled: Callable[..., Any], args: tuple, kwargs: dict, recorder: _Recorder, count: int, driver: Driver
+    compiled: Callable[..., Any],
+    program: tuple[Any, tuple, dict],
+    recorder: _Recorder,
+    count: int,
+    driver: Driver,
+    after_first: dict[str, Any],
 ) -> tuple[list[ProgramCall], Any, ProgramFailure | None]:
+    """Call the compiled program ``count`` times, each measured; ``after_first`` gets the state the first left."""
+    fn, args, kwargs = program
     calls: list[ProgramCall] = []
     outputs = None
     for number in range(1, count + 1):
@@ -183,7 +200,9 @@ def _calls(
                 return calls, outputs, _failure(error, recorder, number)
             seconds, delta = time.perf_counter() - start, driver.counts() - before
         calls.append(_call_record(recorder.count - graphs, delta, seconds, *driver.located_since(mark)))
-        outputs = result if number == 1 else outputs
+        if number == 1:
+            outputs = result
+            after_first.update(program_state(fn, args, kwargs))
     return calls, outputs, None
 
 
@@ -279,6 +298,15 @@ def _compare(
     if reference is None:
         return None, "not compared: there is no CPU result to compare with"
     return compare_outputs(outputs, reference, rtol=rtol, atol=atol), None
+
+
+def _compare_state(
+    state: dict[str, Any], reference: dict[str, Any] | None, not_comparable: str | None, rtol: float | None, atol: float | None
+) -> Any:
+    """What the program left (its inputs, buffers, globals) against what it left on CPU; None when either is missing."""
+    if not state or reference is None or not_comparable is not None:
+        return None
+    return compare_outputs(state, reference, rtol=rtol, atol=atol)
 
 
 def _unique(caught: list[warnings.WarningMessage]) -> tuple[str, ...]:

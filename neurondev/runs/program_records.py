@@ -24,7 +24,8 @@ class ProgramFailure(Located):
     """Why the program failed: ``kind`` (one of ``FAILURE_KINDS``), the user's line (``source``: the
     failing statement, or the line where the failing graph ends), ``stage`` ('compile': while dynamo
     or the backend compiled; 'graph': while a compiled graph ran; 'python': in the code between
-    graphs), the graph that was compiling or running (``graph``), the exception's type and message."""
+    graphs; 'inputs': its inputs could not be moved to the device), the graph that was compiling or
+    running (``graph``), the exception's type and message."""
 
     kind: str
     stage: str
@@ -36,7 +37,12 @@ class ProgramFailure(Located):
 
     def describe(self) -> str:
         where = f" at {self.where} (`{self.code}`)" if self.source is not None else ""
-        when = {"compile": "at compile time", "graph": "while a compiled graph ran", "python": "in the code between graphs"}[self.stage]
+        when = {
+            "compile": "at compile time",
+            "graph": "while a compiled graph ran",
+            "python": "in the code between graphs",
+            "inputs": "before it ran: its inputs cannot move to the device",
+        }[self.stage]
         again = f" on call {self.call}" if self.call > 1 else ""
         return f"fails {when}{again}{where}: {self.kind}: {self.exception}: {self.message}"
 
@@ -102,6 +108,7 @@ class ProgramRun:
     stack: str = "xla"
     device: str = ""
     unseen: str | None = None
+    state: Comparison | None = None
 
     @property
     def syncs(self) -> int:
@@ -123,6 +130,10 @@ class ProgramRun:
 
     @property
     def matches_cpu(self) -> bool | None:
+        """Its outputs, and the state it leaves (inputs written in place, buffers, globals), against CPU: False
+        when either differs, None when the outputs were not compared."""
+        if self.state is not None and self.state.matches is False:
+            return False
         return None if self.comparison is None else self.comparison.matches
 
     @property
@@ -159,11 +170,16 @@ class ProgramRun:
         return f"runs ({self.graphs} graph(s), {steady}{again}) {joint} {self.values_text()}"
 
     def values_text(self) -> str:
+        if self.state is not None and self.state.matches is False:
+            return f"DIFFERS from CPU in what it writes ({self.state.describe()})"
         if self.comparison is None:
             return f"values {self.not_compared or 'not compared'}"
         compared = self.comparison
+        if compared.matches is None:
+            return f"values {compared.describe()}"
         if compared.matches:
-            return "agrees with CPU"
+            left = f" (not compared: {', '.join(compared.left_out[:2])})" if compared.left_out else ""
+            return f"agrees with CPU{left}"
         if compared.structure is not None:
             return f"DIFFERS from CPU ({compared.structure})"
         return f"DIFFERS from CPU ({compared.elements_off} of {compared.elements} elements off, max abs {compared.max_abs_error:.3g})"
@@ -175,6 +191,7 @@ class ProgramRun:
             "failure": None if self.failure is None else self.failure.to_dict(),
             "matches_cpu": self.matches_cpu,
             "comparison": None if self.comparison is None else self.comparison.to_dict(),
+            "state": None if self.state is None else self.state.to_dict(),
             "not_compared": self.not_compared,
             "graphs": self.graphs,
             "xla_compiles": self.xla_compiles,

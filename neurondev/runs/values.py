@@ -1,32 +1,46 @@
-"""Compare two outputs (nested tensors) and keep the figures: max abs/rel error, elements off, NaN-aware."""
+"""Compare two outputs (or two states) and keep the figures: the one comparison every verdict reads.
+
+Outputs are compared through their tensors: torch's pytree opens what it knows (tuples, lists,
+dicts, dataclasses and a library's registered types such as transformers' ``ModelOutput``), and an
+object it does not know (transformers' ``DynamicCache``) is opened through its attributes to the
+tensors it holds. Whatever holds no tensor and is no plain value is named as not compared, with the
+reason, and never counted as a difference; nothing compared at all is "not compared", never "0 of 0
+elements off". NaN in the same place on both sides is equal, and so are equal infinities; complex
+values are compared in both parts; a sparse tensor through its dense values.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import torch
 
-from neurondev._compat import default_tolerances, tree_leaves, tree_map
+from neurondev._compat import default_tolerances, keystr, tree_flatten_with_path
 from neurondev.errors import InvalidOptionError
 
-__all__ = ["Comparison", "check_tolerances", "compare_outputs"]
+__all__ = ["STATUSES", "Comparison", "check_tolerances", "compare_outputs"]
+
+STATUSES = ("equal", "within tolerance", "differ", "not compared")
+_PLAIN = (int, float, complex, bool, str, bytes, type(None), torch.dtype, torch.device)
+_MAX_DEPTH = 6
 
 
 @dataclasses.dataclass(frozen=True)
 class Comparison:
-    """How far ``actual`` is from ``expected``. NaN in the same place on both sides is equal, and so
-    are equal infinities; complex values are compared in both parts.
+    """How far ``actual`` is from ``expected``.
 
-    ``matches`` uses ``torch.testing.assert_close`` with ``rtol``/``atol`` (None: its defaults
-    for the dtype). ``max_abs_error``/``max_rel_error``/``elements_off`` are measured over every
-    tensor leaf of the same shape, whatever the verdict; ``detail`` is assert_close's message when
-    they differ. ``structure`` names a difference before any value: a shape, a dtype or the number
-    of outputs (then the figures say nothing about values).
+    ``status`` is one of ``STATUSES``: 'equal' (every value the same), 'within tolerance' (assert_close's
+    tolerances, or ``rtol``/``atol``), 'differ', or 'not compared' (nothing comparable: ``left_out`` says
+    why). ``max_abs_error``/``max_rel_error``/``elements_off``/``elements`` are measured over every tensor
+    of the same shape and dtype; ``detail`` is assert_close's message when they differ; ``structure``
+    names a difference before any value (a shape, a dtype, the number of outputs); ``left_out`` names
+    what could not be compared (``output['cache'] (a Lock: no tensor in it)``), beside what was.
     """
 
-    matches: bool
+    status: str
     max_abs_error: float
     max_rel_error: float
     elements_off: int
@@ -35,21 +49,30 @@ class Comparison:
     atol: float | None
     detail: str | None = None
     structure: str | None = None
+    left_out: tuple[str, ...] = ()
+
+    @property
+    def matches(self) -> bool | None:
+        """True when the values agree, False when they differ, None when nothing was compared."""
+        return None if self.status == "not compared" else self.status != "differ"
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return {**dataclasses.asdict(self), "matches": self.matches, "left_out": list(self.left_out)}
 
     def describe(self) -> str:
         """'equal', 'equal within tolerance (max abs 5e-05, ...)', 'DIFFER (3 of 64 elements off, ...)',
-        or 'shapes DIFFER: ...' when the outputs are not even alike."""
+        'shapes DIFFER: ...' when the outputs are not even alike, or 'not compared (why)'."""
         figures = f"max abs {self.max_abs_error:.3g}, max rel {self.max_rel_error:.3g}"
+        left = f"; not compared: {', '.join(self.left_out[:3])}" if self.left_out else ""
+        if self.status == "not compared":
+            return f"not compared ({', '.join(self.left_out) or 'nothing to compare'})"
         if self.structure is not None:
-            return self.structure
-        if self.matches and self.max_abs_error == 0:
-            return "equal"
-        if self.matches:
-            return f"equal within tolerance ({figures})"
-        return f"DIFFER ({self.elements_off} of {self.elements} elements off; {figures})"
+            return self.structure + left
+        if self.status == "equal":
+            return "equal" + left
+        if self.status == "within tolerance":
+            return f"equal within tolerance ({figures}){left}"
+        return f"DIFFER ({self.elements_off} of {self.elements} elements off; {figures}){left}"
 
 
 def check_tolerances(rtol: Any, atol: Any) -> None:
@@ -65,42 +88,68 @@ def check_tolerances(rtol: Any, atol: Any) -> None:
 
 
 def compare_outputs(actual: Any, expected: Any, *, rtol: float | None = None, atol: float | None = None) -> Comparison:
-    """Compare two (nested) outputs on CPU; a one-element sequence is compared with a bare tensor."""
-    actual, expected = _on_cpu(actual), _on_cpu(expected)
+    """Compare two (nested) outputs on CPU, through their tensors; a one-element sequence is compared with a bare value."""
     if isinstance(actual, (tuple, list)) and len(actual) == 1 and not isinstance(expected, (tuple, list)):
         actual = actual[0]
-    detail = None
-    try:
-        torch.testing.assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=True)
-    except (AssertionError, TypeError, ValueError) as mismatch:
-        detail = str(mismatch)
-    abs_error, rel_error, off, total = _figures(actual, expected, rtol, atol)
-    structure = _structure(actual, expected) if detail is not None else None
-    return Comparison(detail is None, abs_error, rel_error, off, total, rtol, atol, detail, structure)
+    left, right = dict(_values(actual)), dict(_values(expected))
+    left_out = tuple(f"output{path} ({why})" for path, why in _opaque(actual))
+    if set(left) != set(right):
+        return _structural(f"outputs DIFFER in structure: {_which(left, right)}", rtol, atol, left_out)
+    return _compared([(path, left[path], right[path]) for path in right], rtol, atol, left_out)
 
 
-def _structure(actual: Any, expected: Any) -> str | None:
-    """What differs before the values do: the number of outputs, a shape or a dtype; None when alike."""
-    left, right = tree_leaves(actual), tree_leaves(expected)
-    if len(left) != len(right):
-        return f"outputs DIFFER in number: {len(left)} vs {len(right)}"
-    for index, (a, e) in enumerate(zip(left, right)):
-        if isinstance(a, torch.Tensor) and isinstance(e, torch.Tensor):
-            if a.shape != e.shape:
-                return f"shapes DIFFER at output {index}: {tuple(a.shape)} vs {tuple(e.shape)}"
-            if a.dtype != e.dtype:
-                return f"dtypes DIFFER at output {index}: {a.dtype} vs {e.dtype}".replace("torch.", "")
+def _structural(text: str, rtol: float | None, atol: float | None, left_out: tuple[str, ...]) -> Comparison:
+    return Comparison("differ", math.inf, math.inf, 0, 0, rtol, atol, text, text, left_out)
+
+
+def _which(left: dict[str, Any], right: dict[str, Any]) -> str:
+    only = sorted(set(left) ^ set(right))
+    return f"{len(left)} vs {len(right)} values" + (f" ({', '.join(f'output{p}' for p in only[:3])} on one side only)" if only else "")
+
+
+def _compared(pairs: list[tuple[str, Any, Any]], rtol: float | None, atol: float | None, left_out: tuple[str, ...]) -> Comparison:
+    tensors = [(path, a, e) for path, a, e in pairs if isinstance(a, torch.Tensor) or isinstance(e, torch.Tensor)]
+    plain = [(path, a, e) for path, a, e in pairs if (path, a, e) not in tensors]
+    if not tensors and not plain:
+        return Comparison("not compared", 0.0, 0.0, 0, 0, rtol, atol, None, None, left_out or ("nothing to compare: no tensor, no value",))
+    for path, a, e in plain:
+        if not _same_plain(a, e):
+            return _structural(f"values DIFFER at output{path}: {a!r} vs {e!r}", rtol, atol, left_out)
+    for index, (path, a, e) in enumerate(tensors):
+        structure = _tensor_structure(path, index, a, e)
+        if structure is not None:
+            return _structural(structure, rtol, atol, left_out)
+    return _figures(tensors, rtol, atol, left_out)
+
+
+def _same_plain(a: Any, e: Any) -> bool:
+    if isinstance(a, float) and isinstance(e, float) and math.isnan(a) and math.isnan(e):
+        return True
+    return bool(a == e)
+
+
+def _tensor_structure(path: str, index: int, a: Any, e: Any) -> str | None:
+    """What differs before the values do: a tensor on one side only, a shape or a dtype."""
+    where = f"output{path}" if path else f"output {index}"
+    if not (isinstance(a, torch.Tensor) and isinstance(e, torch.Tensor)):
+        return f"outputs DIFFER at {where}: {type(a).__name__} vs {type(e).__name__}"
+    if a.shape != e.shape:
+        return f"shapes DIFFER at {where}: {tuple(a.shape)} vs {tuple(e.shape)}"
+    if a.dtype != e.dtype:
+        return f"dtypes DIFFER at {where}: {a.dtype} vs {e.dtype}".replace("torch.", "")
     return None
 
 
-def _figures(actual: Any, expected: Any, rtol: float | None, atol: float | None) -> tuple[float, float, int, int]:
-    pairs = zip(tree_leaves(actual), tree_leaves(expected))
+def _figures(tensors: list[tuple[str, Any, Any]], rtol: float | None, atol: float | None, left_out: tuple[str, ...]) -> Comparison:
     abs_error = rel_error = 0.0
     off = total = 0
-    for a, e in pairs:
-        if not (isinstance(a, torch.Tensor) and isinstance(e, torch.Tensor)) or a.shape != e.shape:
-            continue
+    detail = None
+    for path, a, e in tensors:
         leaf_rtol, leaf_atol = _tolerances(a, e, rtol, atol)
+        try:
+            torch.testing.assert_close(a, e, rtol=leaf_rtol, atol=leaf_atol, equal_nan=True)
+        except AssertionError as mismatch:
+            detail = detail or f"output{path}: {mismatch}"
         a, e = _widened(a), _widened(e)
         diff = _difference(a, e)
         total += diff.numel()
@@ -110,12 +159,59 @@ def _figures(actual: Any, expected: Any, rtol: float | None, atol: float | None)
         relative = torch.nan_to_num(diff / e.abs().clamp_min(1e-12), nan=float("inf"), posinf=float("inf"))
         rel_error = max(rel_error, float(relative.max()))
         off += int((~torch.isclose(a, e, rtol=leaf_rtol, atol=leaf_atol, equal_nan=True)).sum())
-    return abs_error, rel_error, off, total
+    status = "differ" if detail is not None else "equal" if abs_error == 0 else "within tolerance"
+    return Comparison(status, abs_error, rel_error, off, total, rtol, atol, detail, None, left_out)
+
+
+def _values(tree: Any) -> Iterator[tuple[str, Any]]:
+    """(path, value) for every tensor (on CPU, dense) and plain value of ``tree``, objects opened to their tensors."""
+    for path, leaf in _leaves(tree):
+        if isinstance(leaf, torch.Tensor):
+            yield path, _plain_tensor(leaf)
+        elif isinstance(leaf, _PLAIN):
+            yield path, leaf
+
+
+def _opaque(tree: Any) -> Iterator[tuple[str, str]]:
+    """(path, why) for each value of ``tree`` that is neither a tensor nor a plain value and holds no tensor."""
+    for path, leaf in _leaves(tree):
+        if not isinstance(leaf, (torch.Tensor, *_PLAIN)):
+            yield path, f"a {type(leaf).__name__}: no tensor in it, and nothing to compare it by"
+
+
+def _leaves(tree: Any, depth: int = 0, seen: set[int] | None = None) -> Iterator[tuple[str, Any]]:
+    """torch's pytree leaves, each object pytree does not open followed through its attributes."""
+    seen = set() if seen is None else seen
+    leaves, _ = tree_flatten_with_path(tree)
+    for key, leaf in leaves:
+        path = keystr(key)
+        inside = _attributes(leaf) if depth < _MAX_DEPTH and id(leaf) not in seen else None
+        if inside is None:
+            yield path, leaf
+            continue
+        seen.add(id(leaf))
+        found = list(_leaves(inside, depth + 1, seen))
+        tensors = [(f"{path}{inner}", value) for inner, value in found if isinstance(value, torch.Tensor)]
+        yield from tensors if tensors else [(path, leaf)]
+
+
+def _attributes(value: Any) -> dict[str, Any] | None:
+    """The attributes of an object pytree does not open (None for tensors, plain values and containers)."""
+    if isinstance(value, (torch.Tensor, *_PLAIN, tuple, list, dict)) or callable(value):
+        return None
+    fields = vars(value) if hasattr(value, "__dict__") else None
+    return {name: item for name, item in fields.items() if not name.startswith("_")} if fields else None
+
+
+def _plain_tensor(value: torch.Tensor) -> torch.Tensor:
+    value = value.detach()
+    if value.layout != torch.strided:
+        value = value.to_dense()
+    return value.cpu()
 
 
 def _widened(t: torch.Tensor) -> torch.Tensor:
     """float64 (complex128 for complex values, bool and integers as float64): no part is dropped."""
-    t = t.detach()
     return t.to(torch.complex128) if t.is_complex() else t.double()
 
 
@@ -132,7 +228,3 @@ def _tolerances(a: torch.Tensor, e: torch.Tensor, rtol: float | None, atol: floa
         return rtol, atol
     default_rtol, default_atol = default_tolerances(a, e)
     return (default_rtol if rtol is None else rtol), (default_atol if atol is None else atol)
-
-
-def _on_cpu(tree: Any) -> Any:
-    return tree_map(lambda v: v.detach().cpu() if isinstance(v, torch.Tensor) else v, tree)

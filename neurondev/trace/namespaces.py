@@ -8,8 +8,9 @@ the copy's), an nn.Module class gets a subclass whose methods are rebuilt so, a 
 method (a custom ``autograd.Function``) likewise, and a module object in a namespace becomes a copy
 with the rebuilt names. Dynamo writes globals through ``sys.modules[__name__]``, so each copied
 namespace is registered there under a fresh name while the block runs. Nothing at module level runs
-again, and the user's modules, functions and objects stay as they were; objects the globals refer
-to (a list, a dict) are shared, not copied.
+again, and the user's modules, functions and objects stay as they were; tensors in them are copied too
+(a global counter the program increments stays the user's); objects the globals refer to (a list, a
+dict) are shared, not copied.
 """
 
 from __future__ import annotations
@@ -85,6 +86,8 @@ class Namespaces:
             for name, value in list(copied.items()):
                 if id(value) in self.replaced:
                     copied[name] = self.replaced[id(value)]
+                elif isinstance(value, torch.Tensor):  # a host tensor the program writes (a counter) stays the user's
+                    copied[name] = _tensor_copy(value)
 
     def entry(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """``fn`` rebuilt: a function in the copied namespaces, a module as a deep copy of rebuilt classes."""
@@ -208,6 +211,15 @@ class Namespaces:
                 fixed = self.replaced.setdefault(id(cls), self._subclass(cls))
             if fixed is not None:
                 sub.__class__ = fixed
+
+
+def _tensor_copy(value: torch.Tensor) -> torch.Tensor:
+    copied = value.detach().clone()
+    return (
+        torch.nn.Parameter(copied, value.requires_grad)
+        if isinstance(value, torch.nn.Parameter)
+        else copied.requires_grad_(value.requires_grad)
+    )
 
 
 def _function_of(member: Any) -> types.FunctionType | None:

@@ -92,6 +92,7 @@ def counts() -> Counts:
         data = metrics.metric_data(name)
         return int(data[0]) if data else 0
 
+    compiled = metrics.metric_data("CompileTime")
     fallbacks = tuple((name, int(metrics.counter_value(name))) for name in metrics.counter_names() if name.startswith("aten::"))
     return Counts(
         samples("ExecuteTime"),
@@ -99,4 +100,6 @@ def counts() -> Counts:
         samples("TransferFromDeviceTime"),
         samples("TransferToDeviceTime"),
         fallbacks,
+        compile_seconds=float(compiled[1]) / 1e9 if compiled else 0.0,
+        cached_compiles=int(metrics.counter_value("CachedCompile") or 0),
     )

@@ -178,3 +178,46 @@ def test_a_host_tensor_a_graph_on_xla_reads_is_uploaded_on_every_call_and_named_
 
 def _on_xla():
     return torch.randn(2).to(xla.device())
+
+
+COUNT = torch.zeros(1)  # a host counter the program increments
+
+
+def counted(x):
+    COUNT.add_(1)
+    return x * 2
+
+
+class Tally(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+        self.last = torch.zeros(())  # a plain host attribute, assigned from the graph's output
+
+    def forward(self, x):
+        self.last = self.lin(x).sum().detach().cpu()
+        return self.lin(x)
+
+
+@pytest.mark.xla
+def test_a_programs_writes_into_host_tensors_stay_with_the_backend_and_host_results_stay_on_the_host(caplog):
+    from neurondev._compat import graphs_made
+
+    caplog.set_level(logging.WARNING, logger="neurondev")
+    device = xla.device()
+    start = COUNT.clone()
+    compiled = torch.compile(counted, backend="neurondev")
+    try:
+        for _ in range(3):
+            compiled(torch.randn(4).to(device))
+        assert COUNT.item() == start.item() + 3  # every write kept, as openxla and eager torch_xla keep them
+        assert "COUNT (cpu) are host tensors read by a graph on xla:0" in caplog.text and "copied back after it" in caplog.text
+        model = Tally().to(device)
+        model.last = torch.zeros(())
+        tally = torch.compile(model, backend="neurondev")
+        made = graphs_made()
+        for _ in range(3):
+            tally(torch.randn(2, 3).to(device))
+        assert model.last.device.type == "cpu" and graphs_made() - made == 1  # the host attribute stayed there: no recompile
+    finally:
+        torch._dynamo.reset()

@@ -78,3 +78,17 @@ def test_the_command_explains_on_the_host_device_and_checks_in_strict_mode(tmp_p
     line = next(i for i, text in enumerate(HARNESS.read_text().splitlines(), 1) if "self.fc(x)" in text)
     assert "aten::addmm fell back to the CPU 1 time(s) per call" in strict.stdout and f"fallback_model.py:{line}" in strict.stdout
     assert subprocess.run(command, capture_output=True, text=True, timeout=600).returncode == 0
+
+
+TABLE = torch.arange(6, dtype=torch.float32)  # a host tensor in a global
+
+
+def reads_a_global(x):
+    return x * 2 + TABLE
+
+
+def test_a_host_tensor_meeting_a_device_one_is_a_failure_with_its_line_as_on_xla(device):
+    ex = neurondev.explain(reads_a_global, torch.randn(6), target=device, quiet=True)
+    failure = ex.program.as_written.failure
+    assert (failure.kind, failure.stage, failure.line) == ("mixed devices at compile time", "compile", line_of(reads_a_global, "TABLE"))
+    assert "stays on the host while your inputs are on hostdev:0" in ex.summary()

@@ -46,7 +46,9 @@ def test_check_raises_an_assertion_listing_the_pin_its_line_and_the_fix():
 def test_check_suggest_puts_the_verified_fixed_line_to_paste_under_the_pin():
     with pytest.raises(neurondev.DevicePinsError) as caught:
         neurondev.check(pinned, torch.randn(4), suggest=True)
-    assert "      verified fix, paste:\n        out = x.new_zeros(x.shape[0], dtype=torch.float32)\n" in str(caught.value) + "\n"
+    assert (
+        "      verified fix, paste:\n        out = x.new_zeros(x.shape[0], dtype=torch.get_default_dtype())\n" in str(caught.value) + "\n"
+    )
     with pytest.raises(neurondev.DevicePinsError) as caught:
         neurondev.check(pinned, torch.randn(4))
     assert "verified fix" not in str(caught.value)
@@ -173,7 +175,7 @@ def test_the_check_command_exits_0_clean_1_with_pins_2_on_errors(tmp_path, monke
     assert code == 1 and data["clean"] is False and data["findings"][0]["where"] == "code.py:5"
     assert run("code.py:pinned", "--input", "randn(4)", "--allow", "code.py:5")[0] == 0
     code, out = run("code.py:pinned", "--input", "randn(4)", "--suggest")
-    assert code == 1 and "verified fix, paste:\n        out = x.new_zeros(x.shape[0], dtype=torch.float32)" in out
+    assert code == 1 and "verified fix, paste:\n        out = x.new_zeros(x.shape[0], dtype=torch.get_default_dtype())" in out
     assert run("code.py:nothing", "--input", "randn(4)")[0] == 2
 
 

@@ -151,7 +151,7 @@ def test_a_pin_inside_an_autograd_function_is_found_rewritten_checked_and_fixed(
     assert ex.before[0].error is not None and ex.before[0].error.node == "autograd_function_apply"
     assert ex.after[0].error is None and ex.graphs_match_cpu is True
     (fix,) = ex.fixes
-    assert fix.verified and fix.after.strip() == "lo = x.new_zeros(x.shape, dtype=torch.float32)"
+    assert fix.verified and fix.after.strip() == "lo = x.new_zeros(x.shape, dtype=torch.get_default_dtype())"
     with pytest.raises(neurondev.DevicePinsError, match="fwd_body_0.lo"):
         neurondev.check(pins_inside_a_function, x)
 
@@ -187,3 +187,28 @@ def test_run_false_and_a_capture_skip_the_program_and_say_why():
     assert "Your program on XLA: not run (run=False" in skipped.summary()
     from_capture = neurondev.explain(neurondev.capture(reads_a_global, torch.randn(8)), quiet=True)
     assert from_capture.program is None and "pass the function and its inputs" in from_capture.program_skipped
+
+
+STATE = torch.zeros(2)
+
+
+def device_dependent_write(x):
+    STATE.add_(1.0 if x.device.type == "cpu" else 2.0)  # the program writes differently on the device
+    return x + 1
+
+
+def test_explain_compares_what_a_program_writes_and_leaves_the_users_tensor_alone():
+    before = STATE.clone()
+    ex = neurondev.explain(device_dependent_write, torch.randn(4), quiet=True)
+    run = ex.program.rewritten
+    assert run.comparison.status == "equal" and run.state.status == "differ" and ex.xla_matches_cpu is False
+    assert "DIFFERS from CPU in what it writes" in run.describe() and torch.equal(STATE, before)
+
+
+def test_a_transformers_default_call_with_its_cache_agrees_when_the_logits_agree():
+    from neurondev.testing import tiny_llama
+
+    model, (ids,), _ = tiny_llama(1)
+    ex = neurondev.explain(model, ids, quiet=True)  # the model's default call returns a DynamicCache
+    assert ex.program.rewritten.comparison.status in ("equal", "within tolerance") and ex.xla_matches_cpu is True
+    assert "code between the graphs" not in ex.summary()

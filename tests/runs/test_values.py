@@ -38,3 +38,33 @@ def test_tolerances_come_together_or_not_at_all():
     for rtol, atol, says in ((1e-4, None, "rtol was given alone"), (-1, 0, "rtol is a tolerance"), (0, math.inf, "atol is a tolerance")):
         with pytest.raises(neurondev.InvalidOptionError, match=says):
             check_tolerances(rtol, atol)
+
+
+def test_an_object_pytree_does_not_open_is_compared_through_the_tensors_it_holds():
+    from neurondev.testing import tiny_llama
+
+    model, (ids,), _ = tiny_llama(1)
+    first, again = model(ids), model(ids)  # a ModelOutput holding transformers' DynamicCache
+    comparison = compare_outputs(first, again)
+    assert comparison.status == "equal" and comparison.elements > first.logits.numel()  # the cache's keys and values too
+    changed = model(ids)
+    next(iter(vars(changed.past_key_values)["layers"])).keys.add_(1.0)
+    assert compare_outputs(changed, first).status == "differ"
+
+
+def test_nothing_to_compare_is_not_compared_never_a_difference():
+    nothing = compare_outputs((x for x in []), (x for x in []))
+    assert nothing.status == "not compared" and nothing.matches is None and "generator" in nothing.describe()
+    import threading
+
+    partly = compare_outputs((torch.ones(2), threading.Lock()), (torch.ones(2), threading.Lock()))
+    assert partly.status == "equal" and partly.left_out == ("output[1] (a lock: no tensor in it, and nothing to compare it by)",)
+
+
+def test_complex_sparse_and_plain_values_compare_or_name_what_differs():
+    values = torch.randn(4, dtype=torch.complex128)
+    assert compare_outputs(values, values.clone()).status == "equal"
+    assert compare_outputs(values, values.real.clone()).describe() == "dtypes DIFFER at output 0: complex128 vs float64"
+    sparse = torch.eye(3).to_sparse()
+    assert compare_outputs(sparse, sparse.clone()).status == "equal"
+    assert compare_outputs((torch.ones(1), 3), (torch.ones(1), 4)).describe() == "values DIFFER at output[1]: 3 vs 4"
