@@ -4,7 +4,8 @@ Two loops: a training step fed a decaying Python-float learning rate (a dynamo r
 and a tiny random-weight Llama's decode loop (``generate`` with a static cache: two compiles, then
 steady). Each round resets dynamo first (so both sides compile the same frames again; torch_xla's
 compile cache stays warm, as it would in a process that ran the loop before), the order of the two
-sides alternates, and the best of three rounds is compared. Target (issue 19): watched/bare <= 1.1.
+sides alternates, and the best of three rounds is compared. Target: watched/bare <= 1.1 (the watch reads the
+device counts at every step, and with `xla_analysis` off: torch_xla's analysis costs what it costs whoever turns it on).
 
     .venv/bin/python benchmarks/bench_watch.py
 """

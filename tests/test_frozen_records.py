@@ -57,8 +57,14 @@ def test_every_record_of_an_explanation_is_frozen_and_holds_no_open_container():
         run.fallback_ops["aten::x"] = 1
 
 
-def test_a_watch_refuses_assignment():
+def test_a_watch_refuses_assignment_and_its_record_is_frozen_through():
     with neurondev.watch() as w:
-        pass
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        w.compiles = None
+        torch.compile(lambda x: x * 2, backend="eager")(torch.randn(2))
+    with pytest.raises(AttributeError):
+        w.compiles = None  # a read-only face over the frozen record
+    found = list(records(w.record))
+    assert {"WatchRecord", "Compile", "CompileEvent", "Step", "SteadyState", "Cause"} <= {type(r).__name__ for r in found}
+    for record in found:
+        assert type(record).__dataclass_params__.frozen and open_fields(record) == [], type(record).__name__
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(record, dataclasses.fields(record)[0].name, None)

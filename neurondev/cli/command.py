@@ -129,11 +129,18 @@ def _parser() -> argparse.ArgumentParser:
         "watch",
         help="run a script under neurondev.watch(): every compile, why, and what to write instead",
         description="Runs SCRIPT.py as __main__ (options before it are the watch's; everything after it is the script's own "
-        "sys.argv, as with python -m cProfile). Exit 0 when compiling reached a steady state, 1 when compiles continue to the "
-        "end, 2 on usage errors or when the script raises (the report is still written).",
+        "sys.argv, as with python -m cProfile), with torch_xla's analysis of each XLA compile on. Exit 0 when compiling reached a "
+        "steady state (or the script made one step), 1 when compiles (dynamo's or XLA's) continue to the end, 2 on usage errors or "
+        "when the script raises (the report is still written), or the script's own sys.exit code. Advice to sync each step is "
+        "checked by running the script again with the sync applied (--no-verify skips it).",
     )
     looking.add_argument("--html", help="write the card here")
     looking.add_argument("--json", help="write the record as JSON here")
+    looking.add_argument("--no-verify", action="store_true", help="do not run the script again to check a sync advice")
+    looking.add_argument(
+        "--sync-each-step", action="store_true", help="call torch_xla.sync() at the end of each step (the sync advice, applied)"
+    )
+    looking.add_argument("--verify-timeout", type=float, default=1800, help="seconds the checking run may take (default: %(default)s)")
     looking.add_argument("script", metavar="SCRIPT.py", help="the script to run")
     looking.add_argument("arguments", nargs=argparse.REMAINDER, metavar="ARGS", help="the script's own arguments")
     looking.set_defaults(run=_watch)
@@ -400,20 +407,44 @@ def _examples(options: argparse.Namespace) -> int:
 
 
 def _watch(options: argparse.Namespace) -> int:
-    """Run the script as __main__ under watch(); report; 0 steady, 1 compiles continue, 2 when it raised."""
-    import runpy
-
-    from neurondev.loops.result import watch
-
+    """Run the script as __main__ under watch() with torch_xla's analysis on; check a sync advice by running it
+    again with a sync per step; report. 0 steady (or one step), 1 compiles continue, 2 when it raised, the
+    script's own code when it called sys.exit(code)."""
     script = Path(options.script)
     if not script.is_file():
         raise UsageError(f"no script {options.script}: give the path of a Python file, e.g. neurondev watch train.py --epochs 1")
+    watched, raised = _watched_run(script, options)
+    record = watched.record
+    if not options.sync_each_step and not options.no_verify and raised is None:
+        record = _checked(record, script, options)
+    from neurondev.loops.result import Watch
+
+    _summary_and_files(Watch.of(record), options)
+    if raised is not None and record.raised is not None and record.raised.exit_code is not None:
+        print(f"neurondev: the script exited with code {record.raised.exit_code}", file=sys.stderr)
+        return record.raised.exit_code
+    if raised is not None:
+        print(f"neurondev: the script raised {type(raised).__name__}: the record above is up to that point", file=sys.stderr)
+        return EXIT_ERROR
+    return EXIT_CLEAN if record.reached_steady_state else EXIT_FINDINGS
+
+
+def _watched_run(script: Path, options: argparse.Namespace) -> tuple[Any, BaseException | None]:
+    """The script run as __main__ under a watch (torch_xla's analysis on, into a file next to nothing of the user's)."""
+    import runpy
+    import tempfile
+
+    from neurondev.loops.result import watch
+    from neurondev.xla import analysis
+
+    analysis.enable(Path(tempfile.mkdtemp(prefix="neurondev-watch-")) / "xla-analysis.txt")
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [str(script), *options.arguments]
     sys.path.insert(0, str(script.resolve().parent))
     raised: BaseException | None = None
+    watched = watch(sync_each_step=options.sync_each_step)
     try:
-        with watch() as watched:
+        with watched:
             runpy.run_path(str(script), run_name="__main__")
     except SystemExit as exit_:
         raised = None if exit_.code in (None, 0) else exit_
@@ -422,11 +453,33 @@ def _watch(options: argparse.Namespace) -> int:
         traceback.print_exc()
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
-    _summary_and_files(watched, options)
-    if raised is not None:
-        print(f"neurondev: the script raised {type(raised).__name__}: the record above is up to that point", file=sys.stderr)
-        return EXIT_ERROR
-    return EXIT_CLEAN if watched.reached_steady_state else EXIT_FINDINGS
+    return watched, raised
+
+
+def _checked(record: Any, script: Path, options: argparse.Namespace) -> Any:
+    """The record with its sync advice checked: the script run again, in a fresh process, with
+    torch_xla.sync() at the end of each step (nothing else changed)."""
+    import json
+    import subprocess
+    import tempfile
+
+    from neurondev.loops.record import SYNC_ADVICE, with_checked_advice
+
+    if not any(advice.cause in SYNC_ADVICE for advice in record.advice):
+        return record
+    print("neurondev: checking the advice: running the script again with torch_xla.sync() at the end of each step", file=sys.stderr)
+    report = Path(tempfile.mkdtemp(prefix="neurondev-check-")) / "watch.json"
+    command = [sys.executable, "-m", "neurondev", "watch", "--sync-each-step", "--json", str(report), str(script), *options.arguments]
+    subprocess.run(command, capture_output=True, text=True, timeout=options.verify_timeout)
+    if not report.is_file():
+        return with_checked_advice(record, SYNC_ADVICE, "not verified: the run with a sync per step did not finish")
+    again = json.loads(report.read_text())
+    steps = len(again["steps"])
+    if again["reached_steady_state"]:
+        verdict = f"verified: run again with torch_xla.sync() at the end of each step, it was steady after step {again['steady_state']} of {steps}"
+    else:
+        verdict = f"checked, not enough: with a sync per step it still compiles from step {again['since_step']} of {steps}"
+    return with_checked_advice(record, SYNC_ADVICE, verdict)
 
 
 def _doctor(options: argparse.Namespace) -> int:

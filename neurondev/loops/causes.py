@@ -17,9 +17,10 @@ import re
 from typing import Any
 
 from neurondev._compat import guard_reason
-from neurondev.trace.source import Located, SourceLine, source_line
+from neurondev.loops.recorder import CompileEvent
+from neurondev.trace.source import Located, SourceLine, is_program_file, is_user_file, source_line
 
-__all__ = ["ADVICE", "KINDS", "Advice", "Cause", "advice_for", "cause_of"]
+__all__ = ["ADVICE", "EXPECTED", "KINDS", "Advice", "Cause", "advice_for", "cause_of"]
 
 _PREFIX = re.compile(r"^\s*\d+/\d+:\s*")
 _TENSOR = re.compile(
@@ -38,10 +39,11 @@ KINDS = ("first", "recompile", "recompile limit reached", "failed")
 
 @dataclasses.dataclass(frozen=True)
 class Cause(Located):
-    """Why a compile happened: ``kind`` of cause ('first compile', 'python number', 'cache growth',
-    'changing size', 'prompt to decode' (generate's second graph: expected), 'recompile limit', 'other'), the value that failed its guard (``lr``, ``x``), what
-    it was and what it became, the guard in dynamo's words, and ``source``: the user's line where the
-    value is read, when dynamo says."""
+    """Why a compile happened: ``kind`` of cause ('first compile', 'python number', 'flag' (a bool: one graph per
+    value, expected), 'library value' (a library's own attribute), 'cache growth', 'changing size', 'prompt to
+    decode' (generate's second graph: expected), 'recompile limit', 'other'), the value that failed its guard
+    (``lr``, ``x``), what it was and what it became, the guard in dynamo's words, and ``source``: the line of
+    the program where the value is read, when dynamo says."""
 
     kind: str
     value: str | None
@@ -53,22 +55,24 @@ class Cause(Located):
 
 @dataclasses.dataclass(frozen=True)
 class Advice(Located):
-    """What to write instead for one cause, said once with its line; advice, never verified here."""
+    """What to write instead for one cause, said once with its line; ``verified`` says whether it was checked
+    (the command re-runs a loop with a mechanical fix applied: a sync per step) or not."""
 
     cause: str
     text: str
     source: SourceLine | None = None
+    verified: str = "not verified"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"cause": self.cause, "text": self.text, **self.source_dict()}
+        return {"cause": self.cause, "text": self.text, **self.source_dict(), "verified": self.verified}
 
 
-def cause_of(reason: str | None, *, index: int | None, limit: int | None, now: str | None, frame_file: str) -> Cause:
-    """The cause of one compile from dynamo's reason (the failed guard); ``now``: the guarded value's new value."""
-    if limit is not None:
-        return Cause(
-            "recompile limit", None, None, None, f"dynamo's recompile limit ({limit}) is reached: the function runs uncompiled from here on"
-        )
+def cause_of(event: CompileEvent) -> Cause:
+    """The cause of one compile from dynamo's reason (the failed guard) and what the recorder read with it."""
+    reason, index = event.reason, event.index
+    if event.limit is not None:
+        words = f"dynamo's recompile limit ({event.limit}) is reached: the function runs uncompiled from here on"
+        return Cause("recompile limit", None, None, None, words)
     if not reason:
         return Cause(
             "first compile" if not index else "other", None, None, None, "first compile" if not index else "recompiled (no reason given)"
@@ -77,23 +81,85 @@ def cause_of(reason: str | None, *, index: int | None, limit: int | None, now: s
     guard = _PREFIX.sub("", text).strip()
     tensor = _TENSOR.search(guard)
     if tensor is not None:
-        name = _readable(tensor["name"])
-        kind = "cache growth" if _CACHE.search(tensor["name"]) and int(tensor["after"]) == int(tensor["before"]) + 1 else "changing size"
-        if _DECODE.search(name) and tensor["after"] == "1" and tensor["before"] != "1":
-            kind = "prompt to decode"
-        words = f"{name} changed {tensor['what']} at dimension {tensor['dim']}: {tensor['before']} -> {tensor['after']}"
-        return Cause(kind, name, tensor["before"], tensor["after"], words, None)
+        return _tensor_cause(tensor, event)
     value = _VALUE.match(guard)
-    read_at = source_line(*frames[-1]) if frames else _read_at(guard, frame_file)
+    read_at = _read_where(guard, frames, event)
     if value is not None and _NUMBER.match(value["before"].strip()) and _REFERENCE.match(_readable(value["name"])):
-        name, before, after = _readable(value["name"]), _short(value["before"]), _short(now)
-        words = f"{name} was {before} when traced{f' and is {after}' if after else ''}: a Python number burned into the graph"
-        return Cause("python number", name, before, after, words, read_at)
+        return _value_cause(_readable(value["name"]), _short(value["before"]), _short(event.now), read_at, event)
     counted = _COUNTED.match(guard)
     if counted is not None:
+        if index == 1 and _in_library(event.file):  # expected: no line of the library's to chase
+            return Cause("prompt to decode", _readable(counted["inner"]), counted["before"], None, _DECODE_WORDS, None)
         words = f"{counted['what']} was {counted['before']} when traced: the call passes other values now"
         return Cause("other", _readable(counted["inner"]), counted["before"], None, words, read_at)
     return Cause("other", None, None, None, guard.split("#")[0].strip()[:200], read_at)
+
+
+_DECODE_WORDS = "the prompt, then one token a step: the second call is the decode step's own graph (expected, once)"
+
+
+def _tensor_cause(tensor: re.Match[str], event: CompileEvent) -> Cause:
+    name = _readable(tensor["name"])
+    before, after = tensor["before"], tensor["after"]
+    kind = "cache growth" if _CACHE.search(tensor["name"]) and int(after) == int(before) + 1 else "changing size"
+    words = f"{name} changed {tensor['what']} at dimension {tensor['dim']}: {before} -> {after}"
+    if _DECODE.search(name) and after == "1" and before != "1":
+        kind, words = "prompt to decode", f"{words}: {_DECODE_WORDS}"
+    return Cause(kind, name, before, after, words, None)
+
+
+def _value_cause(name: str, before: str | None, after: str | None, read_at: SourceLine | None, event: CompileEvent) -> Cause:
+    """A guarded Python value: a flag (True/False: two expected graphs), a library's own attribute (the user
+    cannot make it a tensor), or a number burned into the graph."""
+    if before in ("True", "False"):
+        words = (
+            f"{name} was {before} when traced{f' and is {after}' if after else ''}: a flag (train/eval, a switch) gives one graph per value"
+        )
+        return Cause("flag", name, before, after, words, read_at)
+    if event.owner_file is not None and _in_library(event.owner_file):
+        library = _library_of(event.owner_file)
+        words = f"{name}, a value {library} keeps, was {before} when traced{f' and is {after}' if after else ''}: {library} guards on it"
+        return Cause("library value", name, before, after, words, read_at)
+    words = f"{name} was {before} when traced{f' and is {after}' if after else ''}: a Python number burned into the graph"
+    return Cause("python number", name, before, after, words, read_at)
+
+
+def _read_where(guard: str, frames: list[tuple[str, int, str]], event: CompileEvent) -> SourceLine | None:
+    """The line that reads the guarded value: the innermost frame of the program's code dynamo names (not
+    torch's own: a flag read inside torch's dropout is read for the user's module)."""
+    program = [frame for frame in frames if is_program_file(frame[0])]
+    if program:
+        return source_line(*program[-1])
+    named = _read_at(guard, event.file)
+    if named is not None and not is_program_file(named.file):  # read inside torch (a flag read by torch's dropout): the user's use of it
+        return _use_in(event, _VALUE.match(guard))
+    return named
+
+
+def _use_in(event: CompileEvent, value: re.Match[str] | None) -> SourceLine:
+    """The first line of the compiled function that uses the object the guarded value belongs to
+    (``self.drop`` for ``self.drop.training``), else the function's own line."""
+    owner = _readable(value["name"]).rsplit(".", 1)[0] if value is not None else ""
+    for number in range(event.line, event.line + 200):
+        text = linecache.getline(event.file, number)
+        if not text:
+            break
+        if owner and owner in text and not text.lstrip().startswith("def "):
+            return source_line(event.file, number, event.function.rsplit(".", 1)[-1])
+    return source_line(event.file, event.line, event.function.rsplit(".", 1)[-1])
+
+
+def _in_library(file: str | None) -> bool:
+    return bool(file) and not is_user_file(file) and is_program_file(file or "")
+
+
+def _library_of(file: str) -> str:
+    """The distribution a library file belongs to: 'transformers' for .../site-packages/transformers/cache_utils.py."""
+    parts = re.split(r"[\\/]", file)
+    for marker in ("site-packages", "dist-packages"):
+        if marker in parts and parts.index(marker) + 1 < len(parts):
+            return parts[parts.index(marker) + 1].removesuffix(".py")
+    return "the library"
 
 
 def _short(value: str | None) -> str | None:
@@ -110,6 +176,7 @@ def _short(value: str | None) -> str | None:
 def _readable(name: str) -> str:
     """``kwargs['cache'].layers[0].keys`` -> ``cache.layers[0].keys``; ``L['x']`` -> ``x``."""
     name = re.sub(r"^(?:L|G)\['([^']+)'\]", r"\1", name.strip())
+    name = re.sub(r"\._(?:modules|parameters|buffers)\['([^']+)'\]", r".\1", name)
     return re.sub(r"^(?:kwargs|args)\['([^']+)'\]", r"\1", name)
 
 
@@ -149,6 +216,17 @@ def advice_for(cause: Cause, sizes: list[int]) -> str | None:
             "from here the function runs uncompiled: every op is traced lazily on XLA on every call; raising "
             "torch._dynamo.config.recompile_limit only delays the cost: remove the cause of the recompiles above"
         )
+    if cause.kind == "flag":
+        return (
+            f"{cause.value} takes two values: that is two graphs, compiled once each (expected); to keep them apart "
+            "compile the train and the eval step as two functions (a flag passed as a tensor would not be a bool any more)"
+        )
+    if cause.kind == "library value":
+        where = f" the line of yours that takes this branch is where it is called{f' (dynamo read it at {cause.where})' if cause.source else ''};"
+        return (
+            f"{cause.value} is the library's own state, not yours to make a tensor:{where} if each call changes it, report it "
+            "to the library (a guard on its internal value recompiles every call)"
+        )
     return None
 
 
@@ -158,4 +236,5 @@ def _buckets(sizes: list[int]) -> list[int]:
     return buckets or sizes
 
 
-ADVICE = ("python number", "cache growth", "changing size", "recompile limit")
+ADVICE = ("python number", "cache growth", "changing size", "recompile limit", "flag", "library value")
+EXPECTED = ("first compile", "prompt to decode", "flag")  # compiles a loop is expected to make once each

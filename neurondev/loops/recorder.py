@@ -1,10 +1,16 @@
-"""Record every dynamo compile of any frame, whatever the backend, and torch_xla's counts around each.
+"""Record a loop while it runs: every dynamo compile of any frame, each call of compiled code, each user sync, and the counts at each.
 
 While recording, dynamo's per-frame compile entry (``ConvertFrameAssert.__call__``, called on every
 cache miss) runs through a wrapper that notes the frame, then calls it unchanged; dynamo's own
 ``CompilationMetrics`` give the compile's index and the guard that failed; dynamo's guard-complete
-hook counts the entries of compiled code (chained to any hook already set). Nothing else is changed:
-no dynamo reset, no config, no logging. Everything is put back when recording stops.
+hook sees each call of compiled code (chained to any hook already set), and its caller tells a
+top-level call (torch.compile's own wrapper called it) from a resumed frame after a graph break.
+When torch_xla is loaded, its step marker (``torch_xla.sync()``, ``xm.mark_step()``) is seen too, told
+apart from the syncs torch_xla's dynamo bridge makes itself. At each of these moments the device's
+counts are read (torch_xla's metrics; a native device's accounting where it can be on) with the place
+in torch_xla's analysis file. Nothing else is changed: no dynamo reset, no config, no logging; the
+hooks are put back when recording stops. What was recorded is turned into steps and verdicts by
+``neurondev.loops.steps`` and ``neurondev.loops.record``, never here.
 """
 
 from __future__ import annotations
@@ -16,25 +22,26 @@ import sys
 import time
 import types
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from neurondev import _compat
 
-__all__ = ["CallRecord", "CompileEvent", "Recorder", "active", "known_as", "settled", "since", "xla_counts"]
+__all__ = ["CompileEvent", "Mark", "Recorder", "active", "known_as", "settled", "xla_counts"]
 
-_RESUME = re.compile(r"torch_dynamo_resume_in_(?P<name>\w+?)_at_(?P<line>\d+)$")
-_GUARDED = re.compile(r"^\s*(?:\d+/\d+:\s*)?(?P<expression>.+?)\s*==\s*(?P<value>[^#]+?)\s*(?:#|$)")
+_GUARDED = re.compile(r"^\s*(?:\d+/\d+:\s*)?(?P<expression>.+?)\s*==\s*(?P<value>[^#\n]+?)\s*(?:#|$)", re.M)
+_TORCH_PARTS = (f"{Path('torch', '')}", f"{Path('torch_xla', '')}")
 _active: Recorder | None = None
 
 
 @dataclasses.dataclass(frozen=True)
 class CompileEvent:
-    """One compile dynamo attempted: the function as the user knows it (``LlamaForCausalLM.forward``,
-    not a decorator's ``wrapped_func``) and where it is defined, the compile's index for that frame (0
-    first, then recompiles), dynamo's reason (the guard that failed), the graphs it made, the
-    recompile limit when dynamo refused (the frame then runs uncompiled), the value now held by a
-    guarded expression (``lr``), when it started, torch_xla's counts then, and the watched call it
-    happened in."""
+    """One compile dynamo attempted: the function as the user knows it (``LlamaForCausalLM.forward``, not a
+    decorator's ``wrapped_func``) and where it is defined, the compile's index for that frame (0 first,
+    then recompiles), dynamo's reason (the guard that failed), the graphs it made, the recompile limit when
+    dynamo refused (the frame then runs uncompiled), the failure when it raised, the value a guarded
+    expression holds now, whether the value belongs to a library object (``owner_file``), and whether the
+    frame was called by torch.compile's wrapper (``top``: a call of a compiled function, not a resumed frame)."""
 
     function: str
     file: str
@@ -45,36 +52,43 @@ class CompileEvent:
     limit: int | None = None
     failed: str | None = None
     now: str | None = None
-    at: float = 0.0
-    xla: Any = None
-    call: int | None = None
-    hits_before: int = 0
+    owner_file: str | None = None
+    top: bool = False
+    frame_line: int | None = None
+    xla: Any = dataclasses.field(default=None, compare=False)  # torch_xla's counts when the compile started
 
 
 @dataclasses.dataclass(frozen=True)
-class CallRecord:
-    """One call of a watched function: its number, the compiles in it, torch_xla's counts before and after, seconds."""
+class Mark:
+    """A moment the recorder read the device's counts: ``kind`` is 'start', 'call' (a top-level call of
+    compiled code, ``function`` naming it), 'sync' (the user's torch_xla.sync / mark_step), 'step' (the
+    user's ``w.step()``), 'call end' (a watched function's call returned) or 'stop'; ``compiles`` is how
+    many compile events came before it, ``analysis`` where torch_xla's analysis file stood."""
 
-    call: int
+    kind: str
+    at: float
     compiles: int
-    graphs: int
-    xla: Any
-    seconds: float
+    hits: int
+    xla: Any = None
+    native: Any = None
+    analysis: int = 0
+    function: str | None = None
 
 
 class Recorder:
-    """Collects CompileEvents (and, for a watched callable, CallRecords) between ``start`` and ``stop``."""
+    """Collects CompileEvents and Marks between ``start`` and ``stop`` (mutable: a Watch turns it into a frozen record)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, native: Any = None, analysis: Any = None, sync_each_step: bool = False) -> None:
         self.events: list[CompileEvent] = []
-        self.calls: list[CallRecord] = []
+        self.marks: list[Mark] = []
         self.hits = 0
-        self.call: int | None = None
-        self.started_at = self.stopped_at = 0.0
-        self.xla_at_start: Any = None
-        self.xla_at_stop: Any = None
+        self.native = native  # the native device's accounting, when one is on for the loop
+        self.analysis = analysis  # torch_xla's analysis log, when it is on
+        self.sync_each_step = sync_each_step
         self._original: Callable[..., Any] | None = None
         self._previous_hook: Callable[[bool], bool] | None = None
+        self._step_marker: Any = None
+        self._wrapper_code = _compat.compile_wrapper_code()
 
     # --- the hooks ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -83,27 +97,51 @@ class Recorder:
         self._original = cls.__call__
         cls.__call__ = _observing(self, cls.__call__)
         self._previous_hook = _compat.set_guard_complete_hook(self._guarded)
+        self._step_marker = _wrap_step_marker(self)
         _active = self
-        if not self.started_at:  # a watched function starts at each call: the record starts at the first
-            self.started_at, self.xla_at_start = time.perf_counter(), xla_counts()
+        self.mark("start")
 
     def stop(self) -> None:
         global _active
-        self.stopped_at, self.xla_at_stop = time.perf_counter(), xla_counts()
+        self.mark("stop")
         _compat.compile_attempts_class().__call__ = self._original
         _compat.set_guard_complete_hook(self._previous_hook)
+        _unwrap_step_marker(self._step_marker)
         _active = None
+
+    def mark(self, kind: str, function: str | None = None) -> None:
+        """Read the counts now and note why."""
+        native = self.native.counts() if self.native is not None else None
+        offset = self.analysis.size() if self.analysis is not None else 0
+        self.marks.append(Mark(kind, time.perf_counter(), len(self.events), self.hits, xla_counts(), native, offset, function))
 
     def _guarded(self, hit: bool) -> bool:
         self.hits += bool(hit)
+        if hit:
+            wrapper = self._wrapper_frame(sys._getframe(1))
+            if wrapper is not None:  # a call of a compiled function, not a frame resumed after a break
+                self._called(_wrapped_name(wrapper))
         return self._previous_hook(hit) if self._previous_hook is not None else hit
+
+    def _called(self, function: str) -> None:
+        if self.sync_each_step and any(mark.kind == "call" for mark in self.marks):
+            _sync()  # the advice applied: the step before this call ends with a sync
+        self.mark("call", function)
+
+    def synced(self) -> None:
+        """The user's torch_xla.sync(): one of torch_xla's dynamo bridge's own syncs is not one."""
+        if not _bridge_sync():
+            self.mark("sync")
 
     # --- what a compile was ---------------------------------------------------------------------
     def observed(self, frame: Any, run: Callable[[], Any]) -> Any:
         """Run dynamo's compile of ``frame`` and keep what it did."""
+        wrapper = self._wrapper_frame(sys._getframe(1))
+        top = wrapper is not None
+        if wrapper is not None:
+            self._called(_wrapped_name(wrapper))
         earlier = _compat.compilation_metrics()
-        last, graphs = (earlier[-1] if earlier else None), _compat.graphs_made()
-        at, xla, hits = time.perf_counter(), xla_counts(), self.hits
+        last, graphs, xla = (earlier[-1] if earlier else None), _compat.graphs_made(), xla_counts()
         error: BaseException | None = None
         try:
             return run()
@@ -112,9 +150,22 @@ class Recorder:
             raise
         finally:
             made = _after(_compat.compilation_metrics(), last)
-            self.events.append(self._event(frame, made[-1] if made else None, _compat.graphs_made() - graphs, error, at, xla, hits))
+            event = self._event(frame, made[-1] if made else None, _compat.graphs_made() - graphs, error, top)
+            self.events.append(dataclasses.replace(event, xla=xla))
 
-    def _event(self, frame: Any, metric: Any, graphs: int, error: BaseException | None, at: float, xla: Any, hits: int) -> CompileEvent:
+    def _wrapper_frame(self, frame: Any) -> Any:
+        """torch.compile's wrapper frame, when the frames of torch and neurondev from ``frame`` up lead to it:
+        the frame being run (or compiled) is a call of a compiled function (a module's call goes through
+        torch's own frames first), not a frame resumed after a break; None otherwise."""
+        while frame is not None:
+            if frame.f_code is self._wrapper_code:
+                return frame
+            if not (_in_torch(frame.f_code.co_filename) or frame.f_code.co_filename == __file__):
+                return None
+            frame = frame.f_back
+        return None
+
+    def _event(self, frame: Any, metric: Any, graphs: int, error: BaseException | None, top: bool) -> CompileEvent:
         function, file, line = known_as(frame)
         reason = getattr(metric, "recompile_reason", None)
         limit = None
@@ -126,7 +177,8 @@ class Recorder:
         elif error is not None:
             failed = f"{type(error).__name__}: {(str(error).strip().splitlines() or [''])[0][:200]}"
         index = getattr(metric, "cache_size", None)
-        return CompileEvent(function, file, line, index, reason, graphs, limit, failed, _value_now(reason, frame), at, xla, self.call, hits)
+        now, owner = _value_now(reason, frame)
+        return CompileEvent(function, file, line, index, reason, graphs, limit, failed, now, owner, top, frame.f_lineno)
 
 
 def _after(metrics: list[Any], last: Any) -> list[Any]:
@@ -140,6 +192,49 @@ def _observing(recorder: Recorder, original: Callable[..., Any]) -> Callable[...
         return recorder.observed(frame, lambda: original(self, frame, cache_entry, hooks, frame_state, skip=skip + 1))
 
     return __call__
+
+
+def _wrap_step_marker(recorder: Recorder) -> Any:
+    """Wrap torch_xla's step marker (what torch_xla.sync() and xm.mark_step() call), when torch_xla is loaded."""
+    if "torch_xla" not in sys.modules:
+        return None
+    import torch_xla
+
+    original = torch_xla._XLAC._xla_step_marker
+
+    def step_marker(*args: Any, **kwargs: Any) -> Any:
+        result = original(*args, **kwargs)
+        recorder.synced()
+        return result
+
+    torch_xla._XLAC._xla_step_marker = step_marker
+    return original
+
+
+def _unwrap_step_marker(original: Any) -> None:
+    if original is not None:
+        import torch_xla
+
+        torch_xla._XLAC._xla_step_marker = original
+
+
+def _bridge_sync() -> bool:
+    """Whether the sync being made comes from torch_xla's dynamo bridge (syncing a graph's lazy inputs)."""
+    frame: Any = sys._getframe(1)
+    while frame is not None:
+        file = frame.f_code.co_filename
+        if "_dynamo" in file and "torch_xla" in file:
+            return True
+        if not (_in_torch(file) or file == __file__):
+            return False
+        frame = frame.f_back
+    return False
+
+
+def _sync() -> None:
+    import torch_xla
+
+    torch_xla.sync()
 
 
 def active() -> Recorder | None:
@@ -156,18 +251,6 @@ def xla_counts() -> Any:
     return counters.counts()
 
 
-def since(before: Any, after: Any) -> Any:
-    """``after - before`` of two counter readings; a reading taken before torch_xla was loaded counts as zero
-    (nothing had run on XLA yet); None when torch_xla was never loaded."""
-    if after is None:
-        return None
-    if before is None:
-        from neurondev.runs.counts import Counts
-
-        before = Counts()
-    return after - before
-
-
 def settled() -> None:
     """Wait for the XLA device's work in flight, when the watched code is using one (never starts it)."""
     counts = xla_counts()
@@ -178,44 +261,80 @@ def settled() -> None:
     counters.settle()
 
 
+def _wrapped_name(caller: Any) -> str:
+    """The function torch.compile's wrapper (the frame ``caller``) calls, as its user knows it."""
+    fn = caller.f_locals.get("fn")
+    owner = getattr(fn, "__self__", None)
+    if _is_module(owner) or _is_module(fn):  # a compiled module: torch.compile wraps its call
+        fn = getattr(type(owner if _is_module(owner) else fn), "forward", fn)
+    function = getattr(fn, "__func__", fn)
+    if isinstance(function, types.FunctionType):
+        inner = _unwrapped(function)
+        return _qualified(inner)
+    return type(fn).__name__ if fn is not None else "compiled code"
+
+
 def known_as(frame: Any) -> tuple[str, str, int]:
     """(qualified name, file, line) of the function a compiled frame is, as its user knows it: the
-    function a decorator's wrapper calls, or the function a resumed frame (after a break) belongs to."""
+    function a decorator's (or torch's own) wrapper calls, or the function a resumed frame (after a break) belongs to."""
     code = frame.f_code
     if "<locals>" in code.co_qualname:
         wrapped = _wrapped(frame)
         if wrapped is not None:
             inner = wrapped.__code__
-            return wrapped.__qualname__, inner.co_filename, inner.co_firstlineno
-    resumed = _RESUME.match(code.co_name)
-    if resumed:
-        return f"{resumed['name']} (after the break at line {resumed['line']})", code.co_filename, int(resumed["line"])
+            return _qualified(wrapped), inner.co_filename, inner.co_firstlineno
+    resumed = _compat.resumed_function(code.co_name)
+    if resumed is not None:
+        name, line = resumed
+        return f"{name} (after the break at line {line})", code.co_filename, line
     return code.co_qualname, code.co_filename, code.co_firstlineno
 
 
+def _qualified(function: types.FunctionType) -> str:
+    return function.__qualname__
+
+
 def _wrapped(frame: Any) -> types.FunctionType | None:
-    """The function a wrapper's closure holds, followed through further wrappers to one defined at a
-    module's or a class's top level (``LlamaForCausalLM.forward``)."""
+    """The function a wrapper's closure holds (a bound method's function: an nn.Module's forward), followed
+    through further wrappers to one defined at a module's or a class's top level (``LlamaForCausalLM.forward``)."""
     locals_ = frame.f_locals
     found = [locals_.get(name) for name in frame.f_code.co_freevars]
-    candidates = [getattr(value, "__func__", value) for value in found if callable(value)]
+    torch_wrapper = _in_torch(frame.f_code.co_filename)  # torch's own wrapper of a module call: the module's forward
+    candidates = [_forward_of(value) if torch_wrapper else getattr(value, "__func__", value) for value in found if callable(value)]
     functions = [value for value in candidates if isinstance(value, types.FunctionType)]
     for function in functions:
         inner = _unwrapped(function)
-        if "<locals>" not in inner.__code__.co_qualname:
+        if "<locals>" not in inner.__code__.co_qualname and not _in_torch(inner.__code__.co_filename):
             return inner
     return functions[0] if functions else None
+
+
+def _forward_of(value: Any) -> Any:
+    """A module's ``forward`` function for a module (torch wraps module calls), a method's function, or the value."""
+    forward = getattr(type(value), "forward", None) if _is_module(value) else None
+    return forward if forward is not None else getattr(value, "__func__", value)
+
+
+def _is_module(value: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.nn.Module)
+
+
+def _in_torch(file: str) -> bool:
+    return any(part in file for part in _TORCH_PARTS)
 
 
 def _unwrapped(function: types.FunctionType, depth: int = 8) -> types.FunctionType:
     """Through ``functools.wraps`` (``__wrapped__``) and closures to a function whose own code is not a
     wrapper's (a wrapper made by ``functools.wraps`` carries the wrapped name, not its code)."""
-    while depth and "<locals>" in function.__code__.co_qualname:
+    while depth and ("<locals>" in function.__code__.co_qualname or _in_torch(function.__code__.co_filename)):
         depth -= 1
         inner = getattr(function, "__wrapped__", None)
         if not isinstance(inner, types.FunctionType):
+            in_torch = _in_torch(function.__code__.co_filename)  # torch's own wrapper of a module call: the module's forward
             cells = [cell.cell_contents for cell in function.__closure__ or () if _bound(cell)]
-            inner = next((value for value in cells if isinstance(value, types.FunctionType)), None)
+            values = [_forward_of(value) if in_torch else getattr(value, "__func__", value) for value in cells]
+            inner = next((value for value in values if isinstance(value, types.FunctionType)), None)
         if inner is None:
             break
         function = inner
@@ -230,17 +349,22 @@ def _bound(cell: types.CellType) -> bool:
     return True
 
 
-def _value_now(reason: str | None, frame: Any) -> str | None:
-    """The value a guarded name (``lr == 0.1``) holds now, read from the frame; None for other guards."""
-    match = _GUARDED.match(reason or "")
-    if match is None or "tensor '" in (reason or ""):
-        return None
+def _value_now(reason: str | None, frame: Any) -> tuple[str | None, str | None]:
+    """The value a guarded name (``lr == 0.1``) holds now, read from the frame, and the file of the class of
+    the object that holds it when that is an attribute of a library's object; (None, None) for other guards."""
+    text, _ = _compat.guard_reason(reason or "")
+    match = _GUARDED.match(text)
+    if match is None or "tensor '" in text:
+        return None, None
     expression = re.sub(r"\b[LG]\['([^']+)'\]", r"\1", match["expression"].strip())
     try:
-        value = _evaluate(ast.parse(expression, mode="eval").body, frame.f_locals, frame.f_globals)
+        tree = ast.parse(expression, mode="eval").body
+        value = _evaluate(tree, frame.f_locals, frame.f_globals)
+        owner = _evaluate(tree.value, frame.f_locals, frame.f_globals) if isinstance(tree, ast.Attribute) else None
     except Exception:  # a guard on something else than names, attributes and constant subscripts: not read
-        return None
-    return repr(value)[:80]
+        return None, None
+    owner_file = getattr(sys.modules.get(type(owner).__module__), "__file__", None) if owner is not None else None
+    return repr(value)[:80], owner_file
 
 
 def _evaluate(node: ast.AST, local: Mapping[str, Any], global_: Mapping[str, Any]) -> Any:

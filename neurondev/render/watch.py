@@ -1,4 +1,4 @@
-"""A Watch as text, as a card (an inline SVG chart of compiles per call, the compiles and their causes, the advice) and as a page."""
+"""A watch's record as text, as a card (an inline SVG chart per step, the compiles and their causes, the advice) and as a page."""
 
 from __future__ import annotations
 
@@ -8,30 +8,60 @@ from typing import TYPE_CHECKING
 from neurondev.render.html import escape as _e
 
 if TYPE_CHECKING:
-    from neurondev.loops.result import Compile, Watch
+    from neurondev.loops.record import Compile, WatchRecord
+    from neurondev.loops.steps import Step
 
-__all__ = ["chart_svg", "watch_card", "watch_report", "watch_summary"]
+__all__ = ["chart_svg", "steady_text", "watch_card", "watch_report", "watch_summary"]
 
 _BINS = 60
-_SERIES = (("compiles", "#d62728"), ("XLA compiles", "#9467bd"), ("transfers to host", "#1f77b4"))
 
 
-def watch_summary(watch: Watch) -> str:
-    """What compiled, how often and why, the XLA compiles, the steady state and the first advice."""
-    read = watch.compiles_read
-    calls = len(watch._recorder.calls)
-    subject = f"{watch.name} ({calls} call{'s' if calls != 1 else ''})" if watch._fn is not None else "the block"
-    if not read:
-        return f"Watched {subject}: nothing compiled. {_xla_total(watch)}".strip()
+def _subject(record: WatchRecord) -> str:
+    steps = len(record.steps)
+    if record.watched_function:
+        return f"{record.name} ({steps} call{'s' if steps != 1 else ''})"
+    unit = {"compiled call": "call(s) of the compiled function", "mark": "step(s) you marked", "sync": "torch_xla.sync()-delimited step(s)"}
+    return f"the block ({steps} {unit.get(record.step_kind, 'step(s)')})"
+
+
+def _unit(record: WatchRecord) -> str:
+    return "call" if record.watched_function else "step"
+
+
+def watch_summary(record: WatchRecord) -> str:
+    """What compiled, how often and why, the XLA programs, the steady state (or the error), and the advice."""
+    read = record.compiles
     parts = [_function_line(function, compiles) for function, compiles in _by_function(read).items()]
-    text = f"Watched {subject}: " + "; ".join(parts) + f". {_xla_total(watch)}{_steady(watch)}"
+    text = f"Watched {_subject(record)}: " + ("; ".join(parts) if parts else "nothing compiled by dynamo") + ". "
+    text += _xla_total(record) + _native_total(record) + steady_text(record)
     named = _causes_said_once(read)
     if named:
         text += " Why: " + "; ".join(named[:3]) + ("; ..." if len(named) > 3 else "") + "."
-    advice = watch.advice
-    if advice:
-        text += f" Advice ({len(advice)}): {advice[0].text}" + (f" ({advice[0].where})" if advice[0].source else "") + "."
+    if record.advice:
+        first = record.advice[0]
+        checked = f" [{first.verified}]" if first.verified != "not verified" else ""
+        text += f" Advice ({len(record.advice)}): {first.text}" + (f" ({first.where})" if first.source else "") + f"{checked}."
     return text
+
+
+def steady_text(record: WatchRecord) -> str:
+    """The verdict in words: steady after which step, never (who keeps compiling from when), one step, or the error."""
+    unit = _unit(record)
+    raised = record.raised
+    if raised is not None and raised.exit_code is None:
+        where = f" at {raised.where}" if raised.source is not None else ""
+        return f"The watched code raised {raised.exception}{where} after {raised.compiles} compile(s) ({raised.message}): the record is up to there."
+    steady = record.steady
+    if steady.after == "one step":
+        return f"One {unit} cannot show a steady state (nothing to compare it with)."
+    if steady.after == "never":
+        side = steady.side or "compiling"
+        since = f" from {unit} {steady.since}" if steady.since else ""
+        limit = "; dynamo's recompile limit was reached" if "the recompile limit" in steady.functions else ""
+        return f"No steady state: {side} keeps compiling{since} to the end ({unit} {len(record.steps)}){limit}."
+    if steady.after == 0:
+        return "Nothing compiled at all: steady from the start."
+    return f"Steady state after {unit} {steady.after}: nothing compiled after it, dynamo or XLA."
 
 
 def _by_function(read: tuple[Compile, ...]) -> dict[str, list[Compile]]:
@@ -73,48 +103,39 @@ def _causes_said_once(read: tuple[Compile, ...]) -> list[str]:
     return said
 
 
-def _xla_total(watch: Watch) -> str:
-    from neurondev.loops.recorder import since
-
-    recorder = watch._recorder
-    delta = since(recorder.xla_at_start, recorder.xla_at_stop)
+def _xla_total(record: WatchRecord) -> str:
+    delta = record.xla_total
     if delta is None:
-        return f"({watch.xla_note}.) "
-    return (
-        f"{delta.compilations} XLA compile(s), {delta.executions} execution(s), {delta.transfers_to_host} transfer(s) to the host in all. "
+        return f"({record.xla_note}.) " if record.xla_note else ""
+    compiled = (
+        f"{delta.compilations} XLA program(s) compiled ({delta.compile_seconds:.1f} s)" if delta.compilations else "0 XLA programs compiled"
     )
+    return f"{compiled}, {delta.executions} execution(s), {delta.transfers_to_host} transfer(s) to the host in all. "
 
 
-def _steady(watch: Watch) -> str:
-    steady = watch.steady_state
-    if steady == "never":
-        return "No steady state: compiles continue to the end."
-    if watch._fn is not None:
-        return "Nothing compiled at all." if steady == 0 else f"Steady state after call {steady}: nothing compiled after it."
-    return f"Steady state after {steady} compile(s): compiled code ran on without another."
+def _native_total(record: WatchRecord) -> str:
+    delta = record.native_total
+    if delta is None:
+        return f"({record.native_note}.) " if record.native_note else ""
+    return f"On the native device: {delta.transfers_to_host} copy(ies) to the host, {delta.syncs} sync(s), {delta.fallback_calls} CPU fallback(s). "
 
 
 # --- the chart -----------------------------------------------------------------------------------
-def _per_call(watch: Watch) -> tuple[list[str], list[dict[str, int]]]:
-    """Per bin (calls, or seconds into the block): compiles, XLA compiles, transfers to host."""
-    rows = watch.calls.to_dict("records") if watch._fn is not None else []
-    if rows:
-        values = [
-            {"compiles": r["compiled"], "XLA compiles": r["xla_compiles"] or 0, "transfers to host": r["transfers_to_host"] or 0}
-            for r in rows
-        ]
-        return [str(r["call"]) for r in rows], values
-    read = watch.compiles_read
-    recorder = watch._recorder
-    span = max(recorder.stopped_at - recorder.started_at, 1e-9)
-    bins = min(_BINS, max(len(read), 1))
-    values = [{"compiles": 0, "XLA compiles": 0, "transfers to host": 0} for _ in range(bins)]
-    for c in read:
-        slot = min(int((c.event.at - recorder.started_at) / span * bins), bins - 1)
-        values[slot]["compiles"] += c.kind != "recompile limit reached"
-        values[slot]["XLA compiles"] += c.xla_compiles or 0
-    labels = [f"{span * (i + 1) / bins:.1f}s" for i in range(bins)]
-    return labels, values
+def _series(record: WatchRecord) -> list[tuple[str, str]]:
+    native = record.native_total is not None
+    third = ("copies to host", "#1f77b4") if native else ("transfers to host", "#1f77b4")
+    return [("dynamo compiles", "#d62728"), ("XLA compiles", "#9467bd"), third] + ([("CPU fallbacks", "#8c564b")] if native else [])
+
+
+def _values(step: Step) -> dict[str, int]:
+    xla, native = step.xla, step.native
+    return {
+        "dynamo compiles": step.dynamo_compiles,
+        "XLA compiles": xla.compilations if xla else 0,
+        "transfers to host": xla.transfers_to_host if xla else 0,
+        "copies to host": native.transfers_to_host if native else 0,
+        "CPU fallbacks": native.fallback_calls if native else 0,
+    }
 
 
 def _binned(labels: list[str], values: list[dict[str, int]]) -> tuple[list[str], list[dict[str, int]]]:
@@ -126,87 +147,102 @@ def _binned(labels: list[str], values: list[dict[str, int]]) -> tuple[list[str],
     return names, [{key: sum(v[key] for v in group) for key in group[0]} for group in grouped]
 
 
-def chart_svg(watch: Watch) -> str:
-    """Bars per call (calls binned beyond 60): compiles, XLA compiles, transfers to the host; the steady state marked."""
-    labels, values = _binned(*_per_call(watch))
+def chart_svg(record: WatchRecord) -> str:
+    """Bars per step in step order (binned beyond 60): dynamo compiles, XLA compiles, transfers (a native
+    device: copies to the host and CPU fallbacks); the steady state marked."""
+    labels, values = _binned([str(step.number) for step in record.steps], [_values(step) for step in record.steps])
+    series = _series(record)
     width, left, row = 720, 10, 56
-    step = (width - left - 10) / max(len(values), 1)
-    parts = [f'<svg class="nd-watch-chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{row * 3 + 30}" role="img">']
-    for r, (name, colour) in enumerate(_SERIES):
+    slot = (width - left - 10) / max(len(values), 1)
+    unit = _unit(record)
+    parts = [
+        f'<svg class="nd-watch-chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{row * len(series) + 30}" role="img">'
+    ]
+    for r, (name, colour) in enumerate(series):
         top = 10 + r * row
         peak = max((v[name] for v in values), default=0)
-        parts.append(
-            f'<text x="{left}" y="{top + 10}" font-size="12" fill="#59636e">{_e(name)} per {"call" if watch._fn is not None else "stretch"} (max {peak})</text>'
-        )
+        parts.append(f'<text x="{left}" y="{top + 10}" font-size="12" fill="#59636e">{_e(name)} per {unit} (max {peak})</text>')
         parts.append(f'<line x1="{left}" y1="{top + row - 8}" x2="{width - 10}" y2="{top + row - 8}" stroke="#d0d7de"/>')
         for i, value in enumerate(values):
             height = 0 if not peak else (row - 26) * value[name] / peak
-            x, y = left + i * step, top + row - 8 - height
+            x, y = left + i * slot, top + row - 8 - height
             parts.append(
-                f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(step - 1, 1):.1f}" height="{height:.1f}" fill="{colour}">'
-                f"<title>{_e(labels[i])}: {value[name]} {_e(name)}</title></rect>"
+                f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(slot - 1, 1):.1f}" height="{height:.1f}" fill="{colour}">'
+                f"<title>{unit} {_e(labels[i])}: {value[name]} {_e(name)}</title></rect>"
             )
-    parts.append(_steady_marker(watch, labels, left, step, row))
-    parts.append(
-        f'<text x="{left}" y="{row * 3 + 26}" font-size="11" fill="#59636e">{"call" if watch._fn is not None else "time"} {_e(labels[0] if labels else "")} to {_e(labels[-1] if labels else "")}</text>'
-    )
+    parts.append(_steady_marker(record, labels, left, slot, row * len(series)))
+    span = f"{labels[0]} to {labels[-1]}" if labels else "none"
+    parts.append(f'<text x="{left}" y="{row * len(series) + 26}" font-size="11" fill="#59636e">{unit} {_e(span)}</text>')
     return "".join(parts) + "</svg>"
 
 
-def _steady_marker(watch: Watch, labels: list[str], left: float, step: float, row: int) -> str:
-    steady = watch.steady_state
-    if watch._fn is None or steady in ("never", 0):
+def _steady_marker(record: WatchRecord, labels: list[str], left: float, slot: float, height: int) -> str:
+    steady = record.steady.after
+    if not isinstance(steady, int) or steady == 0:
         return ""
     index = next((i for i, label in enumerate(labels) if str(steady) in label.split("-")), None)
     if index is None:
         return ""
-    x = left + (index + 1) * step
+    x = left + (index + 1) * slot
     return (
-        f'<line class="nd-steady" x1="{x:.1f}" y1="6" x2="{x:.1f}" y2="{row * 3 + 6}" stroke="#2e7d32" stroke-dasharray="4 3"/>'
-        f'<text x="{x + 3:.1f}" y="16" font-size="11" fill="#2e7d32">steady after call {steady}</text>'
+        f'<line class="nd-steady" x1="{x:.1f}" y1="6" x2="{x:.1f}" y2="{height + 6}" stroke="#2e7d32" stroke-dasharray="4 3"/>'
+        f'<text x="{x + 3:.1f}" y="16" font-size="11" fill="#2e7d32">steady after {_unit(record)} {steady}</text>'
     )
 
 
 # --- the card ------------------------------------------------------------------------------------
-def _compiles_table(watch: Watch) -> str:
-    read = watch.compiles_read
+def _compiles_table(record: WatchRecord) -> str:
+    read = record.compiles
     if not read:
-        return '<p class="nd-good">Nothing compiled while watched.</p>'
+        return '<p class="nd-good">Dynamo compiled nothing while watched.</p>'
     rows = "".join(
-        f"<tr><td>{_e(c.event.call or '')}</td><td><code>{_e(c.event.function)}</code></td><td>{_e(c.event.index)}</td>"
+        f"<tr><td>{_e(c.step or '')}</td><td><code>{_e(c.event.function)}</code></td><td>{_e(c.event.index)}</td>"
         f"<td>{_e(c.kind)}</td><td>{_e(c.cause.words)}</td><td>{_e(c.cause.where if c.cause.source else '')}</td>"
         f"<td>{_e(c.event.graphs)}</td><td>{_e('—' if c.xla_compiles is None else c.xla_compiles)}</td></tr>"
         for c in read
     )
-    head = (
-        "<tr><th>call</th><th>function</th><th>index</th><th>kind</th><th>why</th><th>read at</th><th>graphs</th><th>XLA compiles</th></tr>"
-    )
+    head = f"<tr><th>{_unit(record)}</th><th>function</th><th>index</th><th>kind</th><th>why</th><th>read at</th><th>graphs</th><th>XLA compiles</th></tr>"
     return f'<table class="nd-compiles">{head}{rows}</table>'
 
 
-def _advice(watch: Watch) -> str:
-    advice = watch.advice
-    if not advice:
+def _programs_table(record: WatchRecord) -> str:
+    rows = "".join(
+        f"<tr><td>{step.number}</td><td>{_e(p.kind)}</td><td>{_e(p.where if p.source else '')}</td><td><code>{_e(p.code or '')}</code></td>"
+        f"<td>{_e(p.inputs)}</td><td><code>{_e(p.graph_hash[:10])}</code></td></tr>"
+        for step in record.steps
+        for p in step.programs
+    )
+    if not rows:
+        return f'<p class="nd-note">{_e(record.analysis_note)}</p>' if record.analysis_note else ""
+    head = f"<tr><th>{_unit(record)}</th><th>cause</th><th>triggered at</th><th>code</th><th>graph inputs</th><th>graph hash</th></tr>"
+    return f'<h4>XLA programs compiled (torch_xla\'s analysis)</h4><table class="nd-programs">{head}{rows}</table>'
+
+
+def _advice(record: WatchRecord) -> str:
+    if not record.advice:
         return ""
-    items = "".join(f"<li>{_e(a.text)}{f' <span class=nd-muted>({_e(a.where)})</span>' if a.source else ''}</li>" for a in advice)
-    return f'<h4>What to write instead (advice: not run here)</h4><ul class="nd-advice">{items}</ul>'
+    items = "".join(
+        f"<li>{_e(a.text)}{f' <span class=nd-muted>({_e(a.where)})</span>' if a.source else ''} <span class=nd-muted>[{_e(a.verified)}]</span></li>"
+        for a in record.advice
+    )
+    return f'<h4>What to write instead</h4><ul class="nd-advice">{items}</ul>'
 
 
-def watch_card(watch: Watch) -> str:
+def watch_card(record: WatchRecord) -> str:
     from neurondev.render.html import CSS
 
-    css = "nd-good" if watch.reached_steady_state else "nd-bad"
-    note = f'<p class="nd-note">{_e(watch.xla_note)}</p>' if watch.xla_note else ""
+    css = "nd-good" if record.reached_steady_state and record.raised is None else "nd-bad"
+    notes = "".join(f'<p class="nd-note">{_e(note)}</p>' for note in (record.xla_note, record.native_note) if note)
     return (
-        f'<style>{CSS}</style><div class="neurondev-card nd-watch"><h3>neurondev watch: {_e(watch.name)}</h3>'
-        f'<p class="nd-headline"><span class="{css}">{_e(watch_summary(watch))}</span></p>{note}'
-        f"<h4>Per {'call' if watch._fn is not None else 'stretch of time'}</h4>{chart_svg(watch)}"
-        f"<h4>Compiles ({len(watch.compiles_read)})</h4>{_compiles_table(watch)}{_advice(watch)}</div>"
+        f'<style>{CSS}</style><div class="neurondev-card nd-watch"><h3>neurondev watch: {_e(record.name)}</h3>'
+        f'<p class="nd-headline"><span class="{css}">{_e(watch_summary(record))}</span></p>{notes}'
+        f"<h4>Per {_unit(record)}</h4>{chart_svg(record)}"
+        f"<h4>Dynamo's compiles ({len(record.compiles)})</h4>{_compiles_table(record)}{_programs_table(record)}{_advice(record)}</div>"
     )
 
 
-def watch_report(watch: Watch) -> str:
+def watch_report(record: WatchRecord) -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>neurondev watch</title></head>'
-        f'<body style="margin: 24px">{watch_card(watch)}</body></html>\n'
+        f'<body style="margin: 24px">{watch_card(record)}</body></html>\n'
     )

@@ -27,3 +27,46 @@ def train(compiled, device, *, batches=(8, 8, 8, 5), lr=0.1, decay=0.9):
         x = torch.arange(size * 4, dtype=torch.float32).reshape(size, 4).div(10).to(device)
         losses.append(compiled(x, lr * decay**i).item())
     return losses
+
+
+def accumulate(device, *, steps=12, every=4, sync=False, counts=None):
+    """Gradient accumulation with SGD momentum: an optimizer step every ``every`` steps; ``sync``: a
+    torch_xla.sync() at the end of each step (the advice); ``counts``: a list that gets torch_xla's
+    compiles of each step, read by the loop itself (the ground truth)."""
+    import torch_xla
+    import torch_xla.debug.metrics as metrics
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1)).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    step = torch.compile(lambda x: model(x).pow(2).mean(), backend="openxla")
+    for i in range(steps):
+        before = (metrics.metric_data("CompileTime") or (0,))[0]
+        loss = step(torch.randn(4, 8, device=device))
+        loss.backward()
+        if (i + 1) % every == 0:
+            opt.step()
+            opt.zero_grad()
+        if sync:
+            torch_xla.sync()
+        if counts is not None:
+            counts.append((metrics.metric_data("CompileTime") or (0,))[0] - before)
+
+
+class Dropper(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.drop = torch.nn.Dropout(0.5)
+
+    def forward(self, x):
+        return self.drop(self.lin(x)).sum()
+
+
+def train_and_eval(compiled, model, device, *, rounds=3):
+    """A round of training then evaluation: the module's mode flips every call."""
+    for _ in range(rounds):
+        model.train()
+        compiled(torch.ones(2, 4, device=device)).item()
+        model.eval()
+        compiled(torch.ones(2, 4, device=device)).item()

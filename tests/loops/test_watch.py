@@ -48,7 +48,8 @@ def test_a_float_learning_rate_recompiles_every_step_and_is_named_with_its_line(
         and "torch.tensor(lr)" in advice.text
         and advice.line == line_of(loops.make_step, "return loss * lr")
     )
-    assert w.steady_state == "never" and "compiles continue to the end" in w.summary()
+    assert w.steady_state == "never" and "No steady state: dynamo keeps compiling from step 1 to the end (step 3)" in w.summary()
+    assert list(w.steps["dynamo_compiles"]) == [1, 1, 1] and list(w.compiles["step"]) == [1, 2, 3]
 
 
 def test_a_short_last_batch_compiles_once_more_and_the_advice_names_the_buckets(device):
@@ -149,7 +150,11 @@ def test_a_decode_loop_names_the_growing_cache_and_a_static_cache_is_steady_afte
     model.forward = static_forward
     model.generate(ids.to(device), max_new_tokens=6, do_sample=False, cache_implementation="static")
     compiled = list(static_forward.calls["compiled"])
-    assert compiled[:2] == [1, 1] and sum(compiled[2:]) == 0 and static_forward.steady_state == 2
+    assert compiled[:2] == [1, 1] and sum(compiled[2:]) == 0  # dynamo is done after the prompt and the first decode step
+    xla_compiles = list(static_forward.calls["xla_compiles"])
+    assert all(n >= 1 for n in xla_compiles[2:])  # XLA is not: a program for every token (the bridge syncing growing inputs)
+    assert static_forward.steady_state == "never" and static_forward.record.steady.side == "XLA"
+    assert static_forward.record.steady.since == 3 and "XLA keeps compiling from call 3" in static_forward.summary()
 
 
 def test_the_card_draws_the_calls_and_saves_a_page(device, tmp_path):
@@ -206,7 +211,45 @@ def test_a_script_that_raises_still_writes_its_report_and_exits_2(device, tmp_pa
     assert cli.main(["watch", "--json", str(tmp_path / "w.json"), str(path), "2", "1.0"]) == 2
     captured = capsys.readouterr()
     assert "RuntimeError: the script broke" in captured.err and "losses 2" in captured.out
-    assert json.loads((tmp_path / "w.json").read_text())["compiles"]
+    assert "The watched code raised RuntimeError at train.py:" in captured.out
+    report = json.loads((tmp_path / "w.json").read_text())
+    assert report["compiles"] and report["raised"]["exception"] == "RuntimeError"
+
+
+def test_a_scripts_own_exit_code_is_kept_and_one_call_is_no_verdict(device, tmp_path, capsys):
+    assert cli.main(["watch", str(script(tmp_path, tail="sys.exit(3)")), "2", "1.0"]) == 3
+    torch._dynamo.reset()
+    assert cli.main(["watch", str(script(tmp_path)), "1", "1.0"]) == 0
+    assert "One step cannot show a steady state" in capsys.readouterr().out
+
+
+ACCUMULATE = """
+import sys
+import torch_xla
+sys.path.insert(0, {root!r})
+from tests.loops import loops
+loops.accumulate(torch_xla.device())
+"""
+
+
+def test_the_command_names_what_keeps_xla_compiling_checks_the_sync_and_exits_by_it(device, tmp_path, capsys):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path = tmp_path / "accumulate.py"
+    path.write_text(ACCUMULATE.format(root=str(Path(__file__).resolve().parents[2])))
+    command = [sys.executable, "-m", "neurondev", "watch", "--json", str(tmp_path / "w.json"), str(path)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)  # a fresh process: torch_xla's analysis on
+    assert done.returncode == 1, done.stderr[-2000:]
+    report = json.loads((tmp_path / "w.json").read_text())
+    (advice,) = report["advice"]
+    assert advice["cause"] == "lazy state growing" and "torch_xla.sync()" in advice["text"]
+    assert advice["verified"].startswith("verified: run again with torch_xla.sync() at the end of each step, it was steady")
+    triggers = {step["xla_triggers"] for step in report["steps"][4:]}  # torch_xla's own analysis names the line
+    assert any("at loops.py:" in (trigger or "") for trigger in triggers)
+    fixed = subprocess.run([*command[:4], "--sync-each-step", str(path)], capture_output=True, text=True, timeout=600)
+    assert fixed.returncode == 0, fixed.stderr[-2000:]
 
 
 def test_watch_works_without_torch_xla_and_says_why_the_xla_figures_are_empty():
@@ -240,3 +283,68 @@ def test_compiles_are_read_right_after_dynamo_kept_its_latest_64_records():
         step(torch.randn(2), 0.5)
         step(torch.randn(3, 3), 0.5)
     assert [c.kind for c in w.compiles_read] == ["first", "recompile"] and w.compiles_read[1].event.index == 1
+
+
+def test_each_steps_xla_compiles_equal_what_the_loop_itself_read_and_a_sync_per_step_makes_it_steady(device):
+    truth: list[int] = []
+    with neurondev.watch() as w:
+        loops.accumulate(device, counts=truth)
+    assert list(w.steps["xla_compiles"]) == truth  # step = a call of the compiled function, read by the loop itself too
+    assert w.steady_state == "never" and w.record.steady.side == "XLA" and sum(truth[-4:]) > 0
+    (advice,) = w.advice
+    assert advice.cause == "xla programs" and "torch_xla.sync()" in advice.text and advice.verified == "not verified"
+    torch._dynamo.reset()
+    with neurondev.watch(sync_each_step=True) as fixed:
+        loops.accumulate(device)
+    assert fixed.reached_steady_state and fixed.steady_state < len(fixed.steps)
+
+
+def test_a_train_and_eval_flag_is_two_expected_graphs_and_steady_after_the_second(device):
+    torch.manual_seed(0)
+    model = loops.Dropper().to(device)
+    compiled = torch.compile(model, backend="openxla")
+    with neurondev.watch() as w:
+        loops.train_and_eval(compiled, model, device)
+    assert w.steady_state == 2 and len(w.steps) == 6 and set(w.compiles["function"]) == {"Dropper.forward"}
+    flag = w.compiles_read[1].cause
+    assert (flag.kind, flag.value, flag.before, flag.after) == ("flag", "self.drop.training", "True", "False")
+    assert flag.line == line_of(loops.Dropper.forward, "self.drop(self.lin(x))")
+    (advice,) = w.advice
+    assert "compile the train and the eval step as two functions" in advice.text and "tensor(" not in advice.text
+
+
+def test_a_lazy_loop_without_torch_compile_is_cut_at_its_syncs(device):
+    import torch_xla
+    import torch_xla.debug.metrics as metrics
+
+    truth = []
+    with neurondev.watch() as w:
+        weights = torch.ones(4, device=device)
+        for size in (8, 8, 16, 16):
+            before = metrics.metric_data("CompileTime")[0]
+            weights = weights + torch.ones(size, 4, device=device).sum(0)
+            torch_xla.sync()
+            truth.append(metrics.metric_data("CompileTime")[0] - before)
+    assert w.record.step_kind == "sync" and list(w.steps["xla_compiles"]) == truth
+    assert truth[-1] == 0 and w.steady_state == 3 and "Steady state after step 3" in w.summary()
+
+
+def test_a_block_that_raised_says_so_with_the_line_and_the_compiles_so_far(device):
+    compiled = compiled_step(device)
+    with pytest.raises(ZeroDivisionError), neurondev.watch() as w:
+        loops.train(compiled, device, batches=(8,))
+        1 / 0  # noqa: B018
+    raised = w.record.raised
+    assert (raised.exception, raised.compiles) == ("ZeroDivisionError", 1) and raised.line == line_of(
+        test_a_block_that_raised_says_so_with_the_line_and_the_compiles_so_far, "1 / 0"
+    )
+    assert "The watched code raised ZeroDivisionError at test_watch.py:" in w.summary() and "after 1 compile(s)" in w.summary()
+
+
+def test_a_block_record_is_frozen_when_it_exits(device):
+    compiled = compiled_step(device)
+    with neurondev.watch() as w:
+        loops.train(compiled, device, batches=(8, 8), decay=1.0)
+    before = w.record
+    loops.train(compiled, device, batches=(8, 8, 5), decay=1.0)  # after the block: a recompile nobody watches
+    assert w.record is before and w.record == before and len(w.compiles_read) == 1

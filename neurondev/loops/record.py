@@ -1,0 +1,281 @@
+"""What a watch saw, frozen: the compiles and their causes, the steps, the steady state, the advice; set once, never changed."""
+
+from __future__ import annotations
+
+import dataclasses
+import traceback
+from typing import Any
+
+from neurondev.loops.causes import Advice, Cause, advice_for, cause_of
+from neurondev.loops.recorder import CompileEvent, Recorder
+from neurondev.loops.steps import Step, cut, step_kind
+from neurondev.loops.verdict import SteadyState, program_advice, steady_state
+from neurondev.runs.counts import Counts
+from neurondev.trace.source import Located, SourceLine, is_program_file, source_line
+
+__all__ = [
+    "CALL_COLUMNS",
+    "COMPILE_COLUMNS",
+    "STEP_COLUMNS",
+    "SYNC_ADVICE",
+    "Compile",
+    "Raised",
+    "WatchRecord",
+    "snapshot",
+    "with_checked_advice",
+]
+
+SYNC_ADVICE = ("lazy state growing", "xla programs")  # advice whose mechanical fix is a torch_xla.sync() per step
+
+COMPILE_COLUMNS = (
+    "function",
+    "file",
+    "line",
+    "index",
+    "kind",
+    "cause",
+    "reason",
+    "value",
+    "before",
+    "after",
+    "xla_compiles",
+    "read_at",
+    "step",
+    "call",
+    "graphs",
+)
+STEP_COLUMNS = (
+    "step",
+    "function",
+    "dynamo_compiles",
+    "graphs",
+    "cache_hits",
+    "xla_compiles",
+    "compile_seconds",
+    "cached_programs",
+    "executions",
+    "transfers_to_host",
+    "transfers_to_device",
+    "copies_to_host",
+    "syncs",
+    "fallbacks",
+    "xla_triggers",
+    "seconds",
+)
+CALL_COLUMNS = ("call", "compiled", "graphs", "xla_compiles", "executions", "transfers_to_host", "transfers_to_device", "seconds")
+
+
+@dataclasses.dataclass(frozen=True)
+class Compile:
+    """One compile, read: the event, its kind, its cause, the step it happened in, and the XLA programs
+    compiled from it until the next compile."""
+
+    event: CompileEvent
+    kind: str
+    cause: Cause
+    xla_compiles: int | None
+    step: int | None = None
+
+    def row(self) -> dict[str, Any]:
+        event, cause = self.event, self.cause
+        return {
+            "function": event.function,
+            "file": event.file,
+            "line": event.line,
+            "index": event.index,
+            "kind": self.kind,
+            "cause": cause.kind,
+            "reason": cause.words,
+            "value": cause.value,
+            "before": cause.before,
+            "after": cause.after,
+            "xla_compiles": self.xla_compiles,
+            "read_at": cause.where if cause.source is not None else None,
+            "step": self.step,
+            "call": self.step,
+            "graphs": event.graphs,
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class Raised(Located):
+    """The watched code raised: the exception's type and first line, the line of the program it came from,
+    how many compiles were made before, and the exit code of a script's own ``sys.exit(code)``."""
+
+    exception: str
+    message: str
+    compiles: int
+    source: SourceLine | None = None
+    exit_code: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class WatchRecord:
+    """Everything a watch recorded, set once: ``compiles`` (each with its cause), ``steps``, ``steady``, the
+    advice (each checked or said not to be), what the XLA and native figures cover (``xla_note``,
+    ``analysis_note``, ``native_note``: None when nothing is missing), the block's own error (``raised``)."""
+
+    name: str
+    watched_function: bool
+    step_kind: str
+    compiles: tuple[Compile, ...]
+    steps: tuple[Step, ...]
+    steady: SteadyState
+    advice: tuple[Advice, ...]
+    seconds: float
+    xla_total: Counts | None = None
+    native_total: Counts | None = None
+    xla_note: str | None = None
+    analysis_note: str | None = None
+    native_note: str | None = None
+    raised: Raised | None = None
+    sync_each_step: bool = False
+
+    @property
+    def steady_state(self) -> int | str:
+        return self.steady.after
+
+    @property
+    def reached_steady_state(self) -> bool:
+        return self.steady.reached
+
+    def step_rows(self) -> list[dict[str, Any]]:
+        return [_step_row(step) for step in self.steps]
+
+    def call_rows(self) -> list[dict[str, Any]]:
+        """The steps as a watched function's calls (its own columns)."""
+        if not self.watched_function:
+            return []
+        return [
+            {
+                "call": step.number,
+                "compiled": step.dynamo_compiles,
+                "graphs": step.graphs,
+                **{
+                    k: getattr(step.xla, k, None) if step.xla is not None else None
+                    for k in ("executions", "transfers_to_host", "transfers_to_device")
+                },
+                "xla_compiles": step.xla_compiles,
+                "seconds": step.seconds,
+            }
+            for step in self.steps
+        ]
+
+
+def _step_row(step: Step) -> dict[str, Any]:
+    xla, native = step.xla, step.native
+    triggers = "; ".join(f"{p.kind} at {p.where}" if p.source else p.kind for p in step.programs)
+    return {
+        "step": step.number,
+        "function": step.function,
+        "dynamo_compiles": step.dynamo_compiles,
+        "graphs": step.graphs,
+        "cache_hits": step.hits,
+        "xla_compiles": xla.compilations if xla else None,
+        "compile_seconds": xla.compile_seconds if xla else None,
+        "cached_programs": xla.cached_compiles if xla else None,
+        "executions": xla.executions if xla else None,
+        "transfers_to_host": xla.transfers_to_host if xla else None,
+        "transfers_to_device": xla.transfers_to_device if xla else None,
+        "copies_to_host": native.transfers_to_host if native else None,
+        "syncs": native.syncs if native else None,
+        "fallbacks": native.fallback_calls if native else None,
+        "xla_triggers": triggers or None,
+        "seconds": step.seconds,
+    }
+
+
+def snapshot(recorder: Recorder, *, name: str, watched_function: bool, notes: dict[str, str | None], raised: Raised | None) -> WatchRecord:
+    """The frozen record of what ``recorder`` holds now."""
+    events, marks = tuple(recorder.events), tuple(recorder.marks)
+    kind = step_kind(marks, watched_function)
+    steps = cut(marks, events, recorder.analysis, kind=kind) if len(marks) >= 2 else ()
+    compiles = _read(events, marks, steps)
+    steady = steady_state(steps, events, marks)
+    advice = _advice(compiles, steps, steady, analysed=recorder.analysis is not None, unit="call" if watched_function else "step")
+    first, last = (marks[0], marks[-1]) if marks else (None, None)
+    xla_total = _total(first.xla if first else None, last.xla if last else None)
+    native_total = _total(first.native if first else None, last.native if last else None)
+    seconds = sum(step.seconds for step in steps) if watched_function else (last.at - first.at if first and last else 0.0)
+    return WatchRecord(
+        name, watched_function, kind, compiles, steps, steady, advice, seconds, xla_total, native_total,
+        notes.get("xla"), notes.get("analysis"), notes.get("native"), raised, recorder.sync_each_step,
+    )  # fmt: skip
+
+
+def _read(events: tuple[CompileEvent, ...], marks: tuple[Any, ...], steps: tuple[Step, ...]) -> tuple[Compile, ...]:
+    step_of = {index: step.number for step in steps for index in step.compiles}
+    read = []
+    for index, event in enumerate(events):
+        kind = (
+            "recompile limit reached"
+            if event.limit is not None
+            else "failed"
+            if event.failed
+            else "first"
+            if not event.index
+            else "recompile"
+        )
+        read.append(Compile(event, kind, cause_of(event), _xla_between(events, marks, index), step_of.get(index)))
+    return tuple(read)
+
+
+def _xla_between(events: tuple[CompileEvent, ...], marks: tuple[Any, ...], index: int) -> int | None:
+    """XLA programs compiled from compile ``index`` until the next compile (or the end of the recording)."""
+    later = events[index + 1].xla if index + 1 < len(events) else (marks[-1].xla if marks else None)
+    start = events[index].xla
+    if later is None:
+        return None
+    return (later - (start if start is not None else Counts())).compilations
+
+
+def _advice(
+    compiles: tuple[Compile, ...], steps: tuple[Step, ...], steady: SteadyState, *, analysed: bool, unit: str
+) -> tuple[Advice, ...]:
+    """Once per cause, what to write instead (dynamo's side), then what the XLA programs say."""
+    sizes = _sizes_by_value(compiles)
+    said: dict[tuple[str, str | None], Advice] = {}
+    for compile_ in compiles:
+        cause = compile_.cause
+        key = (cause.kind, cause.value if cause.kind != "recompile limit" else compile_.event.function)
+        text = advice_for(cause, sizes.get(cause.value or "", []))
+        if text is not None and key not in said:
+            said[key] = Advice(cause.kind, f"{compile_.event.function}: {text}", cause.source)
+    return tuple(said.values()) + tuple(program_advice(steps, steady, analysed=analysed, unit=unit))
+
+
+def _sizes_by_value(compiles: tuple[Compile, ...]) -> dict[str, list[int]]:
+    """The sizes each changing tensor took across the compiles (what buckets must cover)."""
+    sizes: dict[str, list[int]] = {}
+    for compile_ in compiles:
+        cause = compile_.cause
+        if cause.kind in ("changing size", "cache growth") and cause.value and cause.before and cause.after:
+            sizes.setdefault(cause.value, []).extend([int(cause.before), int(cause.after)])
+    return sizes
+
+
+def _total(first: Any, last: Any) -> Any:
+    if last is None:
+        return None
+    return last - (first if first is not None else Counts())
+
+
+def with_checked_advice(record: WatchRecord, causes: tuple[str, ...], verdict: str) -> WatchRecord:
+    """A new record whose advice for ``causes`` says how a second run with the fix applied went."""
+    advice = tuple(dataclasses.replace(a, verified=verdict) if a.cause in causes else a for a in record.advice)
+    return dataclasses.replace(record, advice=advice)
+
+
+def raised_by(error: BaseException | None, compiles: int) -> Raised | None:
+    """The record of the watched code's own error (None for none, or for ``sys.exit(0)``)."""
+    if error is None:
+        return None
+    if isinstance(error, SystemExit):
+        code = error.code
+        if code in (None, 0):
+            return None
+        return Raised("SystemExit", f"the script exited with {code!r}", compiles, None, code if isinstance(code, int) else 1)
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__) if is_program_file(frame.filename)]
+    where = source_line(frames[-1].filename, frames[-1].lineno or 0, frames[-1].name) if frames else None
+    message = (str(error).strip().splitlines() or [""])[0][:200]
+    return Raised(type(error).__name__, message, compiles, where)

@@ -1,0 +1,153 @@
+"""A recorded loop cut into steps: what each step compiled (dynamo graphs, XLA programs with their triggers) and cost.
+
+A step is what the user marks (``w.step()``), else a call of the compiled function the loop called
+first (a training step, a decode step of ``generate``), else the stretch up to each ``torch_xla.sync()``
+(a lazy-tensor loop without torch.compile), else the whole block; a watched function's step is each
+call. Each step holds dynamo's compiles in it, the cache hits, torch_xla's deltas (programs compiled,
+their compile time, executions, transfers), the XLA programs compiled with the cause torch_xla's own
+analysis gives (when it is on) and a native device's copies, syncs and fallbacks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+from neurondev.loops.recorder import CompileEvent, Mark
+from neurondev.runs.counts import Counts
+from neurondev.trace.source import Located, SourceLine, is_program_file, source_line
+
+__all__ = ["STEP_KINDS", "Step", "XlaProgram", "cut", "step_kind"]
+
+STEP_KINDS = ("call", "mark", "compiled call", "sync", "block")
+
+
+@dataclasses.dataclass(frozen=True)
+class XlaProgram(Located):
+    """One XLA program compiled in a step, as torch_xla's analysis explains it: the ``kind`` of cause (a host
+    read of a lazy value, the user's sync, the bridge syncing a graph's inputs, a dynamo graph), torch_xla's
+    words, the graph's hash and numbers of inputs and outputs, and the line of the program that triggered it."""
+
+    kind: str
+    cause: str
+    graph_hash: str
+    inputs: int | None
+    outputs: int | None
+    source: SourceLine | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """One step: its number (from 1), the compiled function it is a call of (if any), the positions of its
+    dynamo compiles in the record, graphs made, cache hits of compiled code, the device's deltas (``xla``:
+    torch_xla's; ``native``: a native device's accounting), the XLA programs torch_xla analysed, seconds."""
+
+    number: int
+    function: str | None
+    compiles: tuple[int, ...]
+    graphs: int
+    hits: int
+    xla: Counts | None
+    native: Counts | None
+    programs: tuple[XlaProgram, ...]
+    seconds: float
+
+    @property
+    def dynamo_compiles(self) -> int:
+        return len(self.compiles)
+
+    @property
+    def xla_compiles(self) -> int | None:
+        return None if self.xla is None else self.xla.compilations
+
+    @property
+    def compiled(self) -> bool:
+        """Anything compiled in this step, dynamo or XLA."""
+        return bool(self.compiles) or bool(self.xla_compiles)
+
+
+def step_kind(marks: Sequence[Mark], watched_function: bool) -> str:
+    """How the loop's steps are cut (one of ``STEP_KINDS``)."""
+    if watched_function:
+        return "call"
+    kinds = {mark.kind for mark in marks}
+    return next((kind for kind, mark in (("mark", "step"), ("compiled call", "call"), ("sync", "sync")) if mark in kinds), "block")
+
+
+def cut(marks: Sequence[Mark], events: Sequence[CompileEvent], analysis: Any, *, kind: str) -> tuple[Step, ...]:
+    """The steps of a recorded loop (``analysis``: torch_xla's analysis log, or None)."""
+    steps = []
+    for number, (start, end) in enumerate(_intervals(marks, kind), 1):
+        first, last = marks[start], marks[end]
+        function = next((mark.function for mark in marks[start:end] if mark.kind == "call"), None) if kind == "compiled call" else None
+        programs = _programs(analysis, first.analysis, last.analysis)
+        compiles = tuple(range(first.compiles, last.compiles))
+        graphs = sum(events[i].graphs for i in compiles)
+        steps.append(
+            Step(
+                number,
+                function,
+                compiles,
+                graphs,
+                last.hits - first.hits,
+                _delta(first.xla, last.xla),
+                _delta(first.native, last.native),
+                programs,
+                last.at - first.at,
+            )
+        )
+    return tuple(steps)
+
+
+def _intervals(marks: Sequence[Mark], kind: str) -> list[tuple[int, int]]:
+    """(first mark, last mark) of each step. A watched function's step is each call (its recorder starts
+    and stops per call); a block's steps run from a boundary to the next, the first from the block's start."""
+    if kind == "call":
+        starts = [i for i, mark in enumerate(marks) if mark.kind == "start"]
+        stops = [i for i, mark in enumerate(marks) if mark.kind == "stop"]
+        return list(zip(starts, stops))
+    end = len(marks) - 1
+    if kind == "mark":
+        bounds = [0] + [i for i, mark in enumerate(marks) if mark.kind == "step"] + [end]
+    elif kind == "compiled call":
+        function = next(mark.function for mark in marks if mark.kind == "call")
+        calls = [i for i, mark in enumerate(marks) if mark.kind == "call" and mark.function == function]
+        bounds = [0] + calls[1:] + [end]
+    elif kind == "sync":
+        syncs = [i for i, mark in enumerate(marks) if mark.kind == "sync"]
+        bounds = [0] + syncs + ([end] if _moved(marks[syncs[-1]], marks[end]) else [])
+    else:
+        bounds = [0, end]
+    bounds = sorted(set(bounds))
+    return list(zip(bounds, bounds[1:])) or [(0, end)]
+
+
+def _moved(earlier: Mark, later: Mark) -> bool:
+    """Whether anything happened between two marks (a compile, a hit, an XLA execution)."""
+    delta = _delta(earlier.xla, later.xla)
+    return later.compiles > earlier.compiles or later.hits > earlier.hits or bool(delta and (delta.executions or delta.compilations))
+
+
+def _delta(before: Any, after: Any) -> Any:
+    if after is None:
+        return None
+    return after - (before if before is not None else Counts())
+
+
+def _programs(analysis: Any, start: int, end: int) -> tuple[XlaProgram, ...]:
+    if analysis is None:
+        return ()
+    return tuple(
+        XlaProgram(record.kind, record.cause, record.graph_hash, record.inputs, record.outputs, _trigger(record.frames))
+        for record in analysis.between(start, end)
+        if record.phase == "compilation"
+    )
+
+
+def _trigger(frames: Sequence[tuple[str, int, str]]) -> SourceLine | None:
+    """The innermost frame of the program's own code (the user's, or a library's it calls)."""
+    for file, line, function in frames:
+        if is_program_file(file) and not file.startswith("<"):
+            return source_line(file, line, function)
+    return None

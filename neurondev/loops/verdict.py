@@ -1,0 +1,161 @@
+"""Is the loop steady, and if not who keeps compiling from which step; what the XLA programs compiled each step say.
+
+A loop is steady when, for every function it called compiled, its last calls compiled nothing, dynamo or
+XLA, and its last step compiled nothing: a new XLA program is a neuronx-cc compile of minutes on
+Trainium, so XLA's programs count as much as dynamo's graphs. One step cannot show a steady state.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from neurondev.loops.causes import Advice
+from neurondev.loops.recorder import CompileEvent, Mark
+from neurondev.loops.steps import Step, XlaProgram
+
+__all__ = ["ONE_STEP", "SteadyState", "program_advice", "steady_state"]
+
+ONE_STEP = "one step"
+
+
+@dataclasses.dataclass(frozen=True)
+class SteadyState:
+    """``after``: the step after which nothing compiled (0: nothing compiled at all), ``"never"`` (the last
+    step compiled, or a function's last call did, or dynamo gave up at its recompile limit) or ``ONE_STEP``;
+    ``side``: what keeps compiling ('dynamo', 'XLA', 'dynamo and XLA'); ``since``: from which step it
+    compiles on to the end; ``functions``: functions whose last call compiled."""
+
+    after: int | str
+    side: str | None = None
+    since: int | None = None
+    functions: tuple[str, ...] = ()
+
+    @property
+    def reached(self) -> bool:
+        return self.after != "never"
+
+
+def steady_state(steps: Sequence[Step], events: Sequence[CompileEvent], marks: Sequence[Mark]) -> SteadyState:
+    """The verdict for a loop cut into ``steps``."""
+    if any(event.limit is not None for event in events):
+        return SteadyState("never", "dynamo", _since(steps, lambda s: True), ("the recompile limit",))
+    compiling = [step.number for step in steps if step.compiled]
+    late = _functions_compiling_last(events, marks)
+    if len(steps) < 2 and not late:
+        return SteadyState(ONE_STEP)
+    if not compiling and not late:
+        return SteadyState(0)
+    last = steps[-1]
+    if last.compiled or late:
+        if last.dynamo_compiles > 0 or late:  # dynamo compiles again (XLA's programs follow its new graphs)
+            return SteadyState("never", "dynamo", _since(steps, lambda s: s.dynamo_compiles > 0), tuple(late))
+        return SteadyState("never", "XLA", _since(steps, _xla_alone), ())  # XLA compiles programs of its own, step after step
+    return SteadyState(compiling[-1])
+
+
+def _xla_alone(step: Step) -> bool:
+    """XLA compiled in a step where dynamo did not: a program of the lazy graph, not of a new dynamo graph."""
+    return bool(step.xla_compiles) and step.dynamo_compiles == 0
+
+
+def _since(steps: Sequence[Step], compiles: object) -> int | None:
+    """The first step of the run of compiling steps that reaches the last step."""
+    since = None
+    for step in reversed(steps):
+        if not compiles(step):  # type: ignore[operator]
+            break
+        since = step.number
+    return since
+
+
+def _functions_compiling_last(events: Sequence[CompileEvent], marks: Sequence[Mark]) -> list[str]:
+    """Functions called compiled more than once whose last call compiled (its compile is the event right
+    after the call's mark: the recorder marks a call before dynamo compiles it)."""
+    calls: dict[str, list[int]] = {}
+    for mark in marks:
+        if mark.kind == "call" and mark.function is not None:
+            calls.setdefault(mark.function, []).append(mark.compiles)
+    late = []
+    for function, positions in calls.items():
+        last = positions[-1]
+        if len(positions) > 1 and last < len(events) and events[last].top and events[last].function == function:
+            late.append(function)
+    return late
+
+
+# --- what the XLA programs say --------------------------------------------------------------------
+_GENERATE = "transformers/generation/utils.py"
+
+
+def program_advice(steps: Sequence[Step], steady: SteadyState, *, analysed: bool, unit: str = "step") -> list[Advice]:
+    """Advice on XLA's side: from torch_xla's analysis of the programs compiled in the steps that keep
+    compiling (the growing lazy graph, a host read, transformers' stop check), or, without it, the counts."""
+    if steady.after != "never" or steady.side != "XLA":
+        return []
+    late = [step for step in steps if steady.since is not None and step.number >= steady.since]
+    programs = [program for step in late for program in step.programs]
+    per_step = sorted({step.xla_compiles or 0 for step in late})
+    counted = f"{'/'.join(map(str, per_step))} program(s) on every {unit} from {unit} {steady.since}"
+    if not analysed:
+        return [Advice("xla programs", _UNANALYSED.format(counted=counted))]
+    advice = []
+    growing = _growing_inputs(programs)
+    if growing:
+        shown = ", ".join(map(str, growing[:6])) + (", ..." if len(growing) > 6 else "")
+        trigger = next((program.source for program in programs if program.source is not None), None)
+        at = f" (triggered at {trigger.where}: `{trigger.code}`)" if trigger is not None else ""
+        advice.append(
+            Advice(
+                "lazy state growing",
+                f"XLA compiles {counted}{at} and the lazy graph keeps growing (its inputs reach {shown}): it carries state "
+                "across steps that no sync cuts: call torch_xla.sync() (or xm.mark_step()) at the end of each step",
+                trigger,
+            )
+        )
+    reads = [program for program in programs if program.kind == "host read" and program.source is not None]
+    generate = next((program for program in reads if program.file and program.file.replace("\\", "/").endswith(_GENERATE)), None)
+    if generate is not None:
+        advice.append(Advice("stop check", _STOP_CHECK.format(counted=counted, where=generate.where), generate.source))
+    elif reads:
+        first = reads[0]
+        advice.append(
+            Advice(
+                "host read",
+                f"XLA compiles {counted}: a host read of a lazy value at {first.where} (`{first.code}`) compiles and runs the pending "
+                "graph there: keep the value on the device, or read it after torch_xla.sync()",
+                first.source,
+            )
+        )
+    return advice or [Advice("xla programs", f"XLA compiles {counted}: " + _causes_named(programs))]
+
+
+_UNANALYSED = (
+    "XLA compiles {counted}: the lazy graph differs every step, most often state no torch_xla.sync() cuts (call it at the end "
+    "of each step) or a host read of a growing tensor; torch_xla's own analysis of each compile names the trigger: run the loop "
+    "with `neurondev watch script.py`, or set PT_XLA_DEBUG_LEVEL=2 and PT_XLA_DEBUG_FILE before the first XLA compile"
+)
+_STOP_CHECK = (
+    "XLA compiles {counted}: transformers' own stop check ({where}: bool(unfinished_sequences.max() == 0)) reads, every token, a "
+    "value made from input_ids, which grows by one token a step: a new program each step (and the bridge syncs the forward's "
+    "inputs). A decode loop of your own over a preallocated token buffer (written at an index: fixed shapes), reading its "
+    "stop condition every N steps, avoids it; generate cannot"
+)
+
+
+def _growing_inputs(programs: Sequence[XlaProgram]) -> list[int]:
+    """The input counts of the lazy graph's programs (not dynamo's) each time they reach a new high, when
+    that happens twice or more: the graph carries more state every few steps (22, 39, 56 ...)."""
+    highs: list[int] = []
+    for program in programs:
+        if program.kind != "dynamo graph" and program.inputs is not None and program.inputs > (highs[-1] if highs else 0):
+            highs.append(program.inputs)
+    grown = [count for count in highs if count > 1]
+    return grown if len(grown) >= 2 else []
+
+
+def _causes_named(programs: Sequence[XlaProgram]) -> str:
+    kinds: dict[str, int] = {}
+    for program in programs:
+        kinds[program.kind] = kinds.get(program.kind, 0) + 1
+    return ", ".join(f"{n} x {kind}" for kind, n in kinds.items()) or "no analysis of them was written"

@@ -1,0 +1,160 @@
+"""torch_xla's own analysis of each XLA compile and execution (``PT_XLA_DEBUG_LEVEL=2``), read back as records.
+
+torch_xla 2.9 (``csrc/debug_util.cpp``, at debug level 2) writes, for every program it compiles and
+every execution, why (``Compilation Cause``: a host read of a lazy value, a user ``torch_xla.sync()``,
+dynamo compiling or running a graph, the bridge syncing a graph's lazy inputs), the graph's hash and
+numbers of inputs and outputs, and the Python frames that triggered it (innermost first). It reads the
+level once per process, at its first analysis: it can be turned on before the process compiles
+anything XLA (``neurondev watch`` does, for the script it runs), never after. With
+``PT_XLA_DEBUG_FILE`` the analysis is appended to that file, which this module reads from an offset.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import sys
+from pathlib import Path
+
+__all__ = ["CAUSES", "Analysis", "AnalysisLog", "enable", "open_log", "parse", "status"]
+
+LEVEL, FILE, FRAMES = "PT_XLA_DEBUG_LEVEL", "PT_XLA_DEBUG_FILE", "PT_XLA_DEBUG_MAX_FRAME"
+
+# torch_xla's words for a cause -> neurondev's kind of cause
+CAUSES = {
+    "user code trying to access tensor value": "host read",
+    "user torch_xla.sync": "user sync",
+    "user mark_step": "user sync",
+    "when dynamo processing input graphs": "input sync",
+    "trying to access tensor value": "host read",
+    "dynamo is compiling a fx graph": "dynamo graph",
+    "dynamo is executing a compiled program": "dynamo graph",
+}
+_BRIDGE = "torch_xla/_dynamo/dynamo_bridge.py"
+_BLOCK = re.compile(r"^(?P<phase>Compilation|Execution) Analysis: =+\n(?P<body>.*?)^(?P=phase) Analysis: =+$", re.M | re.S)
+_FRAME = re.compile(r"^\s*(?P<function>\S.*?) \((?P<file>.+):(?P<line>\d+)\)\s*$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Analysis:
+    """One compile (``phase`` 'compilation') or execution of an XLA program as torch_xla analysed it: its
+    cause in torch_xla's words and as a kind (one of ``CAUSES``' values, or 'other'), the graph's hash, its
+    numbers of inputs and outputs, and the Python frames that triggered it (innermost first: file, line, function)."""
+
+    phase: str
+    cause: str
+    kind: str
+    graph_hash: str
+    inputs: int | None
+    outputs: int | None
+    frames: tuple[tuple[str, int, str], ...]
+
+
+def parse(text: str) -> list[Analysis]:
+    """Every analysis block in ``text``, in order."""
+    return [_analysis(match["phase"].lower(), match["body"]) for match in _BLOCK.finditer(text)]
+
+
+def _analysis(phase: str, body: str) -> Analysis:
+    lines = [line.split(":", 1)[1] if ":" in line else line for line in body.splitlines()]
+    cause = _after(lines, "Cause").strip()
+    frames = tuple(
+        (m["file"], int(m["line"]), m["function"]) for m in (_FRAME.match(line) for line in _section(lines, "Python Frame")) if m
+    )
+    kind = next((kind for words, kind in CAUSES.items() if words in cause.lower()), "other")
+    if kind == "host read" and frames and frames[0][0].replace("\\", "/").endswith(_BRIDGE):
+        kind = "input sync"  # torch_xla names it a host read, but its dynamo bridge is materialising a graph's lazy inputs
+    return Analysis(
+        phase="compilation" if phase.startswith("comp") else "execution",
+        cause=cause,
+        kind=kind,
+        graph_hash=_field(lines, "Graph Hash") or "",
+        inputs=_number(_field(lines, "Number of Graph Inputs")),
+        outputs=_number(_field(lines, "Number of Graph Outputs")),
+        frames=frames,
+    )
+
+
+def _after(lines: list[str], heading: str) -> str:
+    for index, line in enumerate(lines):
+        if line.strip().endswith(heading) and index + 1 < len(lines):
+            return lines[index + 1]
+    return ""
+
+
+def _section(lines: list[str], heading: str) -> list[str]:
+    start = next((i for i, line in enumerate(lines) if line.strip().startswith(heading)), None)
+    if start is None:
+        return []
+    found = []
+    for line in lines[start + 1 :]:
+        if line.strip().startswith("---") or not line.startswith("  "):
+            break
+        found.append(line)
+    return found
+
+
+def _field(lines: list[str], name: str) -> str | None:
+    for line in lines:
+        if line.strip().startswith(f"{name}:"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
+def _number(text: str | None) -> int | None:
+    return int(text) if text and text.isdigit() else None
+
+
+def status() -> tuple[bool, str]:
+    """Whether torch_xla's analysis can be read in this process, and what to say about it."""
+    level, path = os.environ.get(LEVEL), os.environ.get(FILE)
+    if level and int(level) >= 2 and path:
+        return True, f"torch_xla's compilation analysis (PT_XLA_DEBUG_LEVEL={level}) into {path}"
+    if level and int(level) >= 2:
+        return False, "torch_xla's analysis is on but printed to stderr (set PT_XLA_DEBUG_FILE too, before the first XLA compile)"
+    return False, (
+        "torch_xla's compilation analysis is off in this process: each step's XLA compiles are counted, not their causes "
+        "(run the loop with `neurondev watch script.py`, or set PT_XLA_DEBUG_LEVEL=2 and PT_XLA_DEBUG_FILE before the first XLA compile)"
+    )
+
+
+def enable(path: str | Path) -> bool:
+    """Turn torch_xla's analysis on into ``path``, when this process has not compiled anything on XLA yet
+    (the level is read once, at the first analysis) and the user set neither variable; True when it is on."""
+    if os.environ.get(LEVEL) or os.environ.get(FILE):
+        return status()[0]
+    if "torch_xla" in sys.modules:
+        import torch_xla.debug.metrics as metrics
+
+        data = metrics.metric_data("CompileTime")
+        if data and data[0]:
+            return False
+    os.environ[LEVEL], os.environ[FILE] = "2", str(path)
+    os.environ.setdefault(FRAMES, "64")  # torch_xla keeps few frames by default: too few to reach the user's line
+    return True
+
+
+class AnalysisLog:
+    """torch_xla's analysis file, read by byte offsets: ``size()`` marks a moment, ``between(a, b)`` the
+    records written between two marks (a block still being written at ``b`` is left to the next reader)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    def size(self) -> int:
+        return self.path.stat().st_size if self.path.is_file() else 0
+
+    def between(self, start: int, end: int) -> list[Analysis]:
+        if end <= start or not self.path.is_file():
+            return []
+        with self.path.open("rb") as file:
+            file.seek(start)
+            text = file.read(end - start).decode("utf-8", errors="replace")
+        return parse(text)
+
+
+def open_log() -> AnalysisLog | None:
+    """The analysis file torch_xla writes in this process, when its analysis is on and goes to a file."""
+    on, _ = status()
+    return AnalysisLog(os.environ[FILE]) if on else None
