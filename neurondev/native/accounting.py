@@ -13,6 +13,7 @@ make dynamo run them eagerly), and what their graphs run is seen too.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
 import threading
 from collections.abc import Iterator
@@ -22,8 +23,9 @@ import torch
 import torch.fx
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from neurondev._compat import OpOverload, tree_leaves
+from neurondev._compat import OpOverload
 from neurondev.fx.modules import module_path
+from neurondev.native.fallbacks import generation as fallbacks_generation
 from neurondev.native.fallbacks import host_op, name_of
 from neurondev.runs.counts import Counts
 from neurondev.trace.source import Located, SourceLine, is_program_file, source_line, source_of
@@ -33,9 +35,14 @@ __all__ = ["Accounting", "DeviceEvent", "EVENT_KINDS"]
 EVENT_KINDS = ("copy to host", "copy to device", "sync", "fallback")
 
 _aten = torch.ops.aten
-_COPIES = frozenset({_aten._to_copy.default, _aten.copy_.default})
-_LIFTS = frozenset({_aten.lift_fresh.default})
-_SYNCS = frozenset({_aten._local_scalar_dense.default, _aten.equal.default})
+_COPY, _LIFT, _SYNC, _FALLBACK = "copy", "lift", "sync", "fallback"
+_KINDS = {
+    _aten._to_copy.default: _COPY,
+    _aten.copy_.default: _COPY,
+    _aten.lift_fresh.default: _LIFT,
+    _aten._local_scalar_dense.default: _SYNC,
+    _aten.equal.default: _SYNC,
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,18 +84,20 @@ class Accounting(TorchDispatchMode):
     def __torch_dispatch__(self, func: OpOverload, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
-        if func in _COPIES:
+        route = _route(func)  # one lookup per op: most ops cost the device nothing to account for
+        if route is None:
+            return out
+        kind, runs_as = route
+        if kind is _COPY:
             self._copy(func, args, out)
-        elif func in _LIFTS:
+        elif kind is _LIFT:
             if self._on_device(out):
                 self._add("copy to device", func, _nbytes(out))
-        elif func in _SYNCS:
+        elif kind is _SYNC:
             if self._any_on_device(args):
                 self._add("sync", func, 0)
-        else:
-            runs_as = host_op(func)
-            if runs_as is not None and self._any_on_device((args, kwargs)):
-                self._fallback(func, runs_as, args, kwargs, out)
+        elif self._any_on_device(args) or self._any_on_device(kwargs.values()):
+            self._fallback(func, runs_as or "", args, kwargs, out)
         return out
 
     # --- what each kind costs ------------------------------------------------------------------
@@ -105,8 +114,8 @@ class Accounting(TorchDispatchMode):
     def _fallback(self, func: OpOverload, runs_as: str, args: tuple, kwargs: dict, out: Any) -> None:
         """cpu_fallback copies every device tensor argument to the host (the out tensor too, when the
         op runs as its out form) and the results back."""
-        inputs = sum(_nbytes(t) for t in self._device_tensors((args, kwargs)))
-        outputs = sum(_nbytes(t) for t in self._device_tensors(out))
+        inputs = sum(_nbytes(t) for t in self._device_tensors(args)) + sum(_nbytes(t) for t in self._device_tensors(kwargs.values()))
+        outputs = sum(_nbytes(t) for t in self._device_tensors(out if isinstance(out, (tuple, list)) else (out,)))
         through_out = runs_as != name_of(func)
         self._add("fallback", func, inputs + outputs * (2 if through_out else 1), runs_as=runs_as)
 
@@ -126,7 +135,7 @@ class Accounting(TorchDispatchMode):
         frame = _program_frame(caller)
         if frame is None:
             return None, "", None
-        return None, self._module_of(caller), source_line(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+        return None, self._module_of(caller), _line_of(frame.f_code, frame.f_lineno)
 
     def _module_of(self, frame: Any) -> str:
         """The innermost module of the model whose code is running from ``frame`` outwards (its dotted
@@ -142,11 +151,16 @@ class Accounting(TorchDispatchMode):
     def _on_device(self, value: Any) -> bool:
         return isinstance(value, torch.Tensor) and value.device.type == self.device_type
 
-    def _device_tensors(self, tree: Any) -> Iterator[torch.Tensor]:
-        return (leaf for leaf in tree_leaves(tree) if self._on_device(leaf))
+    def _device_tensors(self, values: Any) -> Iterator[torch.Tensor]:
+        """The device tensors among an op's arguments (ATen arguments are tensors, lists of tensors or plain values)."""
+        for value in values:
+            if isinstance(value, (list, tuple)):
+                yield from (item for item in value if self._on_device(item))
+            elif self._on_device(value):
+                yield value
 
-    def _any_on_device(self, tree: Any) -> bool:
-        return next(self._device_tensors(tree), None) is not None
+    def _any_on_device(self, values: Any) -> bool:
+        return next(self._device_tensors(values), None) is not None
 
 
 class _Totals:
@@ -185,11 +199,41 @@ def _nbytes(tensor: Any) -> int:
     return int(tensor.numel() * tensor.element_size()) if isinstance(tensor, torch.Tensor) else 0
 
 
+def _route(func: OpOverload) -> tuple[str, str | None] | None:
+    """What an op costs on the device, decided once per op (and again after ``fallbacks.forget()``):
+    (kind, the host op a fallback runs as), or None for an op that runs on the device."""
+    routes = _ROUTES.get(fallbacks_generation())
+    if routes is None:
+        _ROUTES.clear()
+        routes = _ROUTES[fallbacks_generation()] = {}
+    try:
+        return routes[func]
+    except KeyError:
+        kind = _KINDS.get(func)
+        runs_as = None if kind is not None else host_op(func)
+        route = (kind, None) if kind is not None else (_FALLBACK, runs_as) if runs_as is not None else None
+        routes[func] = route
+        return route
+
+
+_ROUTES: dict[int, dict[OpOverload, tuple[str, str | None] | None]] = {}
+
+
 def _program_frame(frame: Any) -> Any:
     """The innermost frame of the program's own code (the user's files and the libraries they call:
     not torch, not neurondev, not the standard library), or None."""
     while frame is not None:
-        if is_program_file(frame.f_code.co_filename):
+        if _is_program_code(frame.f_code):
             return frame
         frame = frame.f_back
     return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_program_code(code: Any) -> bool:
+    return is_program_file(code.co_filename)
+
+
+@functools.lru_cache(maxsize=4096)
+def _line_of(code: Any, line: int) -> SourceLine:
+    return source_line(code.co_filename, line, code.co_name)

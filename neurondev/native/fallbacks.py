@@ -16,7 +16,7 @@ import functools
 
 from neurondev._compat import OpOverload, dispatch_has_kernel, has_backend_fallback
 
-__all__ = ["KEY", "forget", "host_op", "name_of", "out_form"]
+__all__ = ["KEY", "forget", "generation", "host_op", "name_of", "out_form"]
 
 KEY = "PrivateUse1"
 _DECOMPOSED = ("CompositeImplicitAutograd", "CompositeExplicitAutograd")
@@ -48,7 +48,17 @@ def host_op(func: OpOverload) -> str | None:
 
 def forget() -> None:
     """Forget what was decided: a backend registered or removed kernels (the host device's fallback set changed)."""
+    global _generation
     host_op.cache_clear()
+    _generation += 1
+
+
+def generation() -> int:
+    """How many times ``forget()`` was called: a cache of ``host_op``'s answers is stale once it changes."""
+    return _generation
+
+
+_generation = 0
 
 
 @functools.cache
