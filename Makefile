@@ -28,3 +28,4 @@ bench: setup
 	$(PY) benchmarks/bench_explain.py
 	$(PY) benchmarks/bench_native.py
 	$(PY) benchmarks/bench_watch.py
+	$(PY) benchmarks/bench_native_device.py

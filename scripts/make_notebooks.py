@@ -604,7 +604,8 @@ Where the two traces agree, the graph traced natively on XLA is the limit of the
 
 ex = neurondev.explain(buffer_and_positions, torch.randn(64), native=True, quiet=True)
 print(ex.traces.summary())
-print("rewritten/native within 1.25:", ex.sections[0].native.ratio < 1.25)
+timing = ex.sections[0].native
+print(f"per call: rewritten {timing.rewritten * 1e3:.3f} ms, native {timing.native * 1e3:.3f} ms (a wall-clock figure: it varies with the machine)")
 ex""",
     ),
     (
@@ -723,10 +724,11 @@ LOOPS = [
         """# Loops: why it keeps compiling
 
 On Trainium every new XLA program is a neuronx-cc compile of tens of seconds to minutes, so after
-"why does my graph break" comes "why does it keep compiling". `neurondev.watch()` records every
-dynamo compile inside a block, whatever the backend, with the reason in words (which value failed
-its guard, what it was and what it became, the line that reads it), torch_xla's compiles, executions
-and transfers, and what to write instead. The loop runs exactly as it would without it.""",
+"why does my graph break" comes "why does it keep compiling". `neurondev.watch()` records a loop step
+by step (a step is a call of the function you compiled, or what you mark): every dynamo compile, with
+the reason in words (which value failed its guard, what it was and what it became, the line that reads
+it), and every XLA program torch_xla compiled, which is what costs minutes on Trainium. A loop is steady
+only when its last steps compiled nothing, dynamo *or* XLA. The loop runs exactly as it would without it.""",
     ),
     ("code", SETUP + "\nfrom neurondev import xla, testing\ndevice = xla.device()"),
     (
@@ -759,8 +761,8 @@ traced lazily on XLA on every step. The card shows the same, with a chart per st
         """## The same loop with a static cache
 
 A static cache is preallocated at its full length: the shapes stop changing after the first decode
-step. `neurondev.watch(fn)` wraps the compiled forward, so each call gets a row. (Dynamo keeps what it
-compiled on the function's code, and gave up on it above: start afresh.)""",
+step, and dynamo is done after two compiles. `neurondev.watch(fn)` wraps the compiled forward, so each
+call gets a row. (Dynamo keeps what it compiled on the function's code, and gave up on it above: start afresh.)""",
     ),
     (
         "code",
@@ -769,8 +771,18 @@ model.forward = neurondev.watch(torch.compile(forward, backend="openxla"))
 model.generate(ids.to(device), max_new_tokens=12, do_sample=False, cache_implementation="static")
 steady = model.forward
 print(steady.summary())
-print("compiled per call:", list(steady.calls["compiled"]), "| steady state after call", steady.steady_state)
+print("dynamo compiles per call:", list(steady.calls["compiled"]))
+print("XLA programs per call after the second:", sorted(set(steady.calls["xla_compiles"][2:])), "| steady state:", steady.steady_state)
 steady""",
+    ),
+    (
+        "md",
+        """Dynamo is steady, XLA is not: a new XLA program on every token. transformers' `generate` reads a tensor
+made from `input_ids`, which grows by one token a step, to decide whether to stop, and torch_xla's bridge
+syncs the forward's lazy inputs: each step's lazy graph is new. Run the loop as a script under
+`neurondev watch generate.py` and torch_xla's own analysis of each compile (`PT_XLA_DEBUG_LEVEL=2`, which
+a process can only turn on before its first XLA compile) names the line: transformers' stop check in
+`generation/utils.py`. A decode loop of your own over a preallocated token buffer avoids it.""",
     ),
     (
         "md",
@@ -802,8 +814,8 @@ for advice in training.advice:
     (
         "md",
         """The advice, applied: the rate is a tensor on the device, changed in place (the graph reads it
-instead of baking it in), and the short batch is padded to the bucket size 8 (its padded rows are
-masked out of the loss).""",
+instead of baking it in), and the short batch is padded to the bucket size 8 on the host, before it
+moves (its padded rows are masked out of the loss; padding on the device would make a program of its own).""",
     ),
     (
         "code",
@@ -811,24 +823,148 @@ masked out of the loss).""",
     loss = (net(x).pow(2).mean(-1) * rows).sum() / rows.sum()
     return loss * lr
 
-def padded(x, size=8):
-    rows = torch.zeros(size, device=device)
+def padded(x, size=8):  # on the host, before the batch moves
+    x = x.cpu()
+    rows = torch.zeros(size)
     rows[: x.shape[0]] = 1
-    return torch.cat([x, x.new_zeros(size - x.shape[0], x.shape[1])]), rows
+    return torch.cat([x, x.new_zeros(size - x.shape[0], x.shape[1])]).to(device), rows.to(device)
+
+SIZES = [8, 8, 8, 8, 8, 8, 5]
+torch._dynamo.reset()
+compiled = neurondev.watch(torch.compile(padded_step, backend="openxla"))
+lr = torch.tensor(0.1, device=device)
+for x in batches(SIZES):
+    compiled(*padded(x), lr).item()
+    lr.mul_(0.9)
+print(compiled.summary())
+print("dynamo compiles per call:", list(compiled.calls["compiled"]), "| XLA programs per call:", list(compiled.calls["xla_compiles"]))""",
+    ),
+    (
+        "md",
+        """Dynamo compiles once now, but XLA compiles a new program on the first steps: `lr.mul_(0.9)` is lazy and
+nothing cuts the lazy graph between steps, so each call hands the compiled graph a pending computation
+that torch_xla's bridge compiles on its own (here it repeats after a few steps; in a loop whose pending
+state grows, gradient accumulation without a sync, it never does). One `torch_xla.sync()` at the end of
+each step cuts it:""",
+    ),
+    (
+        "code",
+        """import torch_xla
 
 torch._dynamo.reset()
 compiled = neurondev.watch(torch.compile(padded_step, backend="openxla"))
 lr = torch.tensor(0.1, device=device)
-for x in batches([8, 8, 8, 8, 5]):
+for x in batches(SIZES):
     compiled(*padded(x), lr).item()
     lr.mul_(0.9)
+    torch_xla.sync()  # the end of the step
 print(compiled.summary())
-print("compiled per call:", list(compiled.calls["compiled"]))""",
+print("dynamo compiles per call:", list(compiled.calls["compiled"]), "| XLA programs per call:", list(compiled.calls["xla_compiles"]))""",
     ),
     (
         "md",
-        """One compile, then steady. From a terminal, `neurondev watch train.py --epochs 1` runs a script the
-same way (`--html`, `--json` for the reports; exit 1 while compiles continue to the end).""",
+        """Steady from the first call. From a terminal, `neurondev watch train.py --epochs 1` runs a script the same way, with torch_xla's
+analysis of every XLA compile on (the line that triggered it), checks a sync advice by running the script
+again with `torch_xla.sync()` at the end of each step, and exits 0 when steady, 1 while compiles
+(dynamo's or XLA's) continue to the end, 2 when the script raised (`--html`, `--json` for the reports).""",
+    ),
+]
+
+
+NATIVE = [
+    (
+        "md",
+        """# Native devices: copies, syncs and CPU fallbacks, by line
+
+Today's Neuron SDK runs PyTorch natively on a `neuron` device (TorchNeuron, through PyTorch's PrivateUse1
+mechanism), and Google's TPU is moving the same way. On such a device a graph traced on CPU does not
+fail: a pinned value is computed on the host and copied, and every op the backend lacks falls back to
+the CPU (two copies and a sync each). Nothing says so. This notebook runs on neurondev's **host test
+device**, `hostdev`: a real PrivateUse1 backend, built here, whose memory is host memory (it is for
+learning and testing: it is not an accelerator, and not Neuron). You choose which ATen ops fall back.""",
+    ),
+    ("code", SETUP + "\ndevice = neurondev.host_device()\nprint(device)"),
+    (
+        "md",
+        """## The seed, on the host device
+
+The same buffer as in the quickstart: traced on CPU its device is frozen. On XLA the `copy_` cut the lazy
+graph; here it copies the result to the host, and the output stays there.""",
+    ),
+    (
+        "code",
+        """fn, args, kwargs = examples.get("seed").build()
+seed = neurondev.explain(fn, *args, **kwargs, target=device, quiet=True)
+print(seed.summary())
+before, after = seed.before[0], seed.after[0]
+print("copies to the host before:", [(c.node, c.transfers_to_host, c.where) for c in before.host_copies], "| outputs on", before.output_devices)
+print("copies to the host after: ", [(c.node, c.transfers_to_host) for c in after.host_copies], "| outputs on", after.output_devices)""",
+    ),
+    (
+        "md",
+        """## A tiny GPT-2 whose matrix multiplications fall back
+
+`host_device(fallback=[...])` makes the named ATen ops have no kernel on the device: they reach the
+backend's boxed fallback, which copies their inputs to the host, runs the CPU kernel and copies the
+results back, as an op a real backend's table marks CPU_FALLBACK does. neurondev reads which ops fall
+back from the dispatcher's own tables and attributes each to the line and module it ran in.""",
+    ),
+    (
+        "code",
+        """from neurondev import testing
+
+neurondev.host_device(fallback=["aten::addmm", "aten::mm"])
+model, args, kwargs = testing.tiny_gpt2()
+gpt2 = neurondev.explain(model, *args, **kwargs, target=device, quiet=True)
+print(gpt2.program.rewritten.describe())
+table = gpt2.fallback_table()
+print(len(table), "rows:", table.op.value_counts().to_dict())
+table[["op", "calls", "bytes_copied", "line", "module"]]""",
+    ),
+    (
+        "md",
+        """Each `Conv1D` of GPT-2 (transformers' `pytorch_utils.py`) runs `addmm`, and the language-model head
+runs `mm`: every call copies its weights to the host and back. On Trainium this is the table to read when
+a model is slower than it should be. The same program on XLA, beside it (XLA has kernels for both):""",
+    ),
+    (
+        "code",
+        """on_xla = neurondev.explain(model, *args, **kwargs, target="xla", quiet=True)
+for name, ex in (("hostdev", gpt2), ("xla", on_xla)):
+    run = ex.program.rewritten
+    print(f"{name}: runs {run.ok}, agrees with CPU {run.matches_cpu}, CPU fallbacks per call {sum(f.calls for f in run.fallbacks)}")""",
+    ),
+    (
+        "md",
+        """## The CI guard in strict mode
+
+`check(..., fallbacks="error")` runs the program on the device and fails on every op that falls back,
+with its line, as the strict modes of some backends do (but with lines). With the op native again, it
+passes.""",
+    ),
+    (
+        "code",
+        """class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.fc(x).relu()
+
+neurondev.host_device(fallback=["aten::addmm"])
+try:
+    neurondev.check(Net(), torch.randn(2, 16), target=device, fallbacks="error")
+except neurondev.DevicePinsError as failed:
+    print(failed)
+neurondev.host_device()  # every op native again
+print("clean:", neurondev.check(Net(), torch.randn(2, 16), target=device, fallbacks="error").name)""",
+    ),
+    (
+        "md",
+        """From a terminal: `neurondev explain model.py:forward --input 'randn(4, 64)' --target hostdev`, and
+`neurondev check ... --target hostdev --fallbacks error` for CI. On a Trainium machine with TorchNeuron
+the default target is its `neuron` device, and the same calls run there.""",
     ),
 ]
 
@@ -840,6 +976,7 @@ NOTEBOOK_CELLS = {
     "05_real_model.ipynb": REAL_MODEL,
     "06_beyond_device_arguments.ipynb": BEYOND,
     "07_loops.ipynb": LOOPS,
+    "08_native_devices.ipynb": NATIVE,
 }
 
 
