@@ -38,6 +38,7 @@ from neurondev.runs.run_records import RunRecord
 from neurondev.runs.traces import TraceComparison
 from neurondev.trace.capture import Capture, capture, required_inputs
 from neurondev.trace.copies import kept_global_state
+from neurondev.trace.generators import reachable_generators
 from neurondev.trace.inputs import HostValue
 
 __all__ = ["ExplainOptions", "explain", "explain_with", "rerun"]
@@ -197,7 +198,8 @@ def _explain(subject: Any, options: ExplainOptions, call: tuple[tuple, dict] | N
     names += ("trace on the device",) if options.native and not options.program else ()
     name = subject.name if isinstance(subject, Capture) else getattr(subject, "__name__", type(subject).__name__)
     shown = names if call is not None else tuple(n for n in names if n not in ("trace", "verify fixes", "your program on the device"))
-    with kept_global_state(), Stages(shown, quiet=options.quiet, name=name) as stages:
+    generators = () if call is None else reachable_generators(subject, *call)
+    with kept_global_state(generators), Stages(shown, quiet=options.quiet, name=name) as stages:
         # XLA starts first: autograd sizes its device queues when it first runs, and a CPU trace that
         # back-propagates before torch_xla is loaded leaves XLA values no queue (an internal assert later)
         runtime = runtime_stage(stages, options.target) if xla else Runtime(unavailable="nothing here needs the device")

@@ -30,7 +30,8 @@ from neurondev.runs.state import program_state
 from neurondev.runs.values import compare_outputs
 from neurondev.trace.caches import kept_dynamo_caches
 from neurondev.trace.capture import Capture, quiet_dynamo
-from neurondev.trace.copies import MovedInput, fresh_function, own_namespaces, traced_copies
+from neurondev.trace.copies import MovedInput, fresh_function, kept_global_state, own_namespaces, traced_copies
+from neurondev.trace.generators import reachable_generators
 from neurondev.trace.source import SourceLine, source_line, source_of, user_line_of_error
 
 __all__ = ["ProgramSubject", "locate_failure", "message_of", "run_program"]
@@ -81,7 +82,8 @@ def run_program(
     moved: list[MovedInput] = []
     notes: list[str] = []
     recorder = _Recorder(backend, keep_graphs)
-    with own_namespaces(subject.fn) as namespaces:
+    generators = reachable_generators(subject.fn, subject.args, subject.kwargs)  # each run draws as the CPU reference did
+    with own_namespaces(subject.fn) as namespaces, kept_global_state(generators):
         try:
             fn, args, kwargs = traced_copies(subject.fn, subject.args, subject.kwargs, device, moved, notes, namespaces)
         except Exception as error:  # an input the device cannot hold (a sparse tensor on XLA): the program cannot run there

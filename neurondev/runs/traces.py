@@ -31,6 +31,7 @@ from neurondev.runs.program_records import ProgramFailure
 from neurondev.runs.run_records import RunError
 from neurondev.trace.capture import Capture, capture, capture_on_device
 from neurondev.trace.copies import kept_global_state
+from neurondev.trace.generators import reachable_generators
 from neurondev.trace.source import Located, SourceLine, source_of
 
 __all__ = [
@@ -128,7 +129,7 @@ def compare_traces(fn: Callable, args: tuple, kwargs: dict, *, driver: Driver) -
     A native trace that fails before recording any graph (a host tensor meeting a device one while
     dynamo traces) is reported, with the user's line, not raised.
     """
-    with kept_global_state():
+    with kept_global_state(reachable_generators(fn, args, kwargs)):
         return compare_with_native(capture(fn, *args, **kwargs), fn, args, kwargs, driver=driver)
 
 

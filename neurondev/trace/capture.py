@@ -26,6 +26,7 @@ from neurondev.errors import (
 from neurondev.trace.aten import AtenGraph, AtenRecorder, run_backward
 from neurondev.trace.caches import kept_dynamo_caches
 from neurondev.trace.copies import MovedInput, fresh_function, kept_global_state, own_namespaces, traced_copies
+from neurondev.trace.generators import reachable_generators
 from neurondev.trace.inputs import HostValue, host_values
 from neurondev.trace.source import Located, SourceLine, display_name, source_line, user_line_of_error
 
@@ -129,7 +130,7 @@ def capture(fn: Callable, *args: Any, level: str = "dynamo", **kwargs: Any) -> C
     """
     recorder = _Recorder(aten=check_level(level) == "aten")
     device = trace_device(fn, args, kwargs)
-    with kept_global_state():
+    with kept_global_state(reachable_generators(fn, args, kwargs)):
         output, moved, notes = _trace(fn, args, kwargs, recorder, device=device)
     if device.type == "meta":
         notes.insert(0, _META_NOTE)

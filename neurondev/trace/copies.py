@@ -228,22 +228,26 @@ def _same_kind(original: tuple, items: list[Any]) -> tuple:
 
 
 @contextlib.contextmanager
-def kept_global_state() -> Iterator[None]:
-    """Give the global random state and the environment back afterwards.
+def kept_global_state(generators: tuple[torch.Generator, ...] = ()) -> Iterator[None]:
+    """Give the global random state, the user's own ``generators`` and the environment back afterwards.
 
     Tracing runs the user's function (dropout, ``torch.rand``) and runs draw again; none of that may
-    move the user's own random stream (torch's CPU generator, and XLA's when loaded). Torch sets
+    move the user's own random stream (torch's CPU generator, XLA's when loaded, and any
+    ``torch.Generator`` the program draws from: ``trace.generators``). Torch sets
     variables while tracing (inductor's ``TORCHINDUCTOR_CACHE_DIR``): they go; only what starting
     the XLA runtime set stays (the running runtime reads it: ``PJRT_DEVICE``, ``XLA_FLAGS``, ...).
     """
     cpu = torch.get_rng_state()
     xla = _xla_rng_state()
+    own = [(generator, generator.get_state()) for generator in generators]
     environment = dict(os.environ)
     try:
         yield
     finally:
         torch.set_rng_state(cpu)
         _set_xla_rng_state(xla)
+        for generator, state in own:
+            generator.set_state(state)
         _restore_environment(environment)
 
 

@@ -25,6 +25,7 @@ from neurondev.report.fixes.rebuild import rebuilt
 from neurondev.report.fixes.records import Fix
 from neurondev.runs.program_records import ProgramRun
 from neurondev.trace.copies import kept_global_state, traced_copies
+from neurondev.trace.generators import reachable_generators
 
 __all__ = ["Original", "verify"]
 
@@ -150,7 +151,11 @@ def _round(
     args, kwargs = call
     try:
         # the original runs rebuilt too (its own code, copied namespaces): neither run writes to the user's globals
-        with kept_global_state(), rebuilt(fn, texts) as (fixed_fn, originals), rebuilt(fn, {}) as (original_fn, _):
+        with (
+            kept_global_state(reachable_generators(fn, args, kwargs)),
+            rebuilt(fn, texts) as (fixed_fn, originals),
+            rebuilt(fn, {}) as (original_fn, _),
+        ):
             fixed = capture(fixed_fn, *args, **kwargs)
             new_pins = [p for i, g in enumerate(fixed.graphs) for p in find_pins(g, target=target, graph=i)]
             failures = _pin_failures(spelled, applied, files, originals, pins, new_pins)
