@@ -88,7 +88,10 @@ def test_the_selected_pins_fix_is_shown_verified_with_a_button_that_copies_it():
     detail = explorer.detail.value
     assert '<pre class="nd-fixed">a = x.new_zeros(4, dtype=torch.get_default_dtype())</pre>' in detail
     assert '(<span style="color:#2e7d32">verified</span>)' in detail
-    assert 'data-fix="a = x.new_zeros(4, dtype=torch.get_default_dtype())"' in detail and "navigator.clipboard.writeText(this.dataset.fix)" in detail
+    assert (
+        'data-fix="a = x.new_zeros(4, dtype=torch.get_default_dtype())"' in detail
+        and "navigator.clipboard.writeText(this.dataset.fix)" in detail
+    )
 
 
 def test_a_fix_that_cannot_be_checked_on_xla_says_why(explorer):
