@@ -39,14 +39,11 @@ from neurondev.errors import (
 )
 from neurondev.fx.pins import DevicePin, diagnose, find_pins
 from neurondev.integrations.backend import backend
-from neurondev.loops.result import Watch, watch
-from neurondev.notebook import interactive as _notebook_views  # noqa: F401 - the explorer's and Model Explorer's views of a result
 from neurondev.passes.device_rewriter import DeviceRewriterPass, Rewrite, rewrite_copy
-from neurondev.render import display as _render_views  # noqa: F401 - the renderers' views of a result (cards, text, JSON, DOT)
-from neurondev.report.check import check
 from neurondev.report.fixes.records import Fix
-from neurondev.report.model import Explanation, Section, SectionKey
-from neurondev.report.pipeline import explain
+from neurondev.report.model import Section, SectionKey
+from neurondev.results.explanation import Explanation, check, explain
+from neurondev.results.watched import Watch, watch
 from neurondev.runs.run_records import RunRecord
 from neurondev.runs.traces import TraceComparison
 from neurondev.trace.capture import Capture, capture

@@ -24,7 +24,7 @@ from neurondev.runs.placement import to_device
 from neurondev.xla import counters, runtime
 
 if TYPE_CHECKING:
-    from neurondev.report.model import Explanation
+    from neurondev.report.model import ExplanationData
 
 __all__ = ["BridgeReport", "bridge_report", "long_graph", "observed_openxla", "outcome_of", "tiny_gpt2", "tiny_llama"]
 
@@ -44,7 +44,7 @@ def long_graph(nodes: int, *, pins: int = 3) -> torch.fx.GraphModule:
     return torch.fx.GraphModule(torch.nn.Module(), graph)
 
 
-def outcome_of(explanation: Explanation) -> Outcome:
+def outcome_of(explanation: ExplanationData) -> Outcome:
     """The Outcome an Explanation measured, to compare with an example's stored one."""
     before, after = explanation.before, explanation.after
     failed = next((r.error.node for r in before if r.error is not None), None)

@@ -35,13 +35,17 @@ def records(value, seen=None):
 
 
 def open_fields(record):
-    skip = {"outputs", "capture", "traced", "rewritten", "inputs", "exception", "owners", "graphs", "example_inputs", "output"}
-    return [f.name for f in dataclasses.fields(record) if f.name not in skip and isinstance(getattr(record, f.name), _OPEN)]
+    """Fields holding a container a caller could change (tensors and graphs are the values recorded, not containers)."""
+    return [f.name for f in dataclasses.fields(record) if isinstance(getattr(record, f.name), _OPEN)]
 
 
-def test_every_record_of_an_explanation_is_frozen_and_holds_no_open_container():
+@pytest.fixture(scope="module")
+def explanation():
     fn, args, kwargs = examples.get("seed").build()
-    explanation = neurondev.explain(fn, *args, **kwargs, quiet=True)
+    return neurondev.explain(fn, *args, **kwargs, quiet=True)
+
+
+def test_every_record_of_an_explanation_is_frozen_and_holds_no_open_container(explanation):
     found = list(records(explanation))
     kinds = {type(r).__name__ for r in found}
     assert {"Explanation", "Section", "RunRecord", "DevicePin", "ProgramRun", "Programs", "Verdict", "Fix", "Totals"} - {"Totals"} <= kinds
@@ -57,6 +61,25 @@ def test_every_record_of_an_explanation_is_frozen_and_holds_no_open_container():
         run.fallback_ops["aten::x"] = 1
 
 
+def test_an_explanation_and_its_sections_are_equal_only_to_themselves_and_hashable(explanation):
+    """They hold graphs and tensors: a field-by-field == would ask a tensor for its truth value."""
+    again = dataclasses.replace(explanation)  # the same fields, another record
+    assert explanation == explanation and explanation != again and hash(explanation) != hash(again)
+    assert {explanation, again} == {again, explanation} and len({explanation, explanation}) == 1
+    section = explanation.sections[0]
+    assert section == section and section != dataclasses.replace(section) and isinstance(hash(section), int)
+
+
+def test_an_explanations_runs_and_mappings_are_read_only(explanation):
+    assert isinstance(explanation.before, tuple) and isinstance(explanation.after, tuple)
+    for name in ("runtime", "stage_seconds"):
+        with pytest.raises(TypeError):
+            getattr(explanation, name)["x"] = 1
+    made = neurondev.Explanation.of(dataclasses.replace(explanation, runtime={"device": "xla:0"}))  # even from a plain dict
+    with pytest.raises(TypeError):
+        made.runtime["device"] = "cpu"
+
+
 def test_a_watch_refuses_assignment_and_its_record_is_frozen_through():
     with neurondev.watch() as w:
         torch.compile(lambda x: x * 2, backend="eager")(torch.randn(2))
@@ -68,3 +91,23 @@ def test_a_watch_refuses_assignment_and_its_record_is_frozen_through():
         assert type(record).__dataclass_params__.frozen and open_fields(record) == [], type(record).__name__
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(record, dataclasses.fields(record)[0].name, None)
+
+
+def test_a_blocks_watch_is_equal_before_and_after_another_call_of_the_watched_function():
+    step = torch.compile(lambda x: x * 2, backend="eager")
+    with neurondev.watch() as w:
+        step(torch.randn(2))
+    snapshot, table = w.record, w.compiles
+    kept = dataclasses.replace(snapshot)  # a copy, compared field by field
+    step(torch.randn(3, 3))  # compiles again, outside the block
+    assert w.record is snapshot and w.record == kept and len(w.compiles) == len(table) == 1
+
+
+def test_a_watched_functions_record_is_made_again_per_call_and_the_old_one_stays_as_it_was():
+    watched = neurondev.watch(torch.compile(lambda x: x + 1, backend="eager"))
+    watched(torch.randn(2))
+    first = watched.record
+    kept = dataclasses.replace(first)
+    watched(torch.randn(3, 3))
+    assert watched.record is not first and first == kept
+    assert len(first.steps) == 1 and len(watched.record.steps) == 2

@@ -1,5 +1,6 @@
-"""The package's layers: read every module's imports with ast (those inside functions too, TYPE_CHECKING
-blocks aside) and fail on a circle between modules or on an import from a lower folder to a higher one."""
+"""The package's layers: read every module's imports with ast (those inside functions and TYPE_CHECKING
+blocks too: an annotation is a dependency) and fail on a circle between modules or on an import from a
+lower folder to a higher one."""
 
 from __future__ import annotations
 
@@ -21,11 +22,12 @@ ORDER = (
     "report",
     "render",
     "notebook",
+    "results",
     "integrations",
     "gallery",
     "cli",
 )
-BASE = ("neurondev.errors", "neurondev._compat", "neurondev._views", "neurondev._version", "neurondev._paths")
+BASE = ("neurondev.errors", "neurondev._compat", "neurondev._version", "neurondev._paths")
 TOP = ("neurondev", "neurondev.__main__", "neurondev.testing", "neurondev.examples", "neurondev.widgets")
 
 
@@ -37,23 +39,12 @@ def modules() -> dict[str, Path]:
     return found
 
 
-def _type_checking_blocks(tree: ast.Module) -> set[int]:
-    hidden = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            hidden |= {id(inner) for inner in ast.walk(node)}
-    return hidden
-
-
 def imports(known: dict[str, Path]) -> dict[str, set[str]]:
-    """{module: the neurondev modules it imports, at run time}."""
+    """{module: the neurondev modules it imports, at run time or for its annotations}."""
     graph: dict[str, set[str]] = collections.defaultdict(set)
     for name, path in known.items():
         tree = ast.parse(path.read_text())
-        hidden = _type_checking_blocks(tree)
         for node in ast.walk(tree):
-            if id(node) in hidden:
-                continue
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("neurondev"):
                 targets = [f"{node.module}.{alias.name}" for alias in node.names] + [node.module]
                 targets = [t for t in targets if t in known][:1] or [node.module]

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from neurondev.report.model import Explanation
+    from neurondev.results.explanation import Explanation
 
 __all__ = ["main"]
 
@@ -169,7 +169,7 @@ def _run_options(sub: argparse.ArgumentParser) -> None:
 
 def _demo(options: argparse.Namespace) -> int:
     from neurondev.gallery import catalogue as examples
-    from neurondev.report.pipeline import explain
+    from neurondev.results.explanation import explain
 
     with examples.get("seed").open() as (fn, args, kwargs):
         explanation = explain(fn, *args, **kwargs, quiet=True)
@@ -181,7 +181,7 @@ def _demo(options: argparse.Namespace) -> int:
 
 def _explain(options: argparse.Namespace) -> int:
     from neurondev.gallery import catalogue as examples
-    from neurondev.report.pipeline import explain
+    from neurondev.results.explanation import explain
 
     if bool(options.function) == bool(options.example):
         raise UsageError("give either MODULE:FUNC (with --input for each argument) or --example NAME")
@@ -339,7 +339,7 @@ def _check(options: argparse.Namespace) -> int:
     import json
 
     from neurondev.errors import DevicePinsError
-    from neurondev.report.check import check
+    from neurondev.results.explanation import check
 
     fn, args = _function_and_inputs(options)
     try:
@@ -363,7 +363,7 @@ def _check(options: argparse.Namespace) -> int:
 def _fix(options: argparse.Namespace) -> int:
     """0: every pin in the user's code has a verified fix (shown or written); 1: some remain; 2: an error."""
     from neurondev.report.fixes.patch import write_fixes
-    from neurondev.report.pipeline import explain
+    from neurondev.results.explanation import explain
 
     if options.force and not options.write:
         raise UsageError("--force goes with --write (it lets --write change a file with uncommitted git changes)")
@@ -417,7 +417,7 @@ def _watch(options: argparse.Namespace) -> int:
     record = watched.record
     if not options.sync_each_step and not options.no_verify and raised is None:
         record = _checked(record, script, options)
-    from neurondev.loops.result import Watch
+    from neurondev.results.watched import Watch
 
     _summary_and_files(Watch.of(record), options)
     if raised is not None and record.raised is not None and record.raised.exit_code is not None:
@@ -434,7 +434,7 @@ def _watched_run(script: Path, options: argparse.Namespace) -> tuple[Any, BaseEx
     import runpy
     import tempfile
 
-    from neurondev.loops.result import watch
+    from neurondev.results.watched import watch
     from neurondev.xla import analysis
 
     analysis.enable(Path(tempfile.mkdtemp(prefix="neurondev-watch-")) / "xla-analysis.txt")

@@ -38,7 +38,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _run(fn: Callable, args: tuple, kwargs: dict) -> Any:
     from neurondev.errors import NeurondevError
-    from neurondev.report.check import check
+    from neurondev.results.explanation import check
 
     try:
         return check(fn, *args, **kwargs)

@@ -1,34 +1,32 @@
-"""Watch: every compile across a loop (or the calls of a watched function), step by step, why, and what to write instead.
+"""WatchData: every compile across a loop (or the calls of a watched function), step by step, why, and what to write instead.
 
 ``with neurondev.watch() as w: loop()`` records while the block runs; when the block exits (an exception
 inside still leaves the record, and propagates unchanged) the record is frozen: ``w.record``, a
 ``WatchRecord`` no later call changes. ``w = neurondev.watch(fn)`` wraps a callable: each call is
 recorded as one step and the frozen record is made again after each call. Tables, the summary, the
-card and JSON are computed from the frozen record when asked.
+card and JSON are the layers' above (``render.display.WatchDisplay``; the public ``neurondev.Watch`` is
+composed in ``neurondev.results``).
 """
 
 from __future__ import annotations
 
-import json
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
-from neurondev._paths import output_file
-from neurondev._views import view
 from neurondev.errors import InvalidOptionError, NestedWatchError, NotCallableError
 from neurondev.loops.causes import Advice
 from neurondev.loops.record import CALL_COLUMNS, COMPILE_COLUMNS, STEP_COLUMNS, Compile, WatchRecord, raised_by, snapshot
 from neurondev.loops.recorder import Recorder, active, settled
 from neurondev.trace.source import display_name
 
-__all__ = ["CALL_COLUMNS", "COMPILE_COLUMNS", "STEP_COLUMNS", "Compile", "Watch", "watch"]
+__all__ = ["CALL_COLUMNS", "COMPILE_COLUMNS", "STEP_COLUMNS", "Compile", "WatchData"]
 
 _NO_XLA = "torch_xla was not loaded by the watched code: XLA figures are empty"
 
 
-class Watch:
+class WatchData:
     """A watch over a loop, or over the calls of a function (``neurondev.watch(fn)``); see the module docstring."""
 
     def __init__(self, fn: Callable[..., Any] | None = None, *, sync_each_step: bool = False, xla_analysis: bool = False) -> None:
@@ -52,14 +50,14 @@ class Watch:
             self.__doc__ = getattr(fn, "__doc__", None)
 
     @classmethod
-    def of(cls, record: WatchRecord) -> Watch:
+    def of(cls, record: WatchRecord) -> Self:
         """A finished watch that shows ``record`` (the command's, with its advice checked by a second run)."""
         finished = cls()
         finished._record, finished._state, finished.name = record, "done", record.name
         return finished
 
     # --- recording ------------------------------------------------------------------------------
-    def __enter__(self) -> Watch:
+    def __enter__(self) -> Self:
         if self._fn is not None:
             raise InvalidOptionError("a watch of a function records its calls: call it (w(x)); use neurondev.watch() for a block")
         if self._state != "new":
@@ -187,10 +185,6 @@ class Watch:
     def seconds(self) -> float:
         return self.record.seconds
 
-    # --- views ----------------------------------------------------------------------------------
-    def summary(self) -> str:
-        return str(view("watch_summary")(self.record))
-
     def __repr__(self) -> str:
         if self._recorder is None and self._record is None:
             return f"<Watch of {self.name}: not run yet>"
@@ -198,43 +192,6 @@ class Watch:
         return (
             f"<Watch of {self.name}: {len(record.compiles)} compile(s), {len(record.steps)} step(s), steady state: {record.steady_state}>"
         )
-
-    def _repr_html_(self) -> str:
-        return str(view("watch_card")(self.record))
-
-    def save_html(self, path: str | Path) -> Path:
-        """Write the card as one self-contained page (inline SVG, no script)."""
-        path = output_file(path, what="save_html's path", example="watch.html")
-        path.write_text(view("watch_page")(self.record), encoding="utf-8")
-        return path
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain data: ``compiles``, ``steps`` and ``calls`` (rows as the tables have them), ``steady_state``,
-        ``advice`` ([{cause, text, file, line, code, where}]), ``summary``, the notes, ``raised``, ``seconds``."""
-        record = self.record
-        return view("plain")(
-            {
-                "compiles": [c.row() for c in record.compiles],
-                "steps": record.step_rows(),
-                "calls": record.call_rows(),
-                "steady_state": record.steady_state,
-                "reached_steady_state": record.reached_steady_state,
-                "keeps_compiling": record.steady.side,
-                "since_step": record.steady.since,
-                "advice": [a.to_dict() for a in record.advice],
-                "summary": self.summary(),
-                "xla_note": record.xla_note,
-                "analysis_note": record.analysis_note,
-                "native_note": record.native_note,
-                "raised": None
-                if record.raised is None
-                else {"exception": record.raised.exception, "message": record.raised.message, **record.raised.source_dict()},
-                "seconds": record.seconds,
-            }
-        )
-
-    def to_json(self, **options: Any) -> str:
-        return json.dumps(self.to_dict(), indent=options.pop("indent", 2), allow_nan=False, **options)
 
 
 def _native_accounting() -> tuple[Any, str | None]:
@@ -256,12 +213,3 @@ def _native_accounting() -> tuple[Any, str | None]:
     from neurondev.native.accounting import Accounting
 
     return Accounting(name), None
-
-
-def watch(fn: Callable[..., Any] | None = None, *, sync_each_step: bool = False, xla_analysis: bool = False) -> Watch:
-    """``with neurondev.watch() as w:`` around a loop, or ``w = neurondev.watch(fn)`` around a function; see ``Watch``.
-    The loop runs exactly as without it (no dynamo reset, no config or logging change). ``sync_each_step``
-    applies the sync advice (``torch_xla.sync()`` at the end of each step) to check it; ``xla_analysis``
-    turns torch_xla's own analysis of each compile on, when this process has compiled nothing on XLA yet
-    (it is read once per process; ``neurondev watch script.py`` always can)."""
-    return Watch(fn, sync_each_step=sync_each_step, xla_analysis=xla_analysis)

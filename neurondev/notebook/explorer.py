@@ -10,7 +10,7 @@ from neurondev.fx.pins import DevicePin
 from neurondev.fx.subgraphs import node_named
 from neurondev.render.html import escape as _e
 from neurondev.report.advice import fix_for
-from neurondev.report.model import Explanation, Section
+from neurondev.report.model import ExplanationData, Section
 
 __all__ = ["Explorer"]
 
@@ -23,7 +23,7 @@ class Explorer(widgets.VBox):
     (a new Explanation: the one the user holds is not changed).
     """
 
-    def __init__(self, explanation: Explanation) -> None:
+    def __init__(self, explanation: ExplanationData) -> None:
         if not all(hasattr(explanation, name) for name in ("sections", "rerun", "fix_of")):  # what it reads, not what it is
             raise InvalidSubjectError(
                 f"Explorer explores an Explanation, got {type(explanation).__name__}; write neurondev.explain(fn, x).explore()"
@@ -137,10 +137,11 @@ class Explorer(widgets.VBox):
 
     def _metrics_html(self) -> str:
         from neurondev.render.html import CSS, metrics_table
+        from neurondev.render.text import summary
 
         ex = self.explanation
         body = "".join(f"<h4>{_e(s.label)}</h4>{metrics_table(s)}" for s in ex.sections if s.before or s.after)
-        return f'<style>{CSS}</style><div class="neurondev-card"><p>{_e(ex.summary())}</p>{body}</div>'
+        return f'<style>{CSS}</style><div class="neurondev-card"><p>{_e(summary(ex))}</p>{body}</div>'
 
     def _program_html(self) -> str:
         """Your program on XLA, as written and rewritten (the runs explain made; Run on XLA re-runs the graphs)."""

@@ -18,7 +18,7 @@ from neurondev.render.html import escape
 from neurondev.render.model_explorer import ModelExplorerFiles, save_model_explorer
 
 if TYPE_CHECKING:
-    from neurondev.report.model import Explanation
+    from neurondev.report.model import ExplanationData
 
 __all__ = ["ModelExplorerServer", "open_model_explorer", "free_port"]
 
@@ -68,7 +68,7 @@ class ModelExplorerServer:
         )
 
 
-def open_model_explorer(explanation: Explanation, folder: str | Path | None = None, *, port: int | None = None) -> ModelExplorerServer:
+def open_model_explorer(explanation: ExplanationData, folder: str | Path | None = None, *, port: int | None = None) -> ModelExplorerServer:
     """Save the files (into ``folder``, a temporary one by default) and start Model Explorer on them."""
     command_path = shutil.which("model-explorer") or str(Path(sys.executable).with_name("model-explorer"))
     if not Path(command_path).exists():

@@ -1,25 +1,35 @@
-"""The notebook's views of an Explanation (the explorer widget, the Model Explorer server), registered with neurondev._views."""
+"""The notebook's side of an Explanation: the ipywidgets explorer and the Model Explorer server, on top of its displays."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from neurondev._views import register
+from neurondev._paths import output_folder, serving_port
+from neurondev.render.display import ExplanationDisplay
 
-__all__ = ["explorer", "model_explorer_server"]
-
-
-def explorer(explanation: Any) -> Any:
+if TYPE_CHECKING:
     from neurondev.notebook.explorer import Explorer
+    from neurondev.notebook.explorer_server import ModelExplorerServer
 
-    return Explorer(explanation)
-
-
-def model_explorer_server(explanation: Any, folder: str | Path | None, *, port: int | None) -> Any:
-    from neurondev.notebook.explorer_server import open_model_explorer
-
-    return open_model_explorer(explanation, folder, port=port)
+__all__ = ["ExplanationWidgets"]
 
 
-register(explore=explorer, model_explorer=model_explorer_server)
+class ExplanationWidgets(ExplanationDisplay):
+    """``explore()`` (the widget) and ``model_explorer()`` (the graphs in Model Explorer, served on loopback)."""
+
+    def explore(self) -> Explorer:
+        """The ipywidgets explorer: pins, the selected pin's fix, the graph around it, a button to run on another target."""
+        from neurondev.notebook.explorer import Explorer
+
+        return Explorer(self)
+
+    def model_explorer(self, folder: str | Path | None = None, *, port: int | None = None) -> ModelExplorerServer:
+        """Start Model Explorer (on loopback) with this Explanation's graphs; in a notebook it shows embedded."""
+        from neurondev.notebook.explorer_server import open_model_explorer
+
+        if port is not None:
+            serving_port(port)
+        if folder is not None:
+            folder = output_folder(folder, what="model_explorer's folder", example="me/")
+        return open_model_explorer(self, folder, port=port)

@@ -1,103 +1,99 @@
-"""The renderers' views of an Explanation and a Watch, registered with neurondev._views (each imports its renderer when called)."""
+"""What an Explanation and a Watch show: text, the card, the report page, JSON, DOT, SVG and Model Explorer files.
+
+Each class adds display methods to a data class below it (``ExplanationData``, ``WatchData``) and calls
+the renderers of this folder directly; ``neurondev.notebook.interactive`` adds the widgets on top, and
+``neurondev.results`` names the public classes.
+"""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from neurondev._views import register
+from neurondev._paths import output_file, output_folder
+from neurondev.loops.result import WatchData
+from neurondev.render.drawing import dot_of
+from neurondev.render.html import card, report
+from neurondev.render.json import explanation_dict, plain, watch_dict
+from neurondev.render.text import summary as explanation_summary
+from neurondev.render.watch import watch_card, watch_report, watch_summary
+from neurondev.report.model import ExplanationData, SectionKey
 
-__all__ = [
-    "card",
-    "dot",
-    "explanation_json",
-    "model_explorer_files",
-    "page",
-    "plain",
-    "summary",
-    "svg",
-    "watch_card",
-    "watch_page",
-    "watch_text",
-]
+if TYPE_CHECKING:
+    from neurondev.render.model_explorer import ModelExplorerFiles
+
+__all__ = ["ExplanationDisplay", "WatchDisplay"]
 
 
-def summary(explanation: Any) -> str:
-    from neurondev.render.text import summary as text
+class ExplanationDisplay(ExplanationData):
+    """An Explanation's displays: ``summary()``, the card (``_repr_html_``), ``save_html``, ``to_dict``/``to_json``,
+    ``to_dot``/``svg``/``save_svg`` and ``save_model_explorer``; each computed from the data when asked."""
 
-    return text(explanation)
+    def summary(self) -> str:
+        """The findings in a few sentences, for a terminal."""
+        return explanation_summary(self)
 
+    def _repr_html_(self) -> str:
+        return card(self)
 
-def card(explanation: Any) -> str:
-    from neurondev.render.html import card as html_card
+    def save_html(self, path: str | Path) -> Path:
+        """Write the self-contained report (inline SVG and CSS, no script, nothing from the network)."""
+        path = output_file(path, what="save_html's path", example="report.html")
+        path.write_text(report(self), encoding="utf-8")
+        return path
 
-    return html_card(explanation)
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (str, int, float, bool, None, lists and dicts) of everything found."""
+        return explanation_dict(self)
 
+    def to_json(self, **options: Any) -> str:
+        """Strict JSON (no NaN or Infinity literals): what ``to_dict()`` holds."""
+        return json.dumps(self.to_dict(), indent=options.pop("indent", 2), allow_nan=False, **options)
 
-def page(explanation: Any) -> str:
-    from neurondev.render.html import report
+    def to_dot(self, which: str = "before", section: int | SectionKey = 0, *, full: bool = False, radius: int = 2) -> str:
+        """DOT text of one section's graph ``before`` (pins marked) or ``after`` the pass (rewrites marked)."""
+        return dot_of(self, which, section, full=full, radius=radius)
 
-    return report(explanation)
+    def svg(self, which: str = "before", section: int | SectionKey = 0, *, full: bool = False, radius: int = 2) -> str:
+        """SVG text of one section's graph; DotUnavailableError without a dot program."""
+        from neurondev.render.svg import render_svg
 
+        return render_svg(self.to_dot(which, section, full=full, radius=radius))
 
-def explanation_json(explanation: Any) -> dict[str, Any]:
-    from neurondev.render.json import explanation_dict
+    def save_svg(self, path: str | Path, which: str = "before", section: int | SectionKey = 0, **options: Any) -> Path:
+        path = output_file(path, what="save_svg's path", example="graph.svg")
+        path.write_text(self.svg(which, section, **options), encoding="utf-8")
+        return path
 
-    return explanation_dict(explanation)
+    def save_model_explorer(self, folder: str | Path) -> ModelExplorerFiles:
+        """Write the graphs before and after the pass, and the overlays (pins, breaks, crossings, uploads,
+        fallbacks, devices, where the device first differs), as Model Explorer files into ``folder``; needs ``neurondev[explorer]``."""
+        from neurondev.render.model_explorer import save_model_explorer
 
-
-def dot(explanation: Any, which: str, section: Any, *, full: bool, radius: int) -> str:
-    from neurondev.render.drawing import dot_of
-
-    return dot_of(explanation, which, section, full=full, radius=radius)
-
-
-def svg(text: str) -> str:
-    from neurondev.render.svg import render_svg
-
-    return render_svg(text)
-
-
-def model_explorer_files(explanation: Any, folder: str | Path) -> Any:
-    from neurondev.render.model_explorer import save_model_explorer
-
-    return save_model_explorer(explanation, folder)
-
-
-def plain(value: Any) -> Any:
-    from neurondev.render.json import plain as as_plain
-
-    return as_plain(value)
-
-
-def watch_text(watch: Any) -> str:
-    from neurondev.render.watch import watch_summary
-
-    return watch_summary(watch)
+        return save_model_explorer(self, output_folder(folder, what="save_model_explorer's folder", example="me/"))
 
 
-def watch_card(watch: Any) -> str:
-    from neurondev.render.watch import watch_card as html_card
+class WatchDisplay(WatchData):
+    """A Watch's displays: ``summary()``, the card (``_repr_html_``), ``save_html``, ``to_dict``/``to_json``."""
 
-    return html_card(watch)
+    def summary(self) -> str:
+        """What compiled, why, whether the loop reached a steady state, and the advice, in a few sentences."""
+        return watch_summary(self.record)
 
+    def _repr_html_(self) -> str:
+        return watch_card(self.record)
 
-def watch_page(watch: Any) -> str:
-    from neurondev.render.watch import watch_report
+    def save_html(self, path: str | Path) -> Path:
+        """Write the card as one self-contained page (inline SVG, no script)."""
+        path = output_file(path, what="save_html's path", example="watch.html")
+        path.write_text(watch_report(self.record), encoding="utf-8")
+        return path
 
-    return watch_report(watch)
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data: ``compiles``, ``steps`` and ``calls`` (rows as the tables have them), ``steady_state``,
+        ``advice`` ([{cause, text, file, line, code, where}]), ``summary``, the notes, ``raised``, ``seconds``."""
+        return plain(watch_dict(self.record))
 
-
-register(
-    summary=summary,
-    card=card,
-    page=page,
-    explanation_json=explanation_json,
-    dot=dot,
-    svg=svg,
-    model_explorer_files=model_explorer_files,
-    plain=plain,
-    watch_summary=watch_text,
-    watch_card=watch_card,
-    watch_page=watch_page,
-)
+    def to_json(self, **options: Any) -> str:
+        return json.dumps(self.to_dict(), indent=options.pop("indent", 2), allow_nan=False, **options)

@@ -10,7 +10,7 @@ from neurondev.render.dot import DotOptions, graph_dot, side_by_side
 from neurondev.runs.run_records import RunRecord
 
 if TYPE_CHECKING:
-    from neurondev.report.model import Explanation, SectionKey
+    from neurondev.report.model import ExplanationData, SectionKey
 
 __all__ = ["CARD_SECONDS", "DRAW_SECONDS", "DrawBudget", "dot_of", "svg_or_reason"]
 
@@ -18,7 +18,7 @@ _WHICH = ("before", "after")
 
 
 def dot_of(
-    explanation: Explanation, which: str, section: int | SectionKey, *, full: bool = False, radius: int = 2, level: str = "nodes"
+    explanation: ExplanationData, which: str, section: int | SectionKey, *, full: bool = False, radius: int = 2, level: str = "nodes"
 ) -> str:
     """DOT text of one section's graph before (pins marked) or after (rewrites marked) the pass, with its run."""
     if which not in _WHICH:
@@ -64,7 +64,7 @@ class DrawBudget:
 
 
 def svg_or_reason(
-    explanation: Explanation, which: str, section: int | SectionKey, *, budget: DrawBudget | None = None, **options: Any
+    explanation: ExplanationData, which: str, section: int | SectionKey, *, budget: DrawBudget | None = None, **options: Any
 ) -> tuple[str | None, str | None]:
     """(svg, None); (svg, what was drawn instead) when the focus view took longer than its time and
     the coarser module view was drawn; or (None, why nothing could be drawn: no dot, or no time left)."""
@@ -88,7 +88,7 @@ def svg_or_reason(
     return coarse, "the focus view took longer than its drawing time: drawn module by module instead"
 
 
-def _no_time(explanation: Explanation, section: int | SectionKey, budget: DrawBudget) -> str:
+def _no_time(explanation: ExplanationData, section: int | SectionKey, budget: DrawBudget) -> str:
     nodes = explanation.section(section).nodes
     return (
         f"not drawn within the card's drawing time ({budget.seconds:g} s; {nodes} nodes): ex.svg('before', {section!r}) draws it "

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from neurondev.render.drawing import DrawBudget, svg_or_reason
-from neurondev.render.text import after_text, before_text, first_difference_text, pins_text, program_text, specialised_text
+from neurondev.render.text import after_text, before_text, first_difference_text, pins_text, program_text, specialised_text, summary
 from neurondev.report.advice import LIBRARY_NOTE, short_fix
 from neurondev.runs.run_records import RunRecord
 from neurondev.trace.source import SourceLine, is_user_file
@@ -16,7 +16,7 @@ from neurondev.trace.source import SourceLine, is_user_file
 if TYPE_CHECKING:
     from neurondev.fx.pins import DevicePin
     from neurondev.report.fixes.records import Fix
-    from neurondev.report.model import Explanation, Section
+    from neurondev.report.model import ExplanationData, Section
     from neurondev.report.verdicts import Verdict
     from neurondev.runs.program_records import ProgramRun
 
@@ -73,7 +73,7 @@ def _where(source: SourceLine | None) -> str:
     return source.where if source is not None else "—"
 
 
-def _headline(explanation: Explanation) -> str:
+def _headline(explanation: ExplanationData) -> str:
     verdicts = (explanation.rewrite_preserves_values, explanation.graphs_match_cpu)
     before, after = explanation.totals("before"), explanation.totals("after")
     stops = lambda totals: totals.graph_breaks or totals.host_copies or totals.fallbacks or totals.failures  # noqa: E731
@@ -89,7 +89,7 @@ def _headline(explanation: Explanation) -> str:
     )
 
 
-def program_panel(explanation: Explanation) -> str:
+def program_panel(explanation: ExplanationData) -> str:
     """'Your program on XLA' (or on the native device): the function under torch.compile, as written and rewritten, side by side."""
     programs = explanation.program
     place = explanation.place
@@ -146,7 +146,7 @@ _NATIVE_PROGRAM_ROWS: list[tuple[str, Callable[[ProgramRun], str]]] = [
 ]
 
 
-def _runtime(explanation: Explanation) -> str:
+def _runtime(explanation: ExplanationData) -> str:
     info = explanation.runtime
     if not info:
         return f'<p class="nd-muted">Target {_e(explanation.target)}; not run: {_e(explanation.skipped)}</p>'
@@ -157,7 +157,7 @@ def _runtime(explanation: Explanation) -> str:
     )
 
 
-def _pin_table(explanation: Explanation, section: Section) -> str:
+def _pin_table(explanation: ExplanationData, section: Section) -> str:
     """One row per source line and advice (with a count), the full list of pins behind a disclosure;
     the backend advice for library code said once, under the table."""
     if not section.pins:
@@ -176,7 +176,7 @@ def _pin_table(explanation: Explanation, section: Section) -> str:
     return f'<table class="nd-pins">{head}{rows}</table>' + note + _every_pin(section.pins)
 
 
-def _instead(explanation: Explanation, pin: DevicePin) -> str:
+def _instead(explanation: ExplanationData, pin: DevicePin) -> str:
     """A short phrase: the fix of the pin's line (and whether it is verified), or what to do instead."""
     if pin.source is not None and not is_user_file(pin.file):
         return "library code: see below"
@@ -188,7 +188,7 @@ def _instead(explanation: Explanation, pin: DevicePin) -> str:
     return f"{fix.advice} ({fix.status})"
 
 
-def _fixes(explanation: Explanation) -> str:
+def _fixes(explanation: ExplanationData) -> str:
     """Per statement of the user's code: a small diff (as written over fixed), its line and verdict beside it."""
     if not explanation.fixes:
         return ""
@@ -266,7 +266,7 @@ def _cpu_kernels(section: Section) -> str:
     )
 
 
-def _graphs(explanation: Explanation, section: Section, budget: DrawBudget) -> str:
+def _graphs(explanation: ExplanationData, section: Section, budget: DrawBudget) -> str:
     figures = []
     for which, caption in (("before", "before: pins orange, breaks red"), ("after", "after: rewritten blue")):
         svg, reason = svg_or_reason(explanation, which, section.key, budget=budget)
@@ -347,7 +347,7 @@ def code_diff(before: str, after: str) -> str:
     return '<pre class="nd-diff">' + ("\n".join(lines) or "(no change)") + "</pre>"
 
 
-def _totals(explanation: Explanation) -> str:
+def _totals(explanation: ExplanationData) -> str:
     """Sums over the graphs, when there are several and they ran."""
     if len(explanation.sections) < 2 or explanation.skipped:
         return ""
@@ -356,7 +356,7 @@ def _totals(explanation: Explanation) -> str:
     return f'<h4>Totals over {len(explanation.sections)} graphs</h4><table class="nd-totals"><tr><th></th><th>before</th><th>after</th></tr>{rows}</table>'
 
 
-def _dynamo_breaks(explanation: Explanation) -> str:
+def _dynamo_breaks(explanation: ExplanationData) -> str:
     breaks = explanation.capture.dynamo_breaks
     if not breaks:
         return ""
@@ -367,7 +367,7 @@ def _dynamo_breaks(explanation: Explanation) -> str:
     return f"<h4>Dynamo's own graph breaks ({len(breaks)})</h4><table><tr><th>line</th><th>code</th><th>reason</th></tr>{rows}</table>"
 
 
-def _native(explanation: Explanation) -> str:
+def _native(explanation: ExplanationData) -> str:
     """The native trace: device-specialised lines, graphs in one trace only, rewritten/native time."""
     if explanation.traces_skipped:
         return f'<h4>Traced natively on {_e(explanation.place)}</h4><p class="nd-note">Not traced: {_e(explanation.traces_skipped)}</p>'
@@ -395,11 +395,11 @@ def _native(explanation: Explanation) -> str:
     return "".join(parts)
 
 
-def _notes(explanation: Explanation) -> str:
+def _notes(explanation: ExplanationData) -> str:
     return "".join(f'<p class="nd-note">Note: {_e(n)}</p>' for n in explanation.notes)
 
 
-def _section(explanation: Explanation, section: Section, budget: DrawBudget) -> str:
+def _section(explanation: ExplanationData, section: Section, budget: DrawBudget) -> str:
     return (
         f"<h4>{_e(section.label.capitalize())} ({section.nodes} nodes, {len(section.pins)} pin(s))</h4>"
         + _pin_table(explanation, section)
@@ -421,12 +421,12 @@ def _seed_scenario(place: str) -> str:
     )
 
 
-def card(explanation: Explanation) -> str:
+def card(explanation: ExplanationData) -> str:
     """The notebook card: headline, runtime, per graph the pins, both graphs, metrics and code diff."""
     budget = DrawBudget()  # every drawing of the card together: a card of many graphs never blocks a notebook for long
     sections = "".join(_section(explanation, s, budget) for s in explanation.sections)
     if not explanation.sections:
-        sections = f'<p class="nd-note">{_e(explanation.summary())}</p>'
+        sections = f'<p class="nd-note">{_e(summary(explanation))}</p>'
     return (
         f'<style>{CSS}</style><div class="neurondev-card"><h3>neurondev: {_e(explanation.name)}</h3>'
         + _headline(explanation)
@@ -443,7 +443,7 @@ def card(explanation: Explanation) -> str:
     )
 
 
-def report(explanation: Explanation) -> str:
+def report(explanation: ExplanationData) -> str:
     """One self-contained HTML page: the card, its CSS inline, no script, font or image from the network."""
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

@@ -1,4 +1,4 @@
-"""An Explanation as plain data (strict-JSON-ready): pins, rewrites, per-section run figures, breaks, errors."""
+"""An Explanation and a Watch as plain data (strict-JSON-ready): pins, rewrites, per-section run figures, breaks, errors; compiles, steps, advice."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from neurondev.report.advice import fix_for
 
 if TYPE_CHECKING:
     from neurondev.fx.pins import DevicePin
-    from neurondev.report.model import Explanation, Section
+    from neurondev.loops.record import WatchRecord
+    from neurondev.report.model import ExplanationData, Section
 
-__all__ = ["explanation_dict", "plain"]
+__all__ = ["explanation_dict", "plain", "watch_dict"]
 
 
 def plain(value: Any) -> Any:
@@ -60,7 +61,7 @@ def _section(section: Section) -> dict[str, Any]:
     )
 
 
-def explanation_dict(explanation: Explanation) -> dict[str, Any]:
+def explanation_dict(explanation: ExplanationData) -> dict[str, Any]:
     captured = explanation.capture
     return plain(
         {
@@ -88,3 +89,27 @@ def explanation_dict(explanation: Explanation) -> dict[str, Any]:
             "fixes": [fix.to_dict() for fix in explanation.fixes],
         }
     )
+
+
+def watch_dict(record: WatchRecord) -> dict[str, Any]:
+    """A watch's plain data: ``compiles``, ``steps`` and ``calls`` (rows as the tables have them), ``steady_state``,
+    ``advice`` ([{cause, text, file, line, code, where}]), ``summary``, the notes, ``raised``, ``seconds``."""
+    from neurondev.render.watch import watch_summary
+
+    raised = record.raised
+    return {
+        "compiles": [c.row() for c in record.compiles],
+        "steps": record.step_rows(),
+        "calls": record.call_rows(),
+        "steady_state": record.steady_state,
+        "reached_steady_state": record.reached_steady_state,
+        "keeps_compiling": record.steady.side,
+        "since_step": record.steady.since,
+        "advice": [a.to_dict() for a in record.advice],
+        "summary": watch_summary(record),
+        "xla_note": record.xla_note,
+        "analysis_note": record.analysis_note,
+        "native_note": record.native_note,
+        "raised": None if raised is None else {"exception": raised.exception, "message": raised.message, **raised.source_dict()},
+        "seconds": record.seconds,
+    }

@@ -31,7 +31,7 @@ from neurondev.fx.subgraphs import owner_of
 from neurondev.trace.source import source_of
 
 if TYPE_CHECKING:
-    from neurondev.report.model import Explanation, Section
+    from neurondev.report.model import ExplanationData, Section
     from neurondev.runs.run_records import RunRecord
 
 __all__ = ["OVERLAYS", "ModelExplorerFiles", "Opening", "graph_collection", "opening", "overlays", "save_model_explorer"]
@@ -125,7 +125,7 @@ def graph_id(section: Section, which: str) -> str:
     return f"{section.label} {which}"
 
 
-def graph_collection(explanation: Explanation) -> Any:
+def graph_collection(explanation: ExplanationData) -> Any:
     """A ``GraphCollection`` with the graph of every section before and after the pass."""
     builder, _ = _builders()
     graphs = [
@@ -164,7 +164,7 @@ def _namespace(node: torch.fx.Node) -> str:
     return module_path(node).replace(".", "/")
 
 
-def opening(explanation: Explanation) -> Opening:
+def opening(explanation: ExplanationData) -> Opening:
     """The first graph with a finding (a pin, else a graph break): its first pin selected (else its
     first break), the layers holding its pins and breaks expanded (at most ``_EXPANDED_AT_MOST``)."""
     for section in explanation.sections:
@@ -195,7 +195,7 @@ def _attributes(node: torch.fx.Node, pin: Any, rewrite: Any, record: RunRecord |
     return attrs
 
 
-def overlays(explanation: Explanation) -> dict[str, Any]:
+def overlays(explanation: ExplanationData) -> dict[str, Any]:
     """One ``ModelNodeData`` per overlay in ``OVERLAYS``, each with data for every graph."""
     _, data = _builders()
     result = {}
@@ -239,7 +239,7 @@ def _values(overlay: str, section: Section, which: str, record: RunRecord | None
     return {name: 1 if str(device).startswith(("xla", "('xla")) else 0 for name, device in record.node_devices.items()}
 
 
-def save_model_explorer(explanation: Explanation, folder: str | Path) -> ModelExplorerFiles:
+def save_model_explorer(explanation: ExplanationData, folder: str | Path) -> ModelExplorerFiles:
     """Write ``graphs.json`` and one ``overlay-<name>.json`` per overlay into ``folder`` (made if missing)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from neurondev.runs.run_records import GraphBreak, RunRecord
 
 if TYPE_CHECKING:
     from neurondev.fx.pins import DevicePin
-    from neurondev.report.model import Explanation
+    from neurondev.report.model import ExplanationData
 
 __all__ = [
     "after_text",
@@ -39,7 +40,7 @@ def _where(pin: DevicePin) -> str:
     return pin.source.where if pin.source else "unknown line"
 
 
-def pins_text(explanation: Explanation) -> str:
+def pins_text(explanation: ExplanationData) -> str:
     """'2 frozen device pin(s) (torch.empty at f.py:3, ...)', with unused pins and host values apart."""
     live = [pin for pin in explanation.pins if not pin.unused and not pin.output_transfer]
     parts = []
@@ -69,7 +70,7 @@ def _break_text(brk: GraphBreak) -> str:
     return f"{brk.node} forces an execution"
 
 
-def failure_text(records: list[RunRecord]) -> str | None:
+def failure_text(records: Sequence[RunRecord]) -> str | None:
     """'fails on xla:0 at node (file:line): first line of the error', for the first failed run."""
     failed = next((record for record in records if record.error is not None), None)
     if failed is None or failed.error is None:
@@ -80,13 +81,13 @@ def failure_text(records: list[RunRecord]) -> str | None:
     return f"fails on {failed.device} at {error.node} ({where}): {message}"
 
 
-def _uploads(records: list[RunRecord]) -> str:
+def _uploads(records: Sequence[RunRecord]) -> str:
     """'2 upload(s) of host data per call (table, steps)', or '' when the runs uploaded nothing per call."""
     nodes = [upload.node for record in records for upload in record.uploads]
     return f"{len(nodes)} upload(s) of host data per call ({', '.join(nodes[:_NAMED])})" if nodes else ""
 
 
-def _stops_text(records: list[RunRecord]) -> str:
+def _stops_text(records: Sequence[RunRecord]) -> str:
     """On a native device: '1 copy to the host (copy_ at f.py:4)', syncs and CPU fallbacks, with their lines."""
     copies = [c for r in records for c in r.host_copies]
     device = records[0].device if records else "the device"
@@ -105,7 +106,7 @@ def _stops_text(records: list[RunRecord]) -> str:
     return ", ".join(parts)
 
 
-def before_text(explanation: Explanation) -> str:
+def before_text(explanation: ExplanationData) -> str:
     if explanation.skipped:
         return f"not run ({explanation.skipped})"
     failure = failure_text(explanation.before)
@@ -124,7 +125,7 @@ def before_text(explanation: Explanation) -> str:
     return f"{len(breaks)} graph break(s) on {device} ({reasons})"
 
 
-def verdicts_text(explanation: Explanation) -> str:
+def verdicts_text(explanation: ExplanationData) -> str:
     """The two graph-level verdicts, each said once: the rewrite and the values, then XLA against CPU;
     with how many graphs were not compared, when some were not."""
     parts = []
@@ -141,7 +142,7 @@ def verdicts_text(explanation: Explanation) -> str:
     return "; ".join(parts) or "values not compared"
 
 
-def after_text(explanation: Explanation) -> str:
+def after_text(explanation: ExplanationData) -> str:
     if explanation.skipped:
         return f"After DeviceRewriterPass: {len(explanation.rewrites)} device argument(s) rewritten; not run"
     failure = failure_text(explanation.after)
@@ -162,12 +163,12 @@ def after_text(explanation: Explanation) -> str:
     return f"{text}; {verdicts_text(explanation)}"
 
 
-def headline(explanation: Explanation) -> str:
+def headline(explanation: ExplanationData) -> str:
     """'1 frozen device pin (...) -> 1 graph break on xla:0 (...)'"""
     return f"{pins_text(explanation)} -> {before_text(explanation)}"
 
 
-def program_text(explanation: Explanation) -> str:
+def program_text(explanation: ExplanationData) -> str:
     """'Your program on XLA (torch.compile): as written (openxla) ...; with the neurondev backend ...'"""
     programs = explanation.program
     place = explanation.place
@@ -182,7 +183,7 @@ def program_text(explanation: Explanation) -> str:
     return text + _host_cause(explanation)
 
 
-def _host_cause(explanation: Explanation) -> str:
+def _host_cause(explanation: ExplanationData) -> str:
     """'. SCALE (a global, on cpu) is read on the host there: ...' when a host value made the program fail."""
     failure = explanation.program.as_written.failure if explanation.program is not None else None
     if failure is None or failure.kind != "mixed devices at compile time" or not explanation.host_values:
@@ -193,7 +194,7 @@ def _host_cause(explanation: Explanation) -> str:
     return f". {value.origin} ({value.kind}, on {value.device}, used at {value.where}) stays on the host while your inputs are on {place}: {value.fix}"
 
 
-def specialised_text(explanation: Explanation) -> str:
+def specialised_text(explanation: ExplanationData) -> str:
     """' 2 line(s) ... traced differently on XLA ...: f.py:3, f.py:4; they change the values ...' or ''."""
     lines = explanation.device_specialised
     if not lines:
@@ -206,7 +207,7 @@ def specialised_text(explanation: Explanation) -> str:
     return text + "."
 
 
-def first_difference_text(explanation: Explanation) -> str:
+def first_difference_text(explanation: ExplanationData) -> str:
     """Where XLA first departs from CPU: a node of a graph, or none (then the code between graphs)."""
     first = explanation.first_difference
     if first is not None:
@@ -227,7 +228,7 @@ def first_difference_text(explanation: Explanation) -> str:
     return f" No node of the graphs differs when each runs on {explanation.place}: the difference is in {where}."
 
 
-def summary(explanation: Explanation) -> str:
+def summary(explanation: ExplanationData) -> str:
     """Your program on XLA first; then the graphs traced on CPU and moved to XLA (the headline and the
     after line), dynamo's split, the lines traced differently on XLA, where XLA first differs, the fixes."""
     if not explanation.sections:
@@ -242,7 +243,7 @@ def summary(explanation: Explanation) -> str:
     return text + fixes_text(explanation)
 
 
-def fixes_text(explanation: Explanation) -> str:
+def fixes_text(explanation: ExplanationData) -> str:
     """' Fixes: 2 verified (model.py:12, model.py:20), 1 with no spelling.' or ''."""
     if not explanation.fixes:
         return ""

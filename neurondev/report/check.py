@@ -12,7 +12,7 @@ import torch
 
 from neurondev.errors import DevicePinsError, InvalidOptionError
 from neurondev.report.advice import fallback_advice, fix_for
-from neurondev.report.model import Explanation
+from neurondev.report.model import ExplanationData
 from neurondev.report.options import ExplainOptions, default, refuse_shadowing, value_of
 from neurondev.report.pipeline import explain, explain_with
 from neurondev.trace.capture import check_inputs
@@ -49,7 +49,7 @@ class Finding(Located):
         return {"kind": self.kind, "node": self.node, "function": self.function, **source, "detail": self.detail, "fix": self.fix}
 
 
-def findings_of(explanation: Explanation) -> list[Finding]:
+def findings_of(explanation: ExplanationData) -> list[Finding]:
     """Every pin that costs something (unused pins and results handed back at the end are not
     findings), every host value and CPU kernel, and every device-specialised line of the native trace."""
     found = [
@@ -103,7 +103,7 @@ _PROGRAM_FIXES = {
 }
 
 
-def _program_findings(explanation: Explanation) -> list[Finding]:
+def _program_findings(explanation: ExplanationData) -> list[Finding]:
     """Your program failing on XLA as written, and, where the fix would not mend it, rewritten too."""
     programs = explanation.program
     if programs is None:
@@ -136,7 +136,7 @@ def check(
     program: bool = default(False),
     fallbacks: str = default("ignore"),
     **kwargs: Any,
-) -> Explanation:
+) -> ExplanationData:
     """Raise DevicePinsError (an AssertionError too) listing every pin, host value, CPU kernel and
     device-specialised line of ``fn(*args, **kwargs)`` not in ``allow``; return the Explanation when there is none.
 
@@ -191,7 +191,7 @@ def _strict(fallbacks: Any) -> bool:
     return fallbacks == "error"
 
 
-def fallback_findings(explanation: Explanation) -> list[Finding]:
+def fallback_findings(explanation: ExplanationData) -> list[Finding]:
     """Every op that fell back to the CPU while the program ran on the device, one finding per op and line
     (a program that did not run there cannot be checked: that is a finding too)."""
     if explanation.program is None:
@@ -224,7 +224,7 @@ def _rules(allow: Any) -> list[str]:
     return [spelling for rule in rules for spelling in _spellings(rule)]
 
 
-def _suggestion(explanation: Explanation, finding: Finding) -> str:
+def _suggestion(explanation: ExplanationData, finding: Finding) -> str:
     """The verified fixed statement of a pin's line, to paste; or why there is none."""
     if finding.kind != "pin" or finding.source is None:
         return ""
@@ -255,7 +255,7 @@ _HEADINGS = {
 }
 
 
-def _message(explanation: Explanation, findings: list[Finding], *, suggest: bool = False) -> str:
+def _message(explanation: ExplanationData, findings: list[Finding], *, suggest: bool = False) -> str:
     parts = []
     for kind, heading in _HEADINGS.items():
         of_kind = [f for f in findings if f.kind == kind]

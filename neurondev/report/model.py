@@ -1,26 +1,23 @@
-"""The result of explain: sections keyed by (graph, part), run totals, and the frozen Explanation itself.
+"""What explain found, as data: sections keyed by (graph, part), run totals, and ExplanationData itself.
 
 Everything here is set once by the pipeline (``neurondev.report.pipeline``) and never written to
-afterwards; tables, cards, DOT, JSON and files are computed from it on display or save. This model
-knows no viewer: its display and save methods call the views the renderers registered
-(``neurondev._views``), and ``rerun`` calls the pipeline the result was handed (``rerunner``).
+afterwards. This is data and what derives from it (properties, tables); the displays are added by
+the layers above (``render.display``, ``notebook.interactive``) and the public ``neurondev.Explanation``
+is composed in ``neurondev.results``. ``rerun`` calls the pipeline the data was handed (``rerunner``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Self
 
 import torch
 import torch.fx
 
-from neurondev._paths import output_file, output_folder, serving_port
-from neurondev._views import view
 from neurondev.errors import InvalidOptionError, InvalidSubjectError
 from neurondev.fx.kernels import CpuKernel
 from neurondev.fx.pins import DevicePin, pin_table
@@ -34,12 +31,7 @@ from neurondev.runs.traces import LineDifference, TraceComparison
 from neurondev.trace.capture import Capture
 from neurondev.trace.inputs import HostValue
 
-if TYPE_CHECKING:
-    from neurondev.notebook.explorer import Explorer
-    from neurondev.notebook.explorer_server import ModelExplorerServer
-    from neurondev.render.model_explorer import ModelExplorerFiles
-
-__all__ = ["PARTS", "Explanation", "NativeTiming", "Section", "SectionKey", "Totals", "all_of"]
+__all__ = ["PARTS", "ExplanationData", "NativeTiming", "Section", "SectionKey", "Totals", "all_of"]
 
 PARTS = ("whole", "forward", "backward")
 _WHICH = ("before", "after")
@@ -69,7 +61,7 @@ class NativeTiming:
         return self.rewritten / self.native
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class Section:
     """One graph: as traced (``traced``) and after DeviceRewriterPass (``rewritten``), its pins and
     rewrites, its runs on the XLA device before and after the pass, and the values verdict.
@@ -80,6 +72,7 @@ class Section:
     it, same device, same seed: did the rewrite change the values?) and ``cpu_verdict`` (the run
     after the pass against the graph run eagerly on CPU: does XLA agree with CPU?).
     ``cpu_kernels`` are ATen kernels a CPU trace chose for the CPU (no rewrite changes them).
+    It holds graphs and tensors: two Sections are equal only when they are the same one.
     """
 
     key: SectionKey
@@ -124,7 +117,8 @@ class Totals:
     syncs: int = 0
 
     @classmethod
-    def of(cls, records: list[RunRecord]) -> Totals:
+    def of(cls, records: Iterable[RunRecord]) -> Totals:
+        records = tuple(records)
         return cls(
             graphs_run=len(records),
             graph_breaks=sum(len(r.graph_breaks) for r in records),
@@ -157,13 +151,13 @@ def all_of(verdicts: Iterable[Verdict | None]) -> bool | None:
     return True
 
 
-@dataclasses.dataclass(frozen=True)
-class Explanation:
-    """Everything ``neurondev.explain`` found, for a notebook, a terminal, a report or CI; set once.
+@dataclasses.dataclass(frozen=True, eq=False)
+class ExplanationData:
+    """Everything ``neurondev.explain`` found, as data, set once (the displays are the layers' above:
+    ``neurondev.Explanation`` adds them). It holds graphs and tensors: equal only to itself.
 
-    Display it in Jupyter for the card; ``summary()`` for a terminal; ``pin_table()`` for the pins
-    as a DataFrame; ``save_html(path)`` for a report that opens offline; ``to_dict()``/``to_json()``
-    for machines; ``explore()`` for the widget. Two scenarios, kept apart: ``program`` is your
+    ``pin_table()`` lists the pins as a DataFrame, ``fallback_table()`` the ops that fell back to the
+    CPU, ``totals("before")`` sums the runs. Two scenarios, kept apart: ``program`` is your
     whole function under ``torch.compile`` on XLA, as written (openxla) and rewritten (the neurondev
     backend), ``program_skipped`` says why it was not run; ``before``/``after`` hold one RunRecord
     per graph traced on CPU and moved to XLA (a backend's view, the seed's scenario), empty when
@@ -186,7 +180,11 @@ class Explanation:
     fixes: tuple[Fix, ...] = ()
     program: Programs | None = None
     program_skipped: str | None = None
-    rerunner: Callable[..., Explanation] | None = dataclasses.field(default=None, repr=False, compare=False)
+    rerunner: Callable[..., ExplanationData] | None = dataclasses.field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:  # read-only mappings, whatever the caller passed
+        for name in ("runtime", "stage_seconds"):
+            object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
 
     # --- derived views ------------------------------------------------------------------------
     @property
@@ -260,14 +258,14 @@ class Explanation:
         return tuple(rewrite for section in self.sections for rewrite in section.rewrites)
 
     @property
-    def before(self) -> list[RunRecord]:
+    def before(self) -> tuple[RunRecord, ...]:
         """The runs before the pass, one per section that ran."""
-        return [s.before for s in self.sections if s.before is not None]
+        return tuple(s.before for s in self.sections if s.before is not None)
 
     @property
-    def after(self) -> list[RunRecord]:
+    def after(self) -> tuple[RunRecord, ...]:
         """The runs after the pass, one per section that ran."""
-        return [s.after for s in self.sections if s.after is not None]
+        return tuple(s.after for s in self.sections if s.after is not None)
 
     @property
     def rewrite_preserves_values(self) -> bool | None:
@@ -361,65 +359,21 @@ class Explanation:
             raise InvalidOptionError(f"which is 'before' or 'after', got {which!r}")
         return Totals.of(self.before if which == "before" else self.after)
 
-    # --- views, computed on demand (by the renderers registered with neurondev._views: this record imports none)
-    def summary(self) -> str:
-        return str(view("summary")(self))
-
     def __repr__(self) -> str:
         pins, graphs = len(self.pins), len(self.sections)
         ran = f"{len(self.before)} graph(s) run" if not self.skipped else f"not run: {self.skipped}"
         return f"<Explanation of {self.name}: {pins} device pin(s) in {graphs} graph(s), {ran}>"
 
-    def _repr_html_(self) -> str:
-        return str(view("card")(self))
-
-    def save_html(self, path: str | Path) -> Path:
-        """Write the self-contained report (inline SVG and CSS, no script, nothing from the network)."""
-        path = output_file(path, what="save_html's path", example="report.html")
-        path.write_text(view("page")(self), encoding="utf-8")
-        return path
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(view("explanation_json")(self))
-
-    def to_json(self, **options: Any) -> str:
-        """Strict JSON (no NaN or Infinity literals): what ``to_dict()`` holds."""
-        return json.dumps(self.to_dict(), indent=options.pop("indent", 2), allow_nan=False, **options)
-
-    def to_dot(self, which: str = "before", section: int | SectionKey = 0, *, full: bool = False, radius: int = 2) -> str:
-        """DOT text of one section's graph ``before`` (pins marked) or ``after`` the pass (rewrites marked)."""
-        return str(view("dot")(self, which, section, full=full, radius=radius))
-
-    def svg(self, which: str = "before", section: int | SectionKey = 0, *, full: bool = False, radius: int = 2) -> str:
-        """SVG text of one section's graph; DotUnavailableError without a dot program."""
-        return str(view("svg")(self.to_dot(which, section, full=full, radius=radius)))
-
-    def save_svg(self, path: str | Path, which: str = "before", section: int | SectionKey = 0, **options: Any) -> Path:
-        path = output_file(path, what="save_svg's path", example="graph.svg")
-        path.write_text(self.svg(which, section, **options), encoding="utf-8")
-        return path
-
-    def save_model_explorer(self, folder: str | Path) -> ModelExplorerFiles:
-        """Write the graphs before and after the pass, and the overlays (pins, breaks, crossings, uploads,
-        fallbacks, devices, where XLA first differs), as Model Explorer files into ``folder``; needs ``neurondev[explorer]``."""
-        return view("model_explorer_files")(self, output_folder(folder, what="save_model_explorer's folder", example="me/"))
-
-    def model_explorer(self, folder: str | Path | None = None, *, port: int | None = None) -> ModelExplorerServer:
-        """Start Model Explorer (on loopback) with this Explanation's graphs; in a notebook it shows embedded."""
-        if port is not None:
-            serving_port(port)
-        if folder is not None:
-            folder = output_folder(folder, what="model_explorer's folder", example="me/")
-        return view("model_explorer")(self, folder, port=port)
-
-    def rerun(self, *, target: str | torch.device | None = None, on_step: Callable[[], None] | None = None) -> Explanation:
+    def rerun(self, *, target: str | torch.device | None = None, on_step: Callable[[], None] | None = None) -> ExplanationData:
         """A new Explanation of the same trace, rewritten for ``target`` (default: the same) and run again.
 
         This one is left as it is. ``on_step`` is called after each run (the explorer's progress bar).
         """
         if self.rerunner is None:
             raise InvalidOptionError("this Explanation was not made by explain: there is no pipeline to run it again")
-        return self.rerunner(self, target=self.target if target is None else target, on_step=on_step)
+        return type(self).of(self.rerunner(self, target=self.target if target is None else target, on_step=on_step))
 
-    def explore(self) -> Explorer:
-        return view("explore")(self)
+    @classmethod
+    def of(cls, data: ExplanationData) -> Self:
+        """This class holding ``data``'s fields (the public Explanation of what the pipeline made)."""
+        return data if type(data) is cls else cls(**{field.name: getattr(data, field.name) for field in dataclasses.fields(data)})

@@ -1,7 +1,7 @@
 """explain(): a pipeline of stages, each with a typed output passed forward, ending in a frozen Explanation.
 
 trace -> pins -> start the device -> fixes -> rewrite -> graph runs -> program runs -> native trace ->
-verdicts (and, where a graph differs, its first differing node) -> Explanation. The graph runs
+verdicts (and, where a graph differs, its first differing node) -> ExplanationData. The graph runs
 are the seed's scenario (a backend traced on CPU and moved the graph to the device); the program runs
 are the user's own function under torch.compile on the device (XLA, or a native PrivateUse1 device, each
 through its driver). A stage reads only what earlier stages
@@ -25,7 +25,7 @@ from neurondev.fx.pins import DevicePin, find_pins
 from neurondev.fx.subgraphs import subgraphs
 from neurondev.passes.device_rewriter import Rewrite, rewrite_copy
 from neurondev.report.fixes.records import Fix
-from neurondev.report.model import Explanation, NativeTiming, Section, SectionKey
+from neurondev.report.model import ExplanationData, NativeTiming, Section, SectionKey
 from neurondev.report.options import ExplainOptions, default, refuse_shadowing
 from neurondev.report.progress import Stages
 from neurondev.report.verdicts import Verdict, cpu_verdict, random_reason, rewrite_verdict
@@ -162,7 +162,7 @@ def explain(
     return _explain(fn, options, (args, kwargs))
 
 
-def rerun(explanation: Explanation, *, target: str | torch.device, on_step: Callable[[], None] | None = None) -> Explanation:
+def rerun(explanation: ExplanationData, *, target: str | torch.device, on_step: Callable[[], None] | None = None) -> ExplanationData:
     """The graph stages after the trace again, for ``target``: a new Explanation from the same graphs.
     ``target`` is checked as explain checks it. The program runs are the original's (they compile
     the user's function, which an Explanation does not hold)."""
@@ -183,12 +183,12 @@ def rerun(explanation: Explanation, *, target: str | torch.device, on_step: Call
     return _assemble(explanation.capture, rewritten, runs, program, native, verdicts, options, stages, explanation.fixes)
 
 
-def explain_with(fn: Callable[..., Any], args: tuple, kwargs: dict, options: ExplainOptions) -> Explanation:
+def explain_with(fn: Callable[..., Any], args: tuple, kwargs: dict, options: ExplainOptions) -> ExplanationData:
     """explain with options made elsewhere (check's: no graph runs, the program only when asked)."""
     return _explain(fn, options, (args, kwargs))
 
 
-def _explain(subject: Any, options: ExplainOptions, call: tuple[tuple, dict] | None) -> Explanation:
+def _explain(subject: Any, options: ExplainOptions, call: tuple[tuple, dict] | None) -> ExplanationData:
     """The whole pipeline; ``call`` is (args, kwargs) of ``subject`` (a function), None for a Capture."""
     xla = options.run or options.program or options.native or options.fixes  # check(native=False) is a CPU trace alone
     names = (
@@ -522,9 +522,9 @@ def _assemble(
     options: ExplainOptions,
     stages: Stages,
     fixes: tuple[Fix, ...] = (),
-) -> Explanation:
+) -> ExplanationData:
     sections = tuple(_section(graph, runs, native, verdicts) for graph in rewritten)
-    return Explanation(
+    return ExplanationData(
         name=captured.name,
         target=options.target,
         level=options.level,

@@ -8,6 +8,7 @@ import re
 
 import pytest
 import torch
+from torch.utils._pytree import tree_leaves
 
 import neurondev
 from neurondev import examples, testing
@@ -53,11 +54,41 @@ def test_an_explanation_cannot_be_written_to_after_it_is_built(seed_ex):
         seed_ex.runtime["device"] = "elsewhere"
 
 
+def fingerprint(explanation) -> list:
+    """What displaying could change behind a record's back: each graph's code and node devices, and a
+    checksum of every tensor it holds (inputs, outputs, captured values)."""
+
+    def devices(gm):
+        return [(n.name, str(n.kwargs.get("device")), str(getattr(n.meta.get("val"), "device", None))) for n in gm.graph.nodes]
+
+    def checksums(value):
+        return [(str(t.device), t.dtype, float(t.detach().double().sum().cpu())) for t in tree_leaves(value) if isinstance(t, torch.Tensor)]
+
+    graphs = [gm for s in explanation.sections for gm in (s.traced, s.rewritten)] + list(explanation.capture.graphs)
+    records = [r for r in (*explanation.before, *explanation.after)]
+    return [
+        [(gm.code, devices(gm)) for gm in graphs],
+        checksums([s.inputs for s in explanation.sections]),
+        checksums([r.outputs for r in records]),
+        checksums((explanation.capture.example_inputs, explanation.capture.output)),
+        [dataclasses.fields(explanation)[i].name for i in range(len(dataclasses.fields(explanation)))],
+    ]
+
+
 def test_displaying_the_card_twice_changes_nothing_in_the_explanation(seed_ex):
-    fields = {f.name: getattr(seed_ex, f.name) for f in dataclasses.fields(seed_ex)}
+    before = fingerprint(seed_ex)
     first, second = seed_ex._repr_html_(), seed_ex._repr_html_()
+    seed_ex.summary(), seed_ex.to_json(), seed_ex.to_dot("after"), seed_ex.explore()
     assert first == second
-    assert {f.name: getattr(seed_ex, f.name) for f in dataclasses.fields(seed_ex)} == fields
+    assert fingerprint(seed_ex) == before
+    node = next(iter(seed_ex.sections[0].rewritten.graph.nodes))
+    kept = node.meta.get("val")
+    node.meta["val"] = torch.zeros(1, device="meta")  # a display that moved a value would fail the check
+    try:
+        assert fingerprint(seed_ex) != before
+    finally:
+        node.meta["val"] = kept
+    assert fingerprint(seed_ex) == before
 
 
 def test_the_summary_is_the_headline_a_terminal_shows(seed_ex):
@@ -141,7 +172,7 @@ def test_progress_goes_to_stderr_per_stage_unless_quiet(capsys):
 def test_run_false_still_finds_rewrites_and_draws_and_says_why_no_run():
     fn, args, _ = examples.get("seed").build()
     ex = neurondev.explain(fn, *args, run=False, quiet=True)
-    assert ex.before == [] and ex.after == [] and ex.skipped.startswith("run=False")
+    assert ex.before == () and ex.after == () and ex.skipped.startswith("run=False")
     assert len(ex.rewrites) == 1 and ex.rewrite_preserves_values is None and ex.xla_matches_cpu is None
     assert "not run" in ex.summary() and ex._repr_html_().count("<svg") == 2
 
@@ -150,7 +181,7 @@ def test_rerun_returns_a_new_explanation_and_leaves_the_first_as_it_was():
     fn, args, _ = examples.get("seed").build()
     first = neurondev.explain(fn, *args, run=False, quiet=True)
     again = first.rerun(target="xla:0")
-    assert again is not first and first.before == [] and first.skipped.startswith("run=False")
+    assert again is not first and first.before == () and first.skipped.startswith("run=False")
     assert str(again.target) == "xla:0" and [r.new for r in again.rewrites] == [torch.device("xla", 0)]
     assert again.after[0].ok and again.runtime["device"] == "xla:0" and again.capture is first.capture
 

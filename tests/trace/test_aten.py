@@ -75,7 +75,7 @@ def test_rerun_of_an_aten_explanation_keeps_its_forward_and_backward(step):
     again = explanation.rerun(target="xla:0")
     assert [s.label for s in again.sections] == ["graph 0 forward", "graph 0 backward"]
     assert all(s.after.ok for s in again.sections) and str(again.target) == "xla:0"
-    assert explanation.before == [] and str(explanation.target) == "xla"  # the first one is as it was
+    assert explanation.before == () and str(explanation.target) == "xla"  # the first one is as it was
 
 
 @pytest.mark.xla

@@ -99,7 +99,7 @@ def test_without_torch_xla_everything_but_the_runs_works_and_a_run_says_how_to_i
     minor = ".".join(torch.__version__.split(".")[:2])
     assert f"pip install 'torch-xla=={minor}.*'" in lines[2]
     assert lines[3] == "False"
-    assert lines[4] == "1 1 [] []"  # explain: pins and rewrites, no runs, and why
+    assert lines[4] == "1 1 () ()"  # explain: pins and rewrites, no runs, and why
     assert lines[5].startswith("no XLA device: running on an XLA device needs torch_xla") and "pip install" in lines[5]
     assert lines[6] == "True"
 
