@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import weakref
+import operator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import torch
@@ -12,33 +13,63 @@ import torch.fx
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
 from neurondev.errors import InvalidOptionError, PassInvariantError
-from neurondev.fx.devices import Slot, device_nodes, device_slots, graph_module_of, parse_target, rewritten_by, slot_device
+from neurondev.fx.devices import Slot, device_nodes, graph_module_of, parse_target, rewritten_by, slot_device
 from neurondev.fx.graphs import copy_graph
 from neurondev.fx.subgraphs import subgraphs
 from neurondev.passes.fake_meta import refresh_meta
 
-__all__ = ["DeviceRewriterPass", "Rewrite", "RewriteResult", "rewrite_copy"]
+__all__ = ["DeviceRewriterPass", "Rewrite", "RewriteResult", "rewrite_copy", "rewrites_of"]
 
 log = logging.getLogger("neurondev")
-_met: weakref.WeakKeyDictionary[torch.fx.GraphModule, list[torch.fx.Node]] = weakref.WeakKeyDictionary()  # call -> ensures, per graph
+REWRITES_KEY = "neurondev_rewrites"  # graph_module.meta: every Rewrite the pass made in this graph, in order
 
 
 class RewriteResult(PassResult):
-    """torch.fx's ``PassResult(graph_module, modified)``, carrying what the pass did: ``rewrites`` (one
-    Rewrite per device argument changed) and ``meta_refreshed`` (node.meta's fake values propagated
-    again: True; not possible here, no XLA runtime: False; nothing rewritten: None)."""
+    """torch.fx's ``PassResult(graph_module, modified)``, an immutable named tuple, with two more fields:
+    ``rewrites`` (one Rewrite per device argument changed) and ``meta_refreshed`` (node.meta's fake values
+    propagated again: True; not possible here, no XLA runtime: False; nothing rewritten: None).
 
-    rewrites: tuple[Rewrite, ...]
-    meta_refreshed: bool | None
+    A value like torch.fx's: no attribute can be set, ``_replace`` keeps every field and ``==`` compares
+    them all. A ``PassManager`` hands back a plain ``PassResult``: the rewrites stay readable from the
+    graph itself (``rewrites_of(result.graph_module)``)."""
 
-    def __new__(cls, graph_module: torch.fx.GraphModule, modified: bool, rewrites: tuple = (), meta_refreshed: bool | None = None):
-        result = super().__new__(cls, graph_module, modified)
-        result.rewrites = tuple(rewrites)
-        result.meta_refreshed = meta_refreshed
-        return result
+    __slots__ = ()
+    _fields = ("graph_module", "modified", "rewrites", "meta_refreshed")  # type: ignore[assignment]  # torch.fx's two fields, and two more
+
+    def __new__(
+        cls, graph_module: torch.fx.GraphModule, modified: bool, rewrites: Iterable[Rewrite] = (), meta_refreshed: bool | None = None
+    ) -> RewriteResult:
+        return tuple.__new__(cls, (graph_module, modified, tuple(rewrites), meta_refreshed))
+
+    rewrites = property(operator.itemgetter(2), doc="One Rewrite per device argument changed.")
+    meta_refreshed = property(
+        operator.itemgetter(3), doc="node.meta propagated again (True), not possible here (False), or nothing to do (None)."
+    )
+
+    @classmethod
+    def _make(cls, iterable: Iterable[Any]) -> RewriteResult:  # type: ignore[override]  # four fields, not two
+        return cls(*iterable)
+
+    def _replace(self, **changes: Any) -> RewriteResult:
+        unknown = set(changes) - set(self._fields)
+        if unknown:
+            raise ValueError(f"RewriteResult has no field(s) {sorted(unknown)}: its fields are {list(self._fields)}")
+        return self._make(changes.get(name, value) for name, value in zip(self._fields, self))
+
+    def _asdict(self) -> dict[str, Any]:
+        return dict(zip(self._fields, self))
+
+    def __getnewargs__(self) -> tuple[Any, ...]:
+        return tuple(self)
 
     def __repr__(self) -> str:
         return f"RewriteResult(graph_module={type(self.graph_module).__name__}(), modified={self.modified}, rewrites={len(self.rewrites)})"
+
+
+def rewrites_of(graph_module: torch.fx.GraphModule) -> tuple[Rewrite, ...]:
+    """Every Rewrite DeviceRewriterPass made in ``graph_module`` (and the bodies it calls), read from the
+    graph: what a ``PassManager``'s plain ``PassResult`` no longer carries."""
+    return tuple(graph_module.meta.get(REWRITES_KEY, ()))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,6 +83,17 @@ class Rewrite:
     new: Any
     graph: int = 0
     part: str = "whole"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _Step:
+    """One node to rewrite: the graph (or body) it is in, its stale slots and the rewrites they become."""
+
+    graph_module: torch.fx.GraphModule
+    body: Any
+    node: torch.fx.Node
+    slots: tuple[Slot, ...]
+    rewrites: tuple[Rewrite, ...]
 
 
 class DeviceRewriterPass(PassBase):
@@ -83,10 +125,12 @@ class DeviceRewriterPass(PassBase):
     keeps the traced devices (making a value there could abort the process).
 
     The pass edits the GraphModule it is given (as a pass in a pipeline does; an ExportedProgram's
-    graph module likewise); use :func:`rewrite_copy` to keep the original. What it did is its result:
-    a ``RewriteResult`` (a ``PassResult``) with ``rewrites`` and ``meta_refreshed``; the pass holds no
-    state between calls, so it can run in a ``PassManager`` any number of times. ``ensures`` checks that
-    no device argument the pass rewrites is left. Whether a device argument is a pin, and whether the
+    graph module likewise); use :func:`rewrite_copy` to keep the original. ``plan(gm)`` says what it would
+    rewrite without touching the graph; ``call`` applies that plan. What it did is its result: a
+    ``RewriteResult`` (a ``PassResult`` named tuple) with ``rewrites`` and ``meta_refreshed``, and the graph
+    keeps its rewrites too (``rewrites_of(gm)``: a ``PassManager`` returns a plain PassResult). The pass holds
+    no state between calls, so it can run in a ``PassManager`` any number of times. ``ensures`` reads the
+    graph it is given again: no device argument the pass rewrites is left. Whether a device argument is a pin, and whether the
     pass rewrites it, is one rule (``neurondev.fx.devices.rewritten_by``), which the pin table's
     ``kwargs_pass`` and ``default_pass`` columns read too.
     """
@@ -117,47 +161,85 @@ class DeviceRewriterPass(PassBase):
         assert isinstance(result, RewriteResult)  # PassBase returns what call() returns
         return result
 
+    def plan(self, graph_module: torch.fx.GraphModule) -> tuple[Rewrite, ...]:
+        """What ``call`` would rewrite in ``graph_module`` and the bodies it calls, in order; the graph is not touched."""
+        return tuple(rewrite for step in self._steps(graph_module) for rewrite in step.rewrites)
+
     def call(self, graph_module: torch.fx.GraphModule) -> RewriteResult:
-        rewrites: list[Rewrite] = []
-        met: list[torch.fx.Node] = []
-        rewritten = self._rewrite_graph(graph_module, "", rewrites, met)
-        bodies = [(body, self._rewrite_graph(body.module, f"{body.name}.", rewrites, met)) for body in subgraphs(graph_module)]
-        _met[graph_module] = met
-        callers = {node for body, nodes in bodies if nodes for node in graph_module.graph.nodes if node.name in body.callers}
-        meta_refreshed = None
+        steps = self._steps(graph_module)
+        for step in steps:
+            self._apply(step)
+        rewrites = tuple(rewrite for step in steps for rewrite in step.rewrites)
+        meta_refreshed = self._refresh(graph_module, steps) if rewrites else None
         if rewrites:
-            refreshed = [refresh_meta(body.module, nodes, self.target) for body, nodes in bodies if nodes]
-            refreshed.append(refresh_meta(graph_module, [*rewritten, *callers], self.target))
-            meta_refreshed = all(result is not None for result in refreshed)
-            if not meta_refreshed:
-                log.info("DeviceRewriterPass: %s is not loaded here, node.meta keeps the traced devices", self.target.type)
-            for body, nodes in bodies:
-                if nodes:
-                    body.module.recompile()
-            graph_module.recompile()  # deferred to the first call on dynamo's lazy GraphModules
+            graph_module.meta[REWRITES_KEY] = rewrites_of(graph_module) + rewrites
             log.debug("DeviceRewriterPass rewrote %d device argument(s) to %s", len(rewrites), self.target)
-        return RewriteResult(graph_module, bool(rewrites), tuple(rewrites), meta_refreshed)
+        return RewriteResult(graph_module, bool(rewrites), rewrites, meta_refreshed)
 
     def ensures(self, graph_module: torch.fx.GraphModule) -> None:
-        """No device argument this pass rewrites is left (in the graph and in the bodies it calls). Only
-        nodes that had device arguments can hold one (the pass adds none): those ``call`` met are checked."""
-        for node in _met.pop(graph_module, ()):
-            if any(self._needs_rewrite(node, slot) for slot in device_slots(node, self.rewrite_positional)):
-                raise PassInvariantError(f"DeviceRewriterPass left a device argument to rewrite at node {node.name}: {node.format_node()}")
+        """No device argument this pass rewrites is left in ``graph_module`` or the bodies it calls (read again from the graph)."""
+        left = next(iter(self._steps(graph_module)), None)
+        if left is not None:
+            raise PassInvariantError(
+                f"DeviceRewriterPass left a device argument to rewrite at node {left.node.name}: {left.node.format_node()}"
+            )
 
-    def _rewrite_graph(
-        self, graph_module: torch.fx.GraphModule, prefix: str, rewrites: list[Rewrite], met: list[torch.fx.Node]
-    ) -> list[torch.fx.Node]:
-        """Rewrite one graph's nodes (``prefix`` names the body they are in); the nodes rewritten. ``met``
-        gets every node with a device argument (``ensures`` checks those)."""
-        rewritten = []
+    # --- the plan: which node, which slots, what they become ------------------------------------
+    def _steps(self, graph_module: torch.fx.GraphModule) -> list[_Step]:
+        steps = list(self._graph_steps(graph_module, None))
+        for body in subgraphs(graph_module):
+            steps += self._graph_steps(body.module, body)
+        return steps
+
+    def _graph_steps(self, graph_module: torch.fx.GraphModule, body: Any) -> Iterator[_Step]:
+        prefix = "" if body is None else f"{body.name}."
         for node, slots in device_nodes(graph_module.graph.nodes, self.rewrite_positional):
-            met.append(node)
-            stale = [slot for slot in slots if self._needs_rewrite(node, slot)]
+            stale = tuple(slot for slot in slots if self._needs_rewrite(node, slot))
             if stale:
-                self._rewrite(node, stale, prefix, rewrites)
-                rewritten.append(node)
-        return rewritten
+                yield _Step(graph_module, body, node, stale, self._rewrites(node, stale, prefix))
+
+    def _rewrites(self, node: torch.fx.Node, slots: tuple[Slot, ...], prefix: str) -> tuple[Rewrite, ...]:
+        if node.target is torch.device:  # one rewrite: type and index both come from the target
+            slot = slots[0]
+            new = self._new_value(slot) if slot.kind == "arg" else self.target.type
+            return (Rewrite(prefix + node.name, slot.location, slot.value, new),)
+        return tuple(Rewrite(prefix + node.name, slot.location, slot.value, self._new_value(slot)) for slot in slots)
+
+    # --- applying it ------------------------------------------------------------------------------
+    def _apply(self, step: _Step) -> None:
+        node = step.node
+        if node.target is torch.device:
+            self._rewrite_device_call(node, step.slots[0])
+            return
+        args, kwargs = list(node.args), dict(node.kwargs)
+        for slot, rewrite in zip(step.slots, step.rewrites):
+            if slot.kind == "kwarg":
+                kwargs["device"] = rewrite.new
+            elif slot.kind == "method":
+                node.target = "to"
+                args = [args[0], rewrite.new]
+                kwargs.pop("device", None)
+            else:
+                args[slot.position] = rewrite.new
+        node.args, node.kwargs = tuple(args), kwargs
+
+    def _refresh(self, graph_module: torch.fx.GraphModule, steps: list[_Step]) -> bool:
+        """Propagate node.meta's fake values again downstream of the rewritten nodes (and of the nodes
+        calling a rewritten body), then regenerate each changed graph's code."""
+        bodies: dict[int, tuple[Any, list[torch.fx.Node]]] = {}
+        top = [step.node for step in steps if step.body is None]
+        for step in steps:
+            if step.body is not None:
+                bodies.setdefault(id(step.body.module), (step.body, []))[1].append(step.node)
+        callers = [node for body, _ in bodies.values() for node in graph_module.graph.nodes if node.name in body.callers]
+        refreshed = [refresh_meta(body.module, nodes, self.target) for body, nodes in bodies.values()]
+        refreshed.append(refresh_meta(graph_module, [*top, *callers], self.target))
+        if not all(result is not None for result in refreshed):
+            log.info("DeviceRewriterPass: %s is not loaded here, node.meta keeps the traced devices", self.target.type)
+        for body, _ in bodies.values():
+            body.module.recompile()
+        graph_module.recompile()  # deferred to the first call on dynamo's lazy GraphModules
+        return all(result is not None for result in refreshed)
 
     def _needs_rewrite(self, node: torch.fx.Node, slot: Slot) -> bool:
         return rewritten_by(
@@ -170,36 +252,15 @@ class DeviceRewriterPass(PassBase):
             traced_on_meta=self.traced_on_meta,
         )
 
-    def _rewrite(self, node: torch.fx.Node, slots: list[Slot], prefix: str, rewrites: list[Rewrite]) -> None:
-        if node.target is torch.device:
-            rewrites.append(self._rewrite_device_call(node, slots[0], prefix))
-            return
-        args, kwargs = list(node.args), dict(node.kwargs)
-        for slot in slots:
-            new = self._new_value(slot)
-            if slot.kind == "kwarg":
-                kwargs["device"] = new
-            elif slot.kind == "method":
-                node.target = "to"
-                args = [args[0], new]
-                kwargs.pop("device", None)
-            else:
-                args[slot.position] = new
-            rewrites.append(Rewrite(prefix + node.name, slot.location, slot.value, new))
-        node.args, node.kwargs = tuple(args), kwargs
-
-    def _rewrite_device_call(self, node: torch.fx.Node, slot: Slot, prefix: str = "") -> Rewrite:
+    def _rewrite_device_call(self, node: torch.fx.Node, slot: Slot) -> None:
         """``torch.device('cuda', 1)`` / ``torch.device(type='cpu', index=0)``: type and index both
         come from the target, in the form the call was written in."""
-        new = self._new_value(slot)
         kwargs = {k: v for k, v in node.kwargs.items() if k not in ("type", "index")}
         if slot.kind == "arg":
-            node.args, node.kwargs = (new,), kwargs
+            node.args, node.kwargs = (self._new_value(slot),), kwargs
         else:  # torch.device(type='xla:0') is refused: the keyword form takes the index apart
-            new = self.target.type
             index = {} if self.target.index is None else {"index": self.target.index}
-            node.args, node.kwargs = (), {**kwargs, "type": new, **index}
-        return Rewrite(prefix + node.name, slot.location, slot.value, new)
+            node.args, node.kwargs = (), {**kwargs, "type": self.target.type, **index}
 
     def _new_value(self, slot: Slot) -> Any:
         if slot.kind == "type":

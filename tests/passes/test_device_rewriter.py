@@ -227,3 +227,54 @@ def test_the_result_carries_the_rewrites_so_a_pass_manager_running_it_again_read
     assert len(first.rewrites) == 7 and isinstance(first, PassResult)
     assert PassManager([pass_], steps=2)(gm).modified is False  # a second step finds nothing: the first result is unchanged
     assert len(first.rewrites) == 7
+
+
+def test_a_rewrite_result_is_a_value_like_torch_fx_pass_results():
+    gm = positional_graph()
+    result = DeviceRewriterPass()(gm)
+    assert isinstance(result, PassResult) and isinstance(result, tuple) and len(result) == 4
+    assert not hasattr(result, "__dict__")
+    with pytest.raises(AttributeError):
+        result.rewrites = ()
+    replaced = result._replace(modified=False)
+    assert replaced.rewrites == result.rewrites and replaced.meta_refreshed is result.meta_refreshed and replaced.modified is False
+    assert result != replaced and result == result._replace()  # == compares every field, the rewrites too
+    assert result != result._replace(rewrites=result.rewrites[:1])
+    assert result._asdict()["rewrites"] == result.rewrites
+    with pytest.raises(ValueError, match="no field"):
+        result._replace(rewrite=())
+    assert copy.copy(result) == result
+
+
+def test_the_rewrites_survive_a_pass_manager_as_part_of_the_graph():
+    from torch.fx.passes.infra.pass_manager import PassManager
+
+    from neurondev.passes.device_rewriter import rewrites_of
+
+    alone, managed = positional_graph(), positional_graph()
+    direct = DeviceRewriterPass()(alone)
+    through = PassManager([DeviceRewriterPass()])(managed)
+    assert type(through) is PassResult and through.modified  # the manager's own result: two fields
+    assert rewrites_of(through.graph_module) == direct.rewrites == rewrites_of(alone) and len(direct.rewrites) == 7
+    assert rewrites_of(positional_graph()) == ()
+
+
+def test_plan_is_pure_and_is_what_call_does():
+    gm = positional_graph()
+    code = gm.code
+    pass_ = DeviceRewriterPass()
+    planned = pass_.plan(gm)
+    assert gm.code == code and pass_.plan(gm) == planned and len(planned) == 7  # the graph is untouched
+    assert pass_(gm).rewrites == planned and pass_.plan(gm) == ()
+
+
+def test_ensures_reads_the_graph_it_is_given_even_when_called_alone():
+    from neurondev.errors import PassInvariantError
+
+    pass_ = DeviceRewriterPass()
+    pass_.ensures(torch.fx.GraphModule(torch.nn.Module(), torch.fx.Graph()))  # an empty graph holds nothing to rewrite
+    with pytest.raises(PassInvariantError, match="left a device argument"):
+        pass_.ensures(positional_graph())  # never rewritten: ensures alone finds its pins
+    done = positional_graph()
+    pass_(done)
+    pass_.ensures(done)
