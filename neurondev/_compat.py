@@ -7,9 +7,11 @@ in a hot loop, is named below: ``torch.fx.Node._args`` / ``._kwargs`` in ``fx/de
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -19,10 +21,17 @@ import torch.utils._pytree as _pytree
 __all__ = [
     "CHECKED_WITH",
     "DYNAMIC_MARKS",
+    "ENTER_AUTOCAST",
+    "dynamic_dims",
+    "has_pytree_spec",
+    "lifted_input_kind",
+    "lifted_input_name",
+    "lifted_state_attribute",
     "aot_autograd",
     "cache_entry_ids",
     "compilation_metrics",
     "compile_wrapper_code",
+    "own_code_state",
     "compile_attempts_class",
     "compiled_code_objects",
     "concrete",
@@ -81,6 +90,57 @@ DYNAMIC_MARKS = (
     "_dynamo_static_indices",
     "_dynamo_dynamic_range",
 )
+
+
+def dynamic_dims(marks: dict[str, Any]) -> list[int] | None:
+    """The dimensions ``torch._dynamo.mark_dynamic`` marked, from a tensor's ``DYNAMIC_MARKS``; None if unmarked."""
+    marked = marks.get("_dynamo_dynamic_indices")
+    return sorted(marked) if marked is not None else None
+
+
+# What dynamo writes into a graph for ``with torch.autocast(device_type=...)``.
+ENTER_AUTOCAST = torch.amp.autocast_mode._enter_autocast
+
+# How dynamo names the inputs it lifts: L_args_0_ / L_kwargs_x_ (arguments), ..._parameters_w_ /
+# ..._buffers_b_ (module state), G_<module>_TABLE (a global), L_fn_closure_0_cell_contents (a
+# closure cell), L_fn_table (an attribute of the traced callable).
+_ARGUMENTS = ("L_args_", "L_kwargs_")
+_MODULE_STATE = ("_parameters_", "_buffers_")
+_STATE = re.compile(r"_(?:parameters|buffers)_(?P<attribute>.+?)_?$")  # model.h[0].ln_1.weight: ..._modules_ln_1_parameters_weight_
+_INPUT = re.compile(r"^[lL]_(?P<name>.+?)_?$")
+
+
+def lifted_input_kind(target: str) -> str:
+    """Where a graph input dynamo lifted came from: 'argument', 'state' (a parameter or buffer),
+    'global', 'closure', 'attribute', or 'other'."""
+    if target.startswith(_ARGUMENTS):
+        return "argument"
+    if any(part in target for part in _MODULE_STATE):
+        return "state"
+    if target.startswith("G_"):
+        return "global"
+    if target.startswith("L_fn_closure_"):
+        return "closure"
+    if target.startswith("L_fn_"):
+        return "attribute"
+    return "other"
+
+
+def lifted_state_attribute(target: str) -> str | None:
+    """The attribute a lifted parameter or buffer input names (``weight``), None for other inputs."""
+    match = _STATE.search(target)
+    return match["attribute"] if match is not None else None
+
+
+def lifted_input_name(target: str) -> str | None:
+    """A lifted local input's name without dynamo's ``L_`` and trailing ``_`` (``args_0``, ``x``)."""
+    match = _INPUT.match(target)
+    return match["name"] if match is not None else None
+
+
+def has_pytree_spec(gm: torch.fx.GraphModule) -> bool:
+    """Whether ``gm`` flattens its inputs through a pytree spec (``_in_spec``, set by make_fx and export)."""
+    return getattr(gm, "_in_spec", None) is not None
 
 
 def concrete(value: Any) -> Any:
@@ -224,6 +284,26 @@ def source_name(node: torch.fx.Node) -> str | None:
 
 
 _IMPORTED = re.compile(r"__import_+(?P<module>\w+?)_*\.")  # a global read through its module: __import__config.SCALE
+
+
+@contextlib.contextmanager
+def own_code_state() -> Iterator[None]:
+    """Dynamo's automatic-dynamic memory (``torch._dynamo.pgo``'s code state, torch 2.9 to 2.15) empty inside
+    the block and given back as it was after it. Dynamo keys it by (file, first line, name) of each frame,
+    not by code object: without this, a trace of one shape after a trace of another made the second one's
+    graphs dynamic, and neurondev's runs of the user's frames would change what the user's own
+    ``torch.compile`` later decides."""
+    try:
+        import torch._dynamo.pgo as pgo
+    except ImportError:  # an older dynamo keeps frame state on the code object: nothing to isolate
+        yield
+        return
+    saved = (pgo._CODE_STATE, pgo._INIT_CODE_STATE)
+    pgo._CODE_STATE = collections.defaultdict(pgo.CodeState)
+    try:
+        yield
+    finally:
+        pgo._CODE_STATE, pgo._INIT_CODE_STATE = saved
 
 
 def compile_wrapper_code() -> Any:

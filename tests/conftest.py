@@ -2,17 +2,38 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
 import neurondev
 from neurondev import examples
 
+# Two workers share the machine's two cores: one intra-op thread each, for the workers and for the notebook
+# kernels and subprocesses they start (which inherit the variable), instead of four threads fighting for two.
+os.environ["OMP_NUM_THREADS"] = "1"
+torch.set_num_threads(1)
+
 
 @pytest.fixture(scope="session")
 def seed_capture():
     fn, args, kwargs = examples.get("seed").build()
     return neurondev.capture(fn, *args, **kwargs)
+
+
+@pytest.fixture(scope="session")
+def seed_explained():
+    """The seed explained with the defaults, once per worker: tests read it, none changes it (records are frozen)."""
+    fn, args, kwargs = examples.get("seed").build()
+    return neurondev.explain(fn, *args, **kwargs, quiet=True)
+
+
+@pytest.fixture(scope="session")
+def gpt2_explained(gpt2):
+    """The tiny GPT-2 explained with the defaults, once per worker (shared by the report, Model Explorer and browser tests)."""
+    model, args, kwargs = gpt2
+    return neurondev.explain(model, *args, **kwargs, quiet=True)
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,6 @@ import pytest
 import torch
 
 import neurondev
-from neurondev import examples
 
 pytestmark = pytest.mark.xla
 
@@ -39,10 +38,9 @@ def open_fields(record):
     return [f.name for f in dataclasses.fields(record) if isinstance(getattr(record, f.name), _OPEN)]
 
 
-@pytest.fixture(scope="module")
-def explanation():
-    fn, args, kwargs = examples.get("seed").build()
-    return neurondev.explain(fn, *args, **kwargs, quiet=True)
+@pytest.fixture()
+def explanation(seed_explained):
+    return seed_explained
 
 
 def test_every_record_of_an_explanation_is_frozen_and_holds_no_open_container(explanation):

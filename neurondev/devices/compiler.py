@@ -14,6 +14,7 @@ import torch.fx
 from neurondev._compat import source_name, tree_flatten, tree_unflatten
 from neurondev.fx.devices import parse_target
 from neurondev.passes.device_rewriter import DeviceRewriterPass
+from neurondev.trace.inputs import is_host_value
 
 __all__ = ["Placement", "backend", "host_results", "input_placement", "written_inputs"]
 
@@ -101,7 +102,7 @@ def input_placement(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Plac
     names = [source_name(node) or node.name for node in gm.graph.nodes if node.op == "placeholder"]
     tensors = [(i, name, value) for i, (name, value) in enumerate(zip(names, example_inputs)) if isinstance(value, torch.Tensor)]
     on_device = tuple(i for i, _, value in tensors if value.device.type not in _HOST)
-    host = [(i, f"{name} ({value.device})") for i, name, value in tensors if value.device.type == "cpu" and value.dim() > 0]
+    host = [(i, f"{name} ({value.device})") for i, name, value in tensors if is_host_value(value)]
     return Placement(on_device, tuple(i for i, _ in host), tuple(name for _, name in host))
 
 

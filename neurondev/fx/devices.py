@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 import torch
 import torch.fx
 
-from neurondev._compat import OpOverload, OpOverloadPacket, qualified_name
+from neurondev._compat import ENTER_AUTOCAST, OpOverload, OpOverloadPacket, qualified_name
 from neurondev.errors import InvalidSubjectError, InvalidTargetError
 
 __all__ = [
@@ -34,7 +34,7 @@ _TENSOR_TO = torch.Tensor.to
 _ATEN_TO = torch.ops.aten.to
 _ATEN_TO_COPY = torch.ops.aten._to_copy
 _DEVICE = torch.device
-_ENTER_AUTOCAST = torch.amp.autocast_mode._enter_autocast  # what dynamo writes for `with torch.autocast(device_type=...)`
+_ENTER_AUTOCAST = ENTER_AUTOCAST  # read in the pass's hot loop: a module global, from _compat
 _ASSERT_METADATA = getattr(torch.ops.aten, "_assert_tensor_metadata", None)
 
 

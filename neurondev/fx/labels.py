@@ -6,15 +6,13 @@ import re
 
 import torch.fx
 
+from neurondev._compat import lifted_input_name, lifted_state_attribute
 from neurondev.fx.devices import function_name
 from neurondev.fx.modules import module_path
 from neurondev.trace.source import source_of
 
 __all__ = ["node_label"]
 
-# dynamo's placeholder for model.h[0].ln_1.weight: L_fn_modules_h_modules_0_modules_ln_1_parameters_weight_
-_STATE = re.compile(r"_(?:parameters|buffers)_(?P<attribute>.+?)_?$")
-_INPUT = re.compile(r"^[lL]_(?P<name>.+?)_?$")
 _POSITIONAL = re.compile(r"^args_(?P<index>\d+)$")  # how neurondev's own call passes the inputs on
 
 
@@ -34,12 +32,12 @@ def node_label(node: torch.fx.Node) -> str:
 
 def _placeholder_label(node: torch.fx.Node) -> str:
     name = str(node.target)
-    state = _STATE.search(name)
-    if state is not None:
+    attribute = lifted_state_attribute(name)
+    if attribute is not None:
         owner = module_path(node)
-        return f"{owner}.{state['attribute']}" if owner else state["attribute"]
-    match = _INPUT.match(name)
-    if match is None:
+        return f"{owner}.{attribute}" if owner else attribute
+    local = lifted_input_name(name)
+    if local is None:
         return f"input {name}"
-    spelled = _POSITIONAL.sub(r"args[\g<index>]", match["name"]).removeprefix("kwargs_")
+    spelled = _POSITIONAL.sub(r"args[\g<index>]", local).removeprefix("kwargs_")
     return f"input {spelled}"

@@ -118,6 +118,13 @@ def _device_nodes_and_bodies(gm: torch.fx.GraphModule) -> Iterator[tuple[str, to
         yield from ((f"{body.name}.", node, slots) for node, slots in device_nodes(body.module.graph.nodes))
 
 
+def _kind(node: torch.fx.Node, slot: Slot, source: SourceLine | None) -> str:
+    """How the user's line made the pin: an assertion, or judge_kind on the argument that holds the device."""
+    if is_assertion(node):
+        return "assertion"
+    return judge_kind(source, slot.location, device_call=node.target is torch.device, autocast=slot.kind == "type")
+
+
 def _pin(
     node: torch.fx.Node,
     slot: Slot,
@@ -141,7 +148,7 @@ def _pin(
         location=slot.location,
         kwargs_pass=rule(positional=False, keep_host_outputs=False),
         default_pass=rule(positional=True, keep_host_outputs=True),
-        kind="assertion" if is_assertion(node) else judge_kind(source, slot.location, device_call=node.target is torch.device),
+        kind="assertion" if is_assertion(node) else _kind(node, slot, source),
         users=tuple(prefix + user.name for user in node.users),
         source=source,
         part=part,

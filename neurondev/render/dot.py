@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -22,12 +23,13 @@ from neurondev.fx.pins import DevicePin
 from neurondev.fx.subgraphs import owner_of
 from neurondev.passes.device_rewriter import Rewrite
 from neurondev.render.focus import FocusPlan, finding_signature, plan_focus
+from neurondev.render.sources import node_sources, source_drawn
 from neurondev.runs.run_records import RunRecord
-from neurondev.trace.source import source_of
+from neurondev.trace.source import SourceLine
 
 __all__ = ["FOCUS_THRESHOLD", "DotOptions", "graph_dot", "side_by_side"]
 
-_XLA, _CPU, _PIN, _BREAK, _REWRITTEN, _COLLAPSED = "#d9f2d9", "#dde4f0", "#ffd8a8", "#d62728", "#cfe3ff", "#f2f2f2"
+_DEVICE, _CPU, _PIN, _BREAK, _REWRITTEN, _COLLAPSED = "#d9f2d9", "#dde4f0", "#ffd8a8", "#d62728", "#cfe3ff", "#f2f2f2"
 FOCUS_THRESHOLD = 150
 _ARGS_CHARS = 36
 
@@ -49,11 +51,29 @@ def _escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def _first_device(device: Any) -> str:
-    """A node's device for colouring: its tensor's, or its first tensor's when it has several."""
-    if isinstance(device, tuple):
-        return device[0] if device else ""
-    return device or ""
+_ALWAYS_QUOTED = ("label", "color", "fillcolor")
+_BARE = re.compile(r"^[A-Za-z0-9_.]+$")
+
+
+def _attributes(**attrs: object) -> str:
+    """A DOT attribute list, every value escaped by ``_escape``: labels and colours quoted, other
+    values bare when they are plain words or numbers (``shape=box``, ``penwidth=3``), else quoted."""
+    parts = []
+    for key, value in attrs.items():
+        text = str(value)
+        bare = key not in _ALWAYS_QUOTED and _BARE.match(text) is not None
+        parts.append(f"{key}={text}" if bare else f'{key}="{_escape(text)}"')
+    return ", ".join(parts)
+
+
+def _node_statement(ident: str, **attrs: object) -> str:
+    """``  "ident" [label="...", ...];`` with the identifier and every attribute escaped."""
+    return f'  "{_escape(ident)}" [{_attributes(**attrs)}];'
+
+
+def _edge_statement(source: str, target: str, **attrs: object) -> str:
+    tail = f" [{_attributes(**attrs)}]" if attrs else ""
+    return f'  "{_escape(source)}" -> "{_escape(target)}"{tail};'
 
 
 def _constant_args(node: torch.fx.Node) -> str:
@@ -74,27 +94,32 @@ def _has_node(value: Any) -> bool:
 class _Marks:
     pins: dict[str, DevicePin]
     rewrites: dict[str, Rewrite]
-    devices: Mapping[str, Any]
+    devices: Mapping[str, str | None]
+    on_target: set[str]
     breaks: set[str]
     failed: str | None
     failure: str
     crossings: dict[tuple[str, str], Any]
     uploads: set[str] = dataclasses.field(default_factory=set)
     repeats: dict[str, int] = dataclasses.field(default_factory=dict)
+    sources: dict[str, SourceLine] = dataclasses.field(default_factory=dict)
 
 
 def _marks(gm: torch.fx.GraphModule, pins: Iterable[DevicePin], rewrites: Iterable[Rewrite], record: RunRecord | None) -> _Marks:
     """What to mark, by node name; a pin inside a body a higher-order op calls marks the node calling it."""
+    pins = tuple(pins)
     error = record.error if record is not None else None
     return _Marks(
         pins={owner: pin for pin in pins if (owner := owner_of(gm, pin.node)) is not None},
         rewrites={owner: r for r in rewrites if (owner := owner_of(gm, r.node)) is not None},
-        devices=record.node_devices if record is not None else {},
+        devices={name: record.device_of(name) for name in record.node_devices} if record is not None else {},
+        on_target={name for name in record.node_devices if record.on_target(name)} if record is not None else set(),
         breaks={b.node for b in record.graph_breaks} if record is not None else set(),
         failed=error.node if error is not None else None,
         failure=type(error.exception).__name__ if error is not None else "",
         crossings={(c.source, c.node): c for c in record.crossings} if record is not None else {},
         uploads={u.node for u in record.uploads} if record is not None else set(),
+        sources=node_sources(gm, pins, record),
     )
 
 
@@ -124,39 +149,34 @@ def _centre(marks: _Marks) -> set[str]:
 
 def _node_line(node: torch.fx.Node, prefix: str, marks: _Marks) -> str:
     name = node.name
-    label = name if node.op in ("placeholder", "output") else f"{name}\\n{_escape(function_name(node))}"
+    lines = [name] if node.op in ("placeholder", "output") else [name, function_name(node)]
     constants = _constant_args(node) if node.op not in ("placeholder", "output", "get_attr") else ""
-    if constants:
-        label += f"\\n{_escape(constants)}"
+    lines += [constants] if constants else []
     pin, rewrite = marks.pins.get(name), marks.rewrites.get(name)
-    if _mark_names(marks, name):
-        source = source_of(node)
-        label += f"\\nat {_escape(source.where)}" if source else ""
-    if name in marks.repeats:
-        label += f"\\n× {marks.repeats[name]} layers"
-    if pin is not None:
-        label += f"\\ndevice={_escape(str(pin.device))} ({pin.kind})"
-    if rewrite is not None:
-        label += f"\\nrewritten: {_escape(str(rewrite.old))} → {_escape(str(rewrite.new))}"
-    device = _first_device(marks.devices.get(name))
-    if device:
-        label += f"\\non {device}"
-    if name == marks.failed:
-        label += f"\\nFAILED: {_escape(marks.failure)}"
-    fill = _PIN if pin else _REWRITTEN if rewrite else _XLA if device.startswith("xla") else _CPU if device else "white"
-    style = "style=filled"
-    if name in marks.breaks or name == marks.failed:
-        style = f'style="filled,bold", color="{_BREAK}", penwidth=3'
+    source = source_drawn(node, marks.sources) if _mark_names(marks, name) else None
+    lines += [f"at {source.where}"] if source else []
+    lines += [f"× {marks.repeats[name]} layers"] if name in marks.repeats else []
+    lines += [f"device={pin.device} ({pin.kind})"] if pin is not None else []
+    lines += [f"rewritten: {rewrite.old} → {rewrite.new}"] if rewrite is not None else []
+    device = marks.devices.get(name) or ""
+    lines += [f"on {device}"] if device else []
+    lines += [f"FAILED: {marks.failure}"] if name == marks.failed else []
+    fill = _PIN if pin else _REWRITTEN if rewrite else _DEVICE if name in marks.on_target else _CPU if device else "white"
     shape = "ellipse" if node.op in ("placeholder", "output") else "octagon" if name == marks.failed else "box"
-    return f'  "{prefix}{name}" [label="{label}", shape={shape}, fillcolor="{fill}", {style}];'
+    if name in marks.breaks or name == marks.failed:
+        return _node_statement(
+            prefix + name, label="\n".join(lines), shape=shape, fillcolor=fill, style="filled,bold", color=_BREAK, penwidth=3
+        )
+    return _node_statement(prefix + name, label="\n".join(lines), shape=shape, fillcolor=fill, style="filled")
 
 
 def _edge_line(source: str, target: str, prefix: str, marks: _Marks) -> str:
     crossing = marks.crossings.get((source, target))
-    extra = ""
-    if crossing is not None:
-        extra = f' [color="{_BREAK}", penwidth=2, label="{crossing.from_device} → {crossing.to_device}"]'
-    return f'  "{prefix}{source}" -> "{prefix}{target}"{extra};'
+    if crossing is None:
+        return _edge_statement(prefix + source, prefix + target)
+    return _edge_statement(
+        prefix + source, prefix + target, color=_BREAK, penwidth=2, label=f"{crossing.from_device} → {crossing.to_device}"
+    )
 
 
 def graph_dot(
@@ -213,8 +233,8 @@ def _edges(nodes: list, plan: FocusPlan, prefix: str, marks: _Marks) -> list[str
 def _box_line(ident: str, label: str, members: list[torch.fx.Node], prefix: str) -> str:
     ops = collections.Counter(function_name(n) for n in members if n.op not in ("placeholder", "output"))
     common = ", ".join(f"{op} ×{count}" for op, count in ops.most_common(3))
-    text = _escape(label) + (f"\\n{_escape(common)}" if common else "")
-    return f'  "{prefix}{_escape(ident)}" [label="{text}", shape=box, style="filled,dashed", fillcolor="{_COLLAPSED}"];'
+    text = "\n".join([label, common] if common else [label])
+    return _node_statement(prefix + ident, label=text, shape="box", style="filled,dashed", fillcolor=_COLLAPSED)
 
 
 def _module_lines(nodes: list, prefix: str, marks: _Marks) -> list[str]:
@@ -230,14 +250,13 @@ def _module_lines(nodes: list, prefix: str, marks: _Marks) -> list[str]:
             {
                 f"{'+'.join(_mark_names(marks, n.name))} {function_name(n)} at {source.where}"
                 for n in members
-                if _mark_names(marks, n.name) and (source := source_of(n)) is not None
+                if _mark_names(marks, n.name) and (source := source_drawn(n, marks.sources)) is not None
             }
         )
-        label = f"{name}: {len(members)} node(s)" + "".join(f"\\n{_escape(f)}" for f in found[:12])
-        fill = _PIN if found else _COLLAPSED
-        lines.append(f'  "{prefix}{_escape(name)}" [label="{label}", shape=box, style=filled, fillcolor="{fill}"];')
+        label = "\n".join([f"{name}: {len(members)} node(s)", *found[:12]])
+        lines.append(_node_statement(prefix + name, label=label, shape="box", style="filled", fillcolor=_PIN if found else _COLLAPSED))
     edges = {(group_of[s.name], group_of[n.name]) for n in nodes for s in n.all_input_nodes if group_of[s.name] != group_of[n.name]}
-    return lines + [f'  "{prefix}{_escape(a)}" -> "{prefix}{_escape(b)}";' for a, b in sorted(edges)]
+    return lines + [_edge_statement(prefix + a, prefix + b) for a, b in sorted(edges)]
 
 
 def side_by_side(*clusters: str) -> str:

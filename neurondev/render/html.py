@@ -8,7 +8,16 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from neurondev.render.drawing import DrawBudget, svg_or_reason
-from neurondev.render.text import after_text, before_text, first_difference_text, pins_text, program_text, specialised_text, summary
+from neurondev.render.text import (
+    after_text,
+    before_text,
+    first_difference_text,
+    host_values_text,
+    pins_text,
+    program_text,
+    specialised_text,
+    summary,
+)
 from neurondev.report.advice import LIBRARY_NOTE, short_fix
 from neurondev.runs.run_records import RunRecord
 from neurondev.trace.source import SourceLine, is_user_file
@@ -236,7 +245,7 @@ def _every_pin(pins: tuple[DevicePin, ...]) -> str:
     return f'<details class="nd-all-pins"><summary>Every pin ({len(pins)})</summary><table>{head}{rows}</table></details>'
 
 
-def _host_values(section: Section) -> str:
+def _host_values(explanation: ExplanationData, section: Section) -> str:
     if not section.host_values:
         return ""
     rows = "".join(
@@ -245,11 +254,8 @@ def _host_values(section: Section) -> str:
         for value in section.host_values
     )
     head = "<tr><th>value</th><th>held in</th><th>used at</th><th>your code</th><th>write instead</th></tr>"
-    return (
-        f'<p class="nd-bad">{len(section.host_values)} host value(s): tensors read from outside the arguments and the '
-        "module's parameters and buffers. They stay on the CPU when the model moves to XLA (each call uploads them; "
-        f'torch.compile on XLA refuses them: two different devices).</p><table class="nd-host">{head}{rows}</table>'
-    )
+    text = host_values_text(explanation, len(section.host_values))
+    return f'<p class="nd-bad">{_e(text)}</p><table class="nd-host">{head}{rows}</table>'
 
 
 def _cpu_kernels(section: Section) -> str:
@@ -403,7 +409,7 @@ def _section(explanation: ExplanationData, section: Section, budget: DrawBudget)
     return (
         f"<h4>{_e(section.label.capitalize())} ({section.nodes} nodes, {len(section.pins)} pin(s))</h4>"
         + _pin_table(explanation, section)
-        + _host_values(section)
+        + _host_values(explanation, section)
         + _cpu_kernels(section)
         + _graphs(explanation, section, budget)
         + metrics_table(section)

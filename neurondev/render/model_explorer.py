@@ -28,7 +28,8 @@ from neurondev.fx.devices import function_name
 from neurondev.fx.labels import node_label
 from neurondev.fx.modules import module_path
 from neurondev.fx.subgraphs import owner_of
-from neurondev.trace.source import source_of
+from neurondev.render.sources import node_sources, source_drawn
+from neurondev.trace.source import SourceLine
 
 if TYPE_CHECKING:
     from neurondev.report.model import ExplanationData, Section
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = ["OVERLAYS", "ModelExplorerFiles", "Opening", "graph_collection", "opening", "overlays", "save_model_explorer"]
 
-OVERLAYS = ("pins", "graph breaks", "crossings", "uploads", "cpu fallbacks", "ran on xla", "first difference")
+OVERLAYS = ("pins", "graph breaks", "crossings", "uploads", "cpu fallbacks", "ran on the device", "first difference")
 _COLOURS = {
     "pins": "#ffb347",
     "graph breaks": "#d62728",
@@ -140,9 +141,10 @@ def _nodes(builder: Any, gm: torch.fx.GraphModule, section: Section, which: str)
     pins = {owner_of(gm, pin.node): pin for pin in section.pins} if which == "before" else {}
     rewrites = {owner_of(gm, r.node): r for r in section.rewrites} if which == "after" else {}
     record = section.before if which == "before" else section.after
+    sources = node_sources(gm, section.pins if which == "before" else (), record)
     nodes = []
     for node in gm.graph.nodes:
-        attrs = _attributes(node, pins.get(node.name), rewrites.get(node.name), record)
+        attrs = _attributes(node, pins.get(node.name), rewrites.get(node.name), record, source_drawn(node, sources))
         edges = [builder.IncomingEdge(sourceNodeId=source.name, targetNodeInputId=str(i)) for i, source in enumerate(node.all_input_nodes)]
         nodes.append(
             builder.GraphNode(
@@ -180,9 +182,8 @@ def opening(explanation: ExplanationData) -> Opening:
     return Opening()
 
 
-def _attributes(node: torch.fx.Node, pin: Any, rewrite: Any, record: RunRecord | None) -> dict[str, str]:
+def _attributes(node: torch.fx.Node, pin: Any, rewrite: Any, record: RunRecord | None, source: SourceLine | None) -> dict[str, str]:
     """What a person reads in Model Explorer's side panel: what the node calls, the user's line, the device."""
-    source = source_of(node)
     attrs = {"node": node.name, "op": node.op, "function": function_name(node), "module": module_path(node) or "(top)"}
     if source is not None:
         attrs.update({"line": source.where, "code": source.code})
@@ -190,8 +191,8 @@ def _attributes(node: torch.fx.Node, pin: Any, rewrite: Any, record: RunRecord |
         attrs["device pin"] = f"device={pin.device} ({pin.kind}, {pin.location})"
     if rewrite is not None:
         attrs["rewritten"] = f"{rewrite.old} -> {rewrite.new}"
-    if record is not None and node.name in record.node_devices:
-        attrs["ran on"] = str(record.node_devices[node.name])
+    if record is not None and record.device_of(node.name) is not None:
+        attrs["ran on"] = str(record.device_of(node.name))
     return attrs
 
 
@@ -213,8 +214,8 @@ def overlays(explanation: ExplanationData) -> dict[str, Any]:
 
 def _values(overlay: str, section: Section, which: str, record: RunRecord | None) -> dict[str, float]:
     """The overlay's number per node: a pin (or rewrite) 1; a break's executions and host transfers;
-    crossings in or out; transfers up; fallbacks; 1 for a node on XLA, 0 on the host; the max abs
-    error of the first node whose value on XLA differs from CPU. A pin inside a body a higher-order
+    crossings in or out; transfers up; fallbacks; 1 for a node on the target device, 0 on the host; the max abs
+    error of the first node whose value on the device differs from CPU. A pin inside a body a higher-order
     op calls marks the node that calls it."""
     if overlay == "pins":
         gm = section.traced if which == "before" else section.rewritten
@@ -236,7 +237,7 @@ def _values(overlay: str, section: Section, which: str, record: RunRecord | None
         return {u.node: u.transfers_to_device for u in record.uploads}
     if overlay == "cpu fallbacks":
         return dict(record.node_fallbacks)
-    return {name: 1 if str(device).startswith(("xla", "('xla")) else 0 for name, device in record.node_devices.items()}
+    return {name: 1 if record.on_target(name) else 0 for name in record.node_devices}
 
 
 def save_model_explorer(explanation: ExplanationData, folder: str | Path) -> ModelExplorerFiles:

@@ -18,6 +18,7 @@ __all__ = [
     "failure_text",
     "first_difference_text",
     "headline",
+    "host_values_text",
     "pins_text",
     "program_text",
     "specialised_text",
@@ -62,6 +63,27 @@ def pins_text(explanation: ExplanationData) -> str:
         named = ", ".join(f"{value.origin} at {value.where}" for value in values[:_NAMED])
         parts.append(f"{len(values)} host value(s) that stay on the CPU when the model moves to {explanation.place} ({named})")
     return "; ".join(parts)
+
+
+_REFUSED = ("mixed devices at compile time", "wrong device at run time")
+
+
+def host_values_text(explanation: ExplanationData, count: int) -> str:
+    """What the card says of ``count`` host values: they stay on the host, and what the user's
+    program run on the device showed of them (never a claim that run contradicts)."""
+    place = explanation.place
+    head = (
+        f"{count} host value(s): tensors read from outside the arguments and the module's parameters and buffers. "
+        f"They stay on the CPU when the model moves to {place}"
+    )
+    run = explanation.program.as_written if explanation.program is not None else None
+    if run is None:
+        return f"{head}: each call reads them from the host."
+    if run.failure is not None and run.failure.kind in _REFUSED:
+        return f"{head}: your program under torch.compile on {place} fails on them ({run.failure.kind} at {run.failure.where})."
+    if run.ok:
+        return f"{head}: your program under torch.compile on {place} runs, copying them to the device on every call."
+    return f"{head}: each call reads them from the host."
 
 
 def _break_text(brk: GraphBreak) -> str:

@@ -83,11 +83,6 @@ class Verdict:
         return text + measured + reason
 
 
-def _status(comparison: Comparison) -> str:
-    """The verdict's status is the comparison's own ('not compared' when nothing could be)."""
-    return comparison.status
-
-
 def random_reason(gm: torch.fx.GraphModule, names: set[str] | None, where: str) -> str | None:
     """'random node rand (f.py:3) ...' for the first random node (of ``names`` when given)."""
     drawn = [node for node in random_nodes(gm) if names is None or node.name in names]
@@ -104,7 +99,7 @@ def rewrite_verdict(traced: torch.fx.GraphModule, before: RunRecord, after: RunR
         return Verdict("rewrite", "not compared", reason=f"the rewritten graph failed at {after.error.node}")
     if before.error is not None:
         return Verdict("rewrite", "not compared", reason=f"the frozen graph failed on {before.device} at {before.error.node}")
-    moved = {name for name, device in before.node_devices.items() if _type(device) != _type(after.node_devices.get(name))}
+    moved = {name for name in before.node_devices if before.device_type(name) != after.device_type(name)}
     random = random_reason(traced, moved, "draws on the host before the pass and on XLA after")
     if random is not None:
         return Verdict("rewrite", "not comparable", reason=random)
@@ -112,7 +107,7 @@ def rewrite_verdict(traced: torch.fx.GraphModule, before: RunRecord, after: RunR
     if comparison.matches is None:
         return Verdict("rewrite", "not compared", comparison, reason=comparison.describe())
     if comparison.matches:
-        return Verdict("rewrite", _status(comparison), comparison)
+        return Verdict("rewrite", comparison.status, comparison)
     if before.matches_reference is False and after.matches_reference is True and before.comparison is not None:
         wrong = before.comparison.describe()
         return Verdict(
@@ -139,15 +134,9 @@ def cpu_verdict(
         return Verdict("cpu", "not comparable", reason=random)
     if after.comparison is None:
         return Verdict("cpu", "not compared", reason=after.not_compared)
-    status = _status(after.comparison)
+    status = after.comparison.status
     both = before is not None and before.error is None and before.matches_reference is False
     reason = (
         "the run before the pass differs from CPU too: not the rewrite (an XLA kernel or lowering)" if status == "differ" and both else None
     )
     return Verdict("cpu", status, after.comparison, reason)
-
-
-def _type(device: object) -> str | None:
-    """A node's device type ('xla', 'cpu'), its first tensor's for several, None for no tensor."""
-    first = device[0] if isinstance(device, tuple) and device else device
-    return str(first).split(":")[0] if isinstance(first, str) else None

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from neurondev._compat import tree_leaves
+from neurondev._compat import has_pytree_spec, tree_leaves
 from neurondev.errors import InputCountError, InvalidOptionError, InvalidSubjectError, XlaInputError
 from neurondev.fx.devices import describe_object, function_name, is_output_transfer
 from neurondev.fx.graphs import copy_graph
@@ -22,7 +22,7 @@ from neurondev.passes.device_rewriter import rewrite_copy
 from neurondev.runs.counts import Counts
 from neurondev.runs.interface import Driver
 from neurondev.runs.placement import to_device
-from neurondev.runs.run_records import Crossing, Fallback, GraphBreak, HostCopy, RunError, RunRecord, Upload
+from neurondev.runs.run_records import Crossing, Fallback, GraphBreak, HostCopy, RunError, RunRecord, Upload, first_device, type_of
 from neurondev.runs.values import Comparison, check_tolerances, compare_outputs
 from neurondev.trace.capture import Capture
 from neurondev.trace.source import source_of
@@ -103,7 +103,7 @@ def check_graph(gm: Any, inputs: tuple) -> None:
             "c = neurondev.capture(fn, x); neurondev.run_on_xla(c.graphs[0], *c.example_inputs[0])"
         )
     placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
-    if any(str(node.target).startswith("*") for node in placeholders) or getattr(gm, "_in_spec", None) is not None:
+    if any(str(node.target).startswith("*") for node in placeholders) or has_pytree_spec(gm):
         return  # *args or pytree-flattened inputs: the graph's own call decides
     required = sum(1 for node in placeholders if not node.args)
     for index, (node, value) in enumerate(zip(placeholders, inputs)):
@@ -309,14 +309,15 @@ def _devices(value: Any) -> Any:
 
 
 def _crossings(graph: torch.fx.GraphModule, devices: dict[str, Any]) -> list[Crossing]:
+    """Edges whose two ends ran on devices of different types, each end read by ``first_device``."""
     crossings = []
     for node in graph.graph.nodes:
-        here = devices.get(node.name)
-        if not isinstance(here, str):
+        here = first_device(devices.get(node.name))
+        if here is None:
             continue
         for source in node.all_input_nodes:
-            there = devices.get(source.name)
-            if isinstance(there, str) and torch.device(there).type != torch.device(here).type:
+            there = first_device(devices.get(source.name))
+            if there is not None and type_of(there) != type_of(here):
                 crossings.append(Crossing(source.name, node.name, there, here))
     return crossings
 

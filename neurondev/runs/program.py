@@ -37,7 +37,9 @@ from neurondev.trace.source import SourceLine, source_line, source_of, user_line
 __all__ = ["ProgramSubject", "locate_failure", "message_of", "run_program"]
 
 _CALLS = 2
-_MIXED = re.compile(r"two different devices|FakeTensor Device Propagation|found at least two devices", re.I)
+_MIXED = re.compile(
+    r"two different devices|FakeTensor Device Propagation|found at least two devices|not on the expected device|device mismatch", re.I
+)
 _HOST_ONLY_MESSAGE = re.compile(r"numpy|0-dimensional arrays|python scalars|can't convert xla", re.I)
 _HOST_ONLY_CODE = re.compile(r"\.(numpy|tolist)\(|\bnp\.")
 _WRAPPED = re.compile(r"got \w+\((?P<quote>['\"])(?P<message>.+)(?P=quote)\)")

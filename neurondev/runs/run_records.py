@@ -11,7 +11,21 @@ from neurondev.runs.counts import Counts
 from neurondev.runs.values import Comparison
 from neurondev.trace.source import Located, SourceLine
 
-__all__ = ["Crossing", "Fallback", "GraphBreak", "HostCopy", "RunError", "RunRecord", "Upload"]
+__all__ = ["Crossing", "Fallback", "GraphBreak", "HostCopy", "RunError", "RunRecord", "Upload", "first_device", "type_of"]
+
+
+def first_device(device: Any) -> str | None:
+    """A node's run-time device as a run records it (a str for one tensor, a tuple for several,
+    None for no tensor), read one way: the device of its tensor, or of its first tensor."""
+    if isinstance(device, tuple):
+        return str(device[0]) if device else None
+    return str(device) if device else None
+
+
+def type_of(device: Any) -> str | None:
+    """The device type ('xla', 'cpu', 'hostdev') of a recorded device, by the one reader above."""
+    first = first_device(device)
+    return first.split(":")[0] if first is not None else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,6 +190,19 @@ class RunRecord:
             value = getattr(self, name)
             if not isinstance(value, MappingProxyType):
                 object.__setattr__(self, name, MappingProxyType(dict(value)))
+
+    def device_of(self, node: str) -> str | None:
+        """The device node ``node``'s value was on in this run (its first tensor's), None for no tensor."""
+        return first_device(self.node_devices.get(node))
+
+    def device_type(self, node: str) -> str | None:
+        """The type of the device node ``node`` ran on ('xla', 'cpu', 'hostdev'), None for no tensor:
+        the one reader the verdicts, the DOT and Model Explorer drawings and the crossings share."""
+        return type_of(self.node_devices.get(node))
+
+    def on_target(self, node: str) -> bool:
+        """Whether node ``node``'s value was on the device this run targeted (not left on the host)."""
+        return self.device_type(node) == type_of(self.device)
 
     @property
     def matches_reference(self) -> bool | None:

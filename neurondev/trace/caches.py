@@ -7,7 +7,10 @@ user's code makes dynamo compile the user's own frames (a module's ``forward``) 
 of such a model would use up the limit: the ninth would record no graph there, and the user's own
 ``torch.compile`` would then run that frame uncompiled. ``kept_dynamo_caches`` takes the variants a
 block added out again (a code object that held none before is reset), and lifts the limit inside
-the block so that variants the user made earlier never stop neurondev's trace.
+the block so that variants the user made earlier never stop neurondev's trace. Dynamo's memory of
+which sizes changed (its automatic-dynamic state, kept per file, line and name) is empty inside the
+block and the user's afterwards: neurondev's traces are neither made dynamic by earlier ones nor make
+the user's own compiles dynamic.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from collections.abc import Iterator
 
 import torch
 
-from neurondev._compat import cache_entry_ids, compiled_code_objects, reset_code
+from neurondev._compat import cache_entry_ids, compiled_code_objects, own_code_state, reset_code
 
 __all__ = ["kept_dynamo_caches"]
 
@@ -26,8 +29,9 @@ _LIMIT = 1024
 
 @contextlib.contextmanager
 def kept_dynamo_caches() -> Iterator[None]:
-    """Inside: dynamo may compile every frame again (the recompile limits lifted). After: every code
-    object that held no compiled variant before the block holds none again."""
+    """Inside: dynamo may compile every frame again (the recompile limits lifted), from no memory of
+    earlier sizes. After: every code object that held no compiled variant before the block holds none
+    again, and dynamo's size memory is the one from before the block."""
     before = {id(code): cache_entry_ids(code) for code in compiled_code_objects()}
     config = torch._dynamo.config
     limits = {
@@ -35,7 +39,7 @@ def kept_dynamo_caches() -> Iterator[None]:
         "accumulated_recompile_limit": max(config.accumulated_recompile_limit, _LIMIT),
     }
     try:
-        with config.patch(limits):
+        with config.patch(limits), own_code_state():
             yield
     finally:
         for code in compiled_code_objects():

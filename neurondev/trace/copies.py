@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from neurondev._compat import DYNAMIC_MARKS, keystr, tree_flatten_with_path, tree_unflatten
+from neurondev._compat import DYNAMIC_MARKS, dynamic_dims, keystr, tree_flatten_with_path, tree_unflatten
 from neurondev.errors import CaptureInputError
 from neurondev.trace import process
 
@@ -161,8 +161,8 @@ def _keep_dynamic_marks(value: torch.Tensor, copied: torch.Tensor, path: str, no
     marks = {name: getattr(value, name) for name in DYNAMIC_MARKS if hasattr(value, name)}
     for name, mark in marks.items():
         setattr(copied, name, copy.copy(mark))
-    if "_dynamo_dynamic_indices" in marks:
-        dims = sorted(marks["_dynamo_dynamic_indices"])
+    dims = dynamic_dims(marks)
+    if dims is not None:
         notes.append(
             f"input {path}: dimension(s) {dims} marked dynamic by you stay dynamic in the graph "
             "(traced with a dynamic dimension; runs use the size it had)"

@@ -19,12 +19,10 @@ from typing import Any
 import torch
 import torch.fx
 
+from neurondev._compat import lifted_input_kind
 from neurondev.trace.source import Located, SourceLine, source_of
 
-__all__ = ["HostValue", "host_values"]
-
-_ARGUMENTS = ("L_args_", "L_kwargs_")
-_MODULE_STATE = ("_parameters_", "_buffers_")
+__all__ = ["HostValue", "host_values", "is_host_value"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,13 +60,21 @@ class HostValue(Located):
         return {**data, "where": self.where, "fix": self.fix}
 
 
+def is_host_value(value: Any) -> bool:
+    """The one rule for a tensor that stays on the host when a graph runs on a device: on the CPU
+    with at least one dimension. A 0-dim CPU tensor is a scalar every device compiler takes as a
+    value (torch.compile on XLA, the neurondev backend and a native device run it and match CPU).
+    A meta tensor stands for a host one in a graph traced without weights."""
+    return isinstance(value, torch.Tensor) and value.device.type in ("cpu", "meta") and value.dim() > 0
+
+
 def host_values(graph: int, gm: torch.fx.GraphModule, inputs: list[Any], fn: Callable[..., Any]) -> list[HostValue]:
     """The host values among the inputs of dynamo graph ``gm`` (traced from ``fn``, the traced copy)."""
     placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
     found = []
     for index, (node, value) in enumerate(zip(placeholders, inputs)):
         kind = _kind(str(node.target))
-        if kind is None or not isinstance(value, torch.Tensor):
+        if kind is None or not is_host_value(value):
             continue
         origin = _origin(kind, value, fn) or str(node.target)
         user = next(iter(node.users), None)
@@ -79,15 +85,8 @@ def host_values(graph: int, gm: torch.fx.GraphModule, inputs: list[Any], fn: Cal
 
 def _kind(target: str) -> str | None:
     """'global', 'closure', 'attribute', or None for an argument, a parameter or a buffer."""
-    if target.startswith(_ARGUMENTS) or any(part in target for part in _MODULE_STATE):
-        return None
-    if target.startswith("G_"):
-        return "global"
-    if target.startswith("L_fn_closure_"):
-        return "closure"
-    if target.startswith("L_fn_"):
-        return "attribute"
-    return None
+    kind = lifted_input_kind(target)
+    return kind if kind in ("global", "closure", "attribute") else None
 
 
 def _origin(kind: str, value: torch.Tensor, fn: Any) -> str | None:

@@ -32,6 +32,7 @@ __all__ = [
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>[^\n]+)\n(?P<code>[^\n]*)')
 _KWARG_DEVICE = re.compile(r"\bdevice\s*=\s*(?P<expr>[^,)]+)")
 _TO_DEVICE = re.compile(r"\.to\(\s*(?P<expr>[^,)]+)")
+_AUTOCAST = re.compile(r"autocast\(\s*(?:device_type\s*=\s*)?(?P<expr>[^,)]+)")  # its device type
 _DEVICE_CALL = re.compile(r"torch\.device\(\s*(?:type\s*=\s*)?(?P<expr>[^,)]*)")  # its first argument
 _PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
 _USER_CODE_IN_PACKAGE = ("gallery/catalogue.py", "gallery/patterns.py")  # the gallery's functions are user code
@@ -213,20 +214,29 @@ def _balanced(text: str) -> bool:
     return sum(text.count(c) for c in "([{") <= sum(text.count(c) for c in ")]}")
 
 
-def judge_kind(source: SourceLine | None, location: str, *, device_call: bool = False) -> str:
+def judge_kind(source: SourceLine | None, location: str, *, device_call: bool = False, autocast: bool = False) -> str:
     """'frozen' (from a tensor's .device), 'literal' (written out), 'variable' or 'unknown'.
 
-    ``device_call``: the node is a ``torch.device(...)`` call, whose own argument is judged.
+    ``device_call``: the node is a ``torch.device(...)`` call, whose own argument is judged;
+    ``autocast``: a device type entered by ``with torch.autocast(...)``, whose first argument is.
     """
     if location == "method":
         return "literal"
     if source is None:
         return "unknown"
-    patterns = (_DEVICE_CALL,) if device_call else (_KWARG_DEVICE, _TO_DEVICE) if location == "kwarg" else (_TO_DEVICE,)
+    patterns = _patterns(location, device_call=device_call, autocast=autocast)
     match = next((m for m in (p.search(source.code) for p in patterns) if m is not None), None)
     if match is None:
         return "frozen" if ".device" in source.code else "unknown"
     return _kind_of_expression(match["expr"].strip(), source)
+
+
+def _patterns(location: str, *, device_call: bool, autocast: bool) -> tuple[re.Pattern[str], ...]:
+    if device_call:
+        return (_DEVICE_CALL,)
+    if autocast:
+        return (_AUTOCAST,)
+    return (_KWARG_DEVICE, _TO_DEVICE) if location == "kwarg" else (_TO_DEVICE,)
 
 
 def _kind_of_expression(expression: str, source: SourceLine, depth: int = 3) -> str:

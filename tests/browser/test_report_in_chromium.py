@@ -5,9 +5,6 @@ from __future__ import annotations
 import pytest
 from PIL import Image
 
-import neurondev
-from neurondev import examples, testing
-
 pytestmark = [pytest.mark.xla, pytest.mark.browser]
 
 
@@ -31,9 +28,8 @@ def assert_not_blank(page, tmp_path):
     assert image.size[1] > 600 and len(colours) > 50  # text, tables and two drawn graphs, not a blank page
 
 
-def test_the_seed_report_shows_the_headline_both_graphs_and_the_pin_table(page, tmp_path):
-    fn, args, _ = examples.get("seed").build()
-    blocked = open_report(page, neurondev.explain(fn, *args, quiet=True), tmp_path)
+def test_the_seed_report_shows_the_headline_both_graphs_and_the_pin_table(page, tmp_path, seed_explained):
+    blocked = open_report(page, seed_explained, tmp_path)
     assert blocked == []  # nothing but the file itself was asked for
     program = page.locator(".nd-program-line").inner_text()
     assert program.startswith("Your program on XLA (torch.compile): as written (openxla) runs") and "neurondev backend runs" in program
@@ -58,9 +54,8 @@ def test_the_seed_report_shows_the_headline_both_graphs_and_the_pin_table(page, 
 
 
 @pytest.mark.slow
-def test_the_gpt2_report_draws_a_readable_focus_view_with_every_pin(page, tmp_path):
-    model, args, kwargs = testing.tiny_gpt2()
-    explanation = neurondev.explain(model, *args, **kwargs, quiet=True)
+def test_the_gpt2_report_draws_a_readable_focus_view_with_every_pin(page, tmp_path, gpt2_explained):
+    explanation = gpt2_explained
     open_report(page, explanation, tmp_path)
     assert "fails on xla:0 at position_embeds" in page.locator(".nd-headline").first.inner_text()
     texts = page.locator("figure.nd-before svg g.node text").all_text_contents()

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-import neurondev
 from neurondev import testing
 from neurondev.fx.modules import layer_of, module_path
 
@@ -23,8 +22,16 @@ pytestmark = [pytest.mark.xla, pytest.mark.dot]
 @pytest.fixture(scope="module")
 def deep():
     pytest.importorskip("transformers")
+    import torch
+
+    from neurondev.report.options import ExplainOptions
+    from neurondev.report.pipeline import explain_with
+    from neurondev.results.explanation import Explanation
+
     model, args, kwargs = testing.tiny_llama(4, hidden=32, intermediate=64, vocab=100, sequence=8)
-    return neurondev.explain(model, *args, **kwargs, quiet=True)
+    # the graphs run on the device (their breaks are drawn); the program run and the fixes draw nothing here
+    options = ExplainOptions(torch.device("xla"), quiet=True, program=False, fixes=False)
+    return Explanation.of(explain_with(model, args, kwargs, options))
 
 
 def labels(dot: str) -> list[str]:

@@ -7,17 +7,14 @@ import re
 
 import pytest
 
-import neurondev
-from neurondev import examples
 from neurondev.render.html import _fix_block, escape
 
 pytestmark = pytest.mark.xla
 
 
-@pytest.fixture(scope="module")
-def seed():
-    with examples.get("seed").open() as (fn, args, kwargs):
-        return neurondev.explain(fn, *args, **kwargs, quiet=True)
+@pytest.fixture()
+def seed(seed_explained):
+    return seed_explained
 
 
 def test_one_escape_for_text_and_none_is_nothing():

@@ -8,8 +8,6 @@ import math
 import pytest
 import torch
 
-import neurondev
-from neurondev import examples
 from neurondev.render.json import plain
 
 pytestmark = pytest.mark.xla
@@ -21,9 +19,8 @@ def test_plain_is_strict_json_devices_and_dtypes_as_text_tuples_as_lists():
     json.dumps(plain(value), allow_nan=False)
 
 
-def test_the_seeds_json_names_its_pin_its_fix_and_both_scenarios():
-    with examples.get("seed").open() as (fn, args, kwargs):
-        data = json.loads(neurondev.explain(fn, *args, **kwargs, quiet=True).to_json())
+def test_the_seeds_json_names_its_pin_its_fix_and_both_scenarios(seed_explained):
+    data = json.loads(seed_explained.to_json())
     (pin,) = data["graphs"][0]["pins"]
     assert (pin["node"], pin["function"], pin["where"], pin["kind"], pin["format"]) == (
         "out",

@@ -32,9 +32,30 @@ def test_a_global_tensor_is_a_host_value_kept_on_the_host_in_the_runs_and_a_find
     assert [u.node for u in ex.after[0].uploads] == ["mul"]  # it stayed on the host: uploaded on every call
     assert "1 host value(s) that stay on the CPU when the model moves to XLA (TABLE at test_verdicts.py:" in ex.summary()
     assert "register_buffer" not in value.fix and "pass TABLE in as an argument" in value.fix
+    ran = ex.program.as_written
+    said = "runs, copying them to the device on every call" if ran.ok else f"fails on them ({ran.failure.kind}"
+    assert said in ex._repr_html_() and "refuses" not in ex._repr_html_()  # the card says what its own program run showed
     with pytest.raises(neurondev.DevicePinsError, match="host value") as caught:
         neurondev.check(reads_a_global, torch.randn(8))
     assert [f.kind for f in caught.value.findings] == ["host value"]
+
+
+SCALE = torch.tensor(3.0)
+
+
+def reads_a_scalar_global(x):
+    return x * SCALE
+
+
+def test_a_0_dim_global_is_a_scalar_the_device_takes_not_a_host_value_for_the_card_and_the_backend_alike():
+    from neurondev.devices.compiler import input_placement
+
+    ex = neurondev.explain(reads_a_scalar_global, torch.randn(8), quiet=True)
+    assert ex.host_values == () and ex.program.as_written.ok and ex.program.rewritten.ok
+    gm, inputs = ex.capture.graphs[0], ex.capture.example_inputs[0]
+    assert not any("scale" in name.lower() for name in input_placement(gm, list(inputs)).host_names)  # the backend's rule is the card's
+    table = neurondev.capture(reads_a_global, torch.randn(8))
+    assert any("table" in name.lower() for name in input_placement(table.graphs[0], list(table.example_inputs[0])).host_names)
 
 
 class WithTable(torch.nn.Module):

@@ -38,3 +38,40 @@ def test_the_users_own_compile_of_that_frame_compiles_once_after_explains():
     finally:
         torch._dynamo.reset()
     assert len(seen) == 2  # the two graphs, compiled once: none of neurondev's entries stood in the way
+
+
+def _is_dynamic(gm) -> bool:
+    """A graph dynamo traced with symbolic sizes (a SymInt input, or a tensor whose sizes are symbols)."""
+    values = [node.meta.get("example_value") for node in gm.graph.nodes if node.op == "placeholder"]
+    return any(
+        isinstance(v, torch.SymInt) or (isinstance(v, torch.Tensor) and any(isinstance(s, torch.SymInt) for s in v.shape)) for v in values
+    )
+
+
+def sized_helper(x):
+    y = x + 1
+    print("", end="")  # a break: dynamo compiles this frame (and its resume) itself
+    return y * 2
+
+
+def calls_the_sized_helper(x):  # used by the test below only: no other test compiles it first
+    return sized_helper(x)
+
+
+def test_the_program_run_after_one_of_another_shape_is_static_and_the_users_next_compile_is_too():
+    """dynamo remembers which sizes changed per (file, line, name), not per code object: neurondev's program
+    runs (torch.compile as the user calls it) must neither inherit that memory from earlier ones nor leave
+    it to the user's own torch.compile."""
+    device = neurondev.host_device()
+    first = neurondev.explain(calls_the_sized_helper, torch.randn(3), target=device, quiet=True)
+    second = neurondev.explain(calls_the_sized_helper, torch.randn(5), target=device, quiet=True)
+    for ex in (first, second):
+        assert ex.program.rewritten.ok and [call.graphs for call in ex.program.rewritten.calls] == [2, 0]
+    graphs = []
+
+    def recording(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    torch.compile(calls_the_sized_helper, backend=recording)(torch.randn(7))  # the user's own, after neurondev's
+    assert len(graphs) == 2 and not any(_is_dynamic(gm) for gm in graphs)

@@ -24,6 +24,7 @@ from neurondev.report.fixes.edits import Edit, FileEdits, dedented
 from neurondev.report.fixes.rebuild import rebuilt
 from neurondev.report.fixes.records import Fix
 from neurondev.runs.program_records import ProgramRun
+from neurondev.runs.values import compare_outputs
 from neurondev.trace.copies import kept_global_state, traced_copies
 from neurondev.trace.generators import reachable_generators
 
@@ -351,26 +352,13 @@ def _statement_first(pin: DevicePin, applied: Sequence[Edit]) -> int | None:
 
 
 def _outputs_differ(fn: Callable[..., Any], fixed_fn: Callable[..., Any], args: tuple, kwargs: dict) -> str:
-    """'' when the original and the fixed code give the same outputs on CPU (same inputs, same seed); else what differs."""
+    """'' when the original and the fixed code give the same outputs on CPU (same inputs, same seed);
+    else what differs. The one comparison every verdict uses, held to exact equality: a fix changes
+    where values are made, never the values."""
     original, fixed = _eager(fn, args, kwargs), _eager(fixed_fn, args, kwargs)
-    try:
-        torch.testing.assert_close(fixed, original, rtol=0, atol=0, equal_nan=True)
-    except AssertionError as error:
-        return "the outputs on CPU differ: " + " ".join(str(error).split())[:200]
-    except (TypeError, ValueError, RuntimeError):  # objects assert_close does not know (a cache): their tensors
-        return _tensors_differ(original, fixed)
-    return ""
-
-
-def _tensors_differ(original: Any, fixed: Any) -> str:
-    from neurondev._compat import tree_leaves
-
-    left = [leaf for leaf in tree_leaves(original) if isinstance(leaf, torch.Tensor)]
-    right = [leaf for leaf in tree_leaves(fixed) if isinstance(leaf, torch.Tensor)]
-    try:
-        torch.testing.assert_close(right, left, rtol=0, atol=0, equal_nan=True)
-    except (AssertionError, TypeError, ValueError, RuntimeError) as error:
-        return "the outputs on CPU differ: " + " ".join(str(error).split())[:200]
+    comparison = compare_outputs(fixed, original, rtol=0.0, atol=0.0)
+    if comparison.status == "differ":
+        return "the outputs on CPU differ: " + " ".join(comparison.describe().split())[:200]
     return ""
 
 
