@@ -17,6 +17,8 @@ TESTED_BY = {
     "render/watch": ("tests/loops/test_watch.py", "_repr_html_"),  # a Watch's card and summary
     "report/model": ("tests/report/test_explain.py", "neurondev.explain("),
     "report/pipeline": ("tests/report/test_explain.py", "rerun("),
+    "report/stages": ("tests/report/test_explain.py", "neurondev.explain("),  # every stage, in order, by explain
+    "report/stage_records": ("tests/report/test_explain.py", "neurondev.explain("),
     "report/fixes/edits": ("tests/report/fixes/test_spelling.py", "from neurondev.report.fixes.edits import"),
     "report/fixes/patch": ("tests/report/fixes/test_files.py", "patch("),
     "report/fixes/records": ("tests/test_frozen_records.py", "Fix"),

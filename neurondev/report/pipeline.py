@@ -1,4 +1,4 @@
-"""explain(): a pipeline of stages, each with a typed output passed forward, ending in a frozen Explanation.
+"""explain(): the entry points and the order of its stages (``stages``), grown into one record (``Made``), ending in a frozen Explanation.
 
 trace -> pins -> start the device -> fixes -> rewrite -> graph runs -> program runs -> native trace ->
 verdicts (and, where a graph differs, its first differing node) -> ExplanationData. The graph runs
@@ -10,108 +10,39 @@ produced; nothing draws here (pictures are made when the result is displayed).
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
 import torch
 import torch.fx
 
-from neurondev.errors import InvalidOptionError, NeurondevError, NotCallableError, XlaUnavailableError
-from neurondev.fx.kernels import CpuKernel, cpu_kernels
-from neurondev.fx.pins import DevicePin, find_pins
-from neurondev.fx.subgraphs import subgraphs
-from neurondev.passes.device_rewriter import Rewrite, rewrite_copy
-from neurondev.report.fixes.records import Fix
-from neurondev.report.model import ExplanationData, NativeTiming, Section, SectionKey
+from neurondev.errors import InvalidOptionError, NotCallableError
+from neurondev.report.model import ExplanationData, Section, SectionKey
 from neurondev.report.options import ExplainOptions, default, refuse_shadowing
 from neurondev.report.progress import Stages
-from neurondev.report.verdicts import Verdict, cpu_verdict, random_reason, rewrite_verdict
-from neurondev.runs.first_difference import NodeDifference
-from neurondev.runs.graph import cpu_reference, run_graph
-from neurondev.runs.interface import Driver
+from neurondev.report.stage_records import Made, Native, ProgramStage, RewrittenGraph, Runs, Runtime, TracedGraph
+from neurondev.report.stages import (
+    fix_stage,
+    native_stage,
+    native_timings,
+    pin_stage,
+    program_stage,
+    rewrite_stage,
+    run_stage,
+    runtime_stage,
+    trace_stage,
+    verdict_stage,
+)
+from neurondev.report.verdicts import Verdict
 from neurondev.runs.program import ProgramSubject
-from neurondev.runs.program_records import Programs
-from neurondev.runs.run_records import RunRecord
-from neurondev.runs.traces import TraceComparison
 from neurondev.trace.capture import Capture, capture, required_inputs
 from neurondev.trace.copies import kept_global_state
 from neurondev.trace.generators import reachable_generators
-from neurondev.trace.inputs import HostValue
 
 __all__ = ["ExplainOptions", "explain", "explain_with", "rerun"]
-
-_SEED = 0  # both runs of a graph draw from generators seeded alike (random ops compare where they draw on one device)
-
-
-# --- what each stage hands on -------------------------------------------------------------------
-@dataclasses.dataclass(frozen=True)
-class TracedGraph:
-    """A graph to explain, with the inputs it ran with while tracing."""
-
-    key: SectionKey
-    graph_module: torch.fx.GraphModule
-    inputs: tuple[Any, ...]
-    host_values: tuple[HostValue, ...] = ()
-    on_meta: bool = False  # traced on the meta device: device=meta is the frozen device, and nothing can run
-
-
-@dataclasses.dataclass(frozen=True)
-class PinnedGraph:
-    traced: TracedGraph
-    pins: tuple[DevicePin, ...]
-    cpu_kernels: tuple[CpuKernel, ...] = ()
-
-
-@dataclasses.dataclass(frozen=True)
-class RewrittenGraph:
-    pinned: PinnedGraph
-    graph_module: torch.fx.GraphModule
-    rewrites: tuple[Rewrite, ...]
-
-    @property
-    def key(self) -> SectionKey:
-        return self.pinned.traced.key
-
-
-@dataclasses.dataclass(frozen=True)
-class Runtime:
-    """The device's runtime, started before anything makes a value there (XLA's, or a native device's); or why there is none."""
-
-    info: Mapping[str, str] = dataclasses.field(default_factory=dict)
-    unavailable: str | None = None
-    driver: Driver | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class Runs:
-    """Both runs of every graph on the XLA device, or why nothing ran."""
-
-    records: Mapping[SectionKey, tuple[RunRecord, RunRecord]] = dataclasses.field(default_factory=dict)
-    runtime: Mapping[str, str] = dataclasses.field(default_factory=dict)
-    skipped: str | None = None
-    driver: Driver | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class ProgramStage:
-    """The user's program on XLA as written and rewritten, the rewritten one's graphs as traced on
-    XLA (the native trace, before the pass), or why the program was not run."""
-
-    programs: Programs | None = None
-    native: Capture | None = None
-    skipped: str | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class Native:
-    """The native trace on XLA and, per key both traces have, the rewritten/native time per call."""
-
-    traces: TraceComparison | None = None
-    skipped: str | None = None
-    timings: Mapping[SectionKey, NativeTiming] = dataclasses.field(default_factory=dict)
 
 
 # --- the entry points -----------------------------------------------------------------------------
@@ -180,7 +111,8 @@ def rerun(explanation: ExplanationData, *, target: str | torch.device, on_step: 
         runs = run_stage(rewritten, runtime, options, stages)
         native = Native(explanation.traces, explanation.traces_skipped, native_timings(explanation.traces, rewritten, runs))
         verdicts = verdict_stage(rewritten, runs, options, stages)
-    return _assemble(explanation.capture, rewritten, runs, program, native, verdicts, options, stages, explanation.fixes)
+    made = Made(options, explanation.capture, runtime, pinned, rewritten, runs, program, explanation.fixes, native, verdicts)
+    return _assemble(made, stages)
 
 
 def explain_with(fn: Callable[..., Any], args: tuple, kwargs: dict, options: ExplainOptions) -> ExplanationData:
@@ -204,21 +136,22 @@ def _explain(subject: Any, options: ExplainOptions, call: tuple[tuple, dict] | N
         # back-propagates before torch_xla is loaded leaves XLA values no queue (an internal assert later)
         runtime = runtime_stage(stages, options.target) if xla else Runtime(unavailable="nothing here needs the device")
         captured = subject if call is None else _trace(subject, call, options, stages)
-        traced = trace_stage(captured, options.level)
-        pinned = pin_stage(traced, options.target, stages)
-        rewritten = rewrite_stage(pinned, options.target, stages, runtime)
-        runs = run_stage(rewritten, runtime, options, stages)
+        made = Made(options, captured, runtime)
+        made = replace(made, pinned=pin_stage(trace_stage(captured, options.level), options.target, stages))
+        made = replace(made, rewritten=rewrite_stage(made.pinned, options.target, stages, runtime))
+        made = replace(made, runs=run_stage(made.rewritten, runtime, options, stages))
         exported = isinstance(subject, torch.export.ExportedProgram)
         runnable = subject.module() if exported else subject  # an exported program runs as the module it unlifts to
-        program = program_stage(None if call is None else ProgramSubject(runnable, *call, name=name), captured, runtime, options, stages)
+        program_subject = None if call is None else ProgramSubject(runnable, *call, name=name)
+        made = replace(made, program=program_stage(program_subject, captured, runtime, options, stages))
         source_call = None if exported else call  # an exported graph's lines are the exporter's: nothing to verify a fix against
-        fixes = fix_stage(None if source_call is None else subject, source_call, captured, pinned, runtime, program, options, stages)
-        native = _exported_native() if exported else native_stage(captured, subject, call, rewritten, runs, program, options, stages)
-        verdicts = verdict_stage(rewritten, runs, options, stages)
-    return _assemble(captured, rewritten, runs, program, native, verdicts, options, stages, fixes)
+        made = replace(made, fixes=fix_stage(made, None if source_call is None else subject, source_call, stages))
+        made = replace(made, native=_exported_native() if exported else native_stage(made, subject, call, stages))
+        made = replace(made, verdicts=verdict_stage(made.rewritten, made.runs, options, stages))
+    return _assemble(made, stages)
 
 
-# --- the stages ------------------------------------------------------------------------------------
+# --- around the stages: the trace itself and the assembly ---------------------------------------
 def _trace(fn: Callable[..., Any], call: tuple[tuple, dict], options: ExplainOptions, stages: Stages) -> Capture:
     stages.start("trace")
     args, kwargs = call
@@ -235,295 +168,10 @@ def _exported_native() -> Native:
     )
 
 
-def trace_stage(captured: Capture, level: str) -> tuple[TracedGraph, ...]:
-    """The graphs to explain: dynamo's (one section each), or aot_autograd's forward and backward."""
-    on_meta = captured.device == "meta"
-    if level == "aten":
-        if captured.graphs and not captured.aten_graphs:
-            raise InvalidOptionError("this Capture holds dynamo's graphs only: make it with neurondev.capture(fn, *args, level='aten')")
-        return tuple(
-            TracedGraph(SectionKey(g.dynamo_graph, g.part), g.graph_module, g.inputs, on_meta=on_meta) for g in captured.aten_graphs
-        )
-    return tuple(
-        TracedGraph(SectionKey(i), gm, tuple(inputs), tuple(v for v in captured.host_values if v.graph == i), on_meta)
-        for i, (gm, inputs) in enumerate(zip(captured.graphs, captured.example_inputs))
-    )
-
-
-def pin_stage(traced: tuple[TracedGraph, ...], target: torch.device, stages: Stages) -> tuple[PinnedGraph, ...]:
-    stages.start("find pins")
-    return tuple(
-        PinnedGraph(
-            graph,
-            tuple(find_pins(graph.graph_module, target=target, graph=graph.key.graph, part=graph.key.part, traced_on_meta=graph.on_meta)),
-            tuple(cpu_kernels(graph.graph_module, graph=graph.key.graph, part=graph.key.part)),
-        )
-        for graph in traced
-    )
-
-
-def fix_stage(
-    fn: Any,
-    call: tuple[tuple, dict] | None,
-    captured: Capture,
-    pinned: tuple[PinnedGraph, ...],
-    runtime: Runtime,
-    program: ProgramStage,
-    options: ExplainOptions,
-    stages: Stages,
-) -> tuple[Fix, ...]:
-    """The fixed statement for each pin in the user's own code, verified by tracing the fixed code again
-    and running it as a program on XLA (at dynamo's level, whatever level is explained: the statements
-    are the same), against the graphs traced on CPU and the program as written."""
-    if not options.fixes:
-        return ()
-    from neurondev.report.fixes.edits import propose
-    from neurondev.report.fixes.verify import Original, verify
-
-    pins = [pin for graph in pinned for pin in graph.pins]
-    if call is not None:
-        stages.start("verify fixes")
-    if any(graph.traced.on_meta for graph in pinned):
-        return verify(None, None, propose(pins), pins, target=options.target, xla=False, unverifiable=_META_FIXES)
-    graphs = dict(enumerate(captured.graphs))
-    if options.level != "dynamo" and call is not None:
-        pins, graphs = _dynamo_pins(fn, call, options.target)
-    written = program.programs.as_written if program.programs is not None else None
-    original = Original(graphs, written)
-    return verify(fn, call, propose(pins, graphs), pins, target=options.target, xla=runtime.unavailable is None, original=original)
-
-
-_META_FIXES = "not verified: traced on the meta device, where there are no values to compare; explain a small configuration to verify"
-
-
-def _dynamo_pins(fn: Any, call: tuple[tuple, dict], target: torch.device) -> tuple[list[DevicePin], dict[int, torch.fx.GraphModule]]:
-    captured = capture(fn, *call[0], **call[1])
-    pins = [pin for index, gm in enumerate(captured.graphs) for pin in find_pins(gm, target=target, graph=index)]
-    return pins, dict(enumerate(captured.graphs))
-
-
-def rewrite_stage(
-    pinned: tuple[PinnedGraph, ...], target: torch.device, stages: Stages, runtime: Runtime | None = None
-) -> tuple[RewrittenGraph, ...]:
-    stages.start("rewrite", total=max(len(pinned), 1))
-    rewritten = []
-    for graph in pinned:
-        key = graph.traced.key
-        where = _indexed(target, graph.traced.graph_module, runtime)
-        after, rewrites = rewrite_copy(graph.traced.graph_module, target=where, traced_on_meta=graph.traced.on_meta)
-        rewritten.append(RewrittenGraph(graph, after, tuple(dataclasses.replace(r, graph=key.graph, part=key.part) for r in rewrites)))
-        stages.advance()
-    return tuple(rewritten)
-
-
-def _indexed(target: torch.device, gm: torch.fx.GraphModule, runtime: Runtime | None) -> torch.device:
-    """The runtime's indexed device (``xla:0``) for a graph with bodies that higher-order ops call:
-    ``torch.cond`` and its kin check their bodies on fake tensors, where ``xla`` and ``xla:0`` are
-    two devices. Other graphs keep the target as given."""
-    device = (runtime.info.get("device") if runtime is not None else None) or ""
-    if target.index is not None or not device.startswith(f"{target.type}:") or next(subgraphs(gm), None) is None:
-        return target
-    return torch.device(device)
-
-
-def runtime_stage(stages: Stages, target: torch.device) -> Runtime:
-    """Start the target's runtime before the rewrite makes any value there (a value on XLA before
-    torch_xla is loaded can abort the process); a machine without one gets the reason, and no runs."""
-    from neurondev.devices.drivers import driver_for
-
-    stages.start("start the device")
-    try:
-        driver = driver_for(target)
-        return Runtime(MappingProxyType(dict(driver.describe())), driver=driver)
-    except XlaUnavailableError as error:
-        return Runtime(unavailable=f"no XLA device: {error}")
-    except NeurondevError as error:
-        return Runtime(unavailable=f"no {target.type} device: {error}")
-
-
-def run_stage(rewritten: tuple[RewrittenGraph, ...], runtime: Runtime, options: ExplainOptions, stages: Stages) -> Runs:
-    """Every graph on the device, before and after the pass; or why not."""
-    if not options.run:
-        return Runs(skipped="run=False: the graphs were not run on the device")
-    if not rewritten:
-        return Runs(skipped="no graph was recorded, so there is nothing to run")
-    if rewritten[0].pinned.traced.on_meta:
-        return Runs(skipped=_META_SKIP)
-    if runtime.unavailable is not None:
-        return Runs(skipped=runtime.unavailable)
-    assert runtime.driver is not None
-    driver = runtime.driver
-    stages.start("run before", total=len(rewritten))
-    references = [cpu_reference(g.pinned.traced.graph_module, g.pinned.traced.inputs, seed=_SEED) for g in rewritten]
-    before = [_run(stages, g.pinned.traced.graph_module, g, options, ref, driver) for g, ref in zip(rewritten, references)]
-    stages.start("run after", total=len(rewritten))
-    after = [_run(stages, g.graph_module, g, options, ref, driver) for g, ref in zip(rewritten, references)]
-    records = {g.key: (b, a) for g, b, a in zip(rewritten, before, after)}
-    return Runs(MappingProxyType(records), runtime.info, driver=driver)
-
-
-def _run(
-    stages: Stages,
-    gm: torch.fx.GraphModule,
-    graph: RewrittenGraph,
-    options: ExplainOptions,
-    reference: tuple[Any, str | None],
-    driver: Driver,
-) -> RunRecord:
-    """One run on the device against the CPU reference both runs share; host values stay on the host,
-    where the user's code would have them."""
-    traced = graph.pinned.traced
-    host = [value.index for value in traced.host_values]
-    expected = reference[0] if reference[1] is None else None  # None: the run finds (and says) why there is none
-    record = run_graph(
-        gm, *traced.inputs, driver=driver, reference=expected, rtol=options.rtol, atol=options.atol, keep_on_host=host, seed=_SEED
-    )
-    stages.advance()
-    return record
-
-
-_META_SKIP = (
-    "traced on the meta device: the weights are shapes without values, so nothing can run. To measure it on the device, build "
-    "the same config with fewer layers (e.g. num_hidden_layers=2) and real or random weights, and explain that"
-)
-
-
-def program_stage(
-    subject: ProgramSubject | None, captured: Capture, runtime: Runtime, options: ExplainOptions, stages: Stages
-) -> ProgramStage:
-    """The user's whole function under torch.compile on the device: as written (its own backend), then rewritten
-    (the neurondev backend), each called twice and compared with the eager CPU result."""
-    if not options.program:
-        return ProgramStage(skipped="run=False: your program was not run on the device")
-    if subject is None:
-        return ProgramStage(skipped="explained from a Capture: pass the function and its inputs to run your program on the device")
-    if captured.device == "meta":
-        return ProgramStage(skipped=_META_SKIP)
-    if runtime.unavailable is not None:
-        return ProgramStage(skipped=runtime.unavailable)
-    from neurondev.devices.compiler import backend
-    from neurondev.runs.program import run_program
-    from neurondev.runs.state import program_state
-
-    stages.start("your program on the device", total=2)
-    driver = runtime.driver
-    assert driver is not None
-    generator = driver.own_generator
-    random = next((r for gm in captured.graphs if generator and (r := random_reason(gm, None, generator)) is not None), None)
-    compared = {"reference": captured.output, "not_comparable": random, "rtol": options.rtol, "atol": options.atol}
-    compared["reference_state"] = program_state(*captured.owners) if captured.owners else None
-    as_written, _ = run_program(subject, driver.program_backend(), driver=driver, label=driver.program_label, **compared)
-    stages.advance()
-    rewriting = functools.partial(backend, inner=driver.program_backend())  # the measured driver's backend, after the pass
-    rewritten, native = run_program(subject, rewriting, driver=driver, label="neurondev", keep_graphs=True, **compared)
-    stages.advance()
-    return ProgramStage(Programs(as_written, rewritten), native)
-
-
-def native_stage(
-    captured: Capture,
-    fn: Any,
-    call: tuple[tuple, dict] | None,
-    rewritten: tuple[RewrittenGraph, ...],
-    runs: Runs,
-    program: ProgramStage,
-    options: ExplainOptions,
-    stages: Stages,
-) -> Native:
-    """The native trace beside the CPU one: the rewritten program's graphs when it ran (every explain),
-    else, with ``native``, a trace of its own; with ``native``, time per call rewritten vs native."""
-    from neurondev.runs.traces import compare_captures, compare_with_native
-
-    if program.native is not None:
-        failure = program.programs.rewritten.failure if program.programs is not None else None
-        device = torch.device(program.native.device)
-        traces = compare_captures(captured, program.native, device=device, error=str(failure) if failure else None, located=failure)
-    elif not options.native:
-        return Native()
-    else:
-        stages.start("trace on the device")
-        if call is None:
-            return Native(skipped="explained from a Capture: there is no function to trace on the device")
-        if captured.device == "meta":
-            return Native(skipped="traced on the meta device: there are no values to trace with on XLA")
-        try:
-            from neurondev.devices.drivers import driver_for
-
-            traces = compare_with_native(captured, fn, *call, driver=driver_for(options.target))
-        except XlaUnavailableError as error:
-            return Native(skipped=f"no XLA device: {error}")
-    timings = native_timings(traces, rewritten, runs) if options.native else MappingProxyType({})
-    return Native(traces, None, timings)
-
-
-def native_timings(traces: TraceComparison | None, rewritten: tuple[RewrittenGraph, ...], runs: Runs) -> Mapping[SectionKey, NativeTiming]:
-    """Rewritten vs native seconds per call, for each key whose native graph exists and agrees."""
-    from neurondev.runs.traces import side_by_side_seconds
-
-    if traces is None or not traces.agree or runs.skipped or runs.driver is None:
-        return MappingProxyType({})
-    native = {SectionKey(i): (gm, inputs) for i, (gm, inputs) in enumerate(zip(traces.native.graphs, traces.native.example_inputs))}
-    timings = {}
-    for graph in rewritten:
-        if graph.key in native:
-            pair = {"rewritten": (graph.graph_module, graph.pinned.traced.inputs), "native": native[graph.key]}
-            seconds = side_by_side_seconds(pair, driver=runs.driver)
-            timings[graph.key] = NativeTiming(seconds["rewritten"], seconds["native"])
-    return MappingProxyType(timings)
-
-
-def verdict_stage(
-    rewritten: tuple[RewrittenGraph, ...], runs: Runs, options: ExplainOptions, stages: Stages
-) -> dict[SectionKey, tuple[Verdict, Verdict]]:
-    """Per key, two verdicts: did the rewrite change the values (after vs before, same device),
-    and does XLA agree with CPU (after vs the graph run eagerly on CPU); where XLA differs, the
-    first node whose value differs while its inputs agree."""
-    verdicts = {}
-    for graph in rewritten:
-        if graph.key not in runs.records:
-            continue
-        before, after = runs.records[graph.key]
-        traced = graph.pinned.traced.graph_module
-        cpu = cpu_verdict(traced, before, after, runs.driver.own_generator if runs.driver is not None else None)
-        if cpu.status == "differ":
-            stages.start("find where XLA differs")
-            assert runs.driver is not None
-            cpu = dataclasses.replace(cpu, first_difference=_first_difference(graph, options, runs.driver))
-        verdicts[graph.key] = (rewrite_verdict(traced, before, after, options.rtol, options.atol), cpu)
-    return verdicts
-
-
-def _first_difference(graph: RewrittenGraph, options: ExplainOptions, driver: Driver) -> NodeDifference | None:
-    from neurondev.runs.first_difference import first_difference
-
-    traced = graph.pinned.traced
-    on_cpu, _ = rewrite_copy(traced.graph_module, target="cpu")
-    host = [value.index for value in traced.host_values]
-    return first_difference(
-        on_cpu,
-        graph.graph_module,
-        traced.inputs,
-        driver=driver,
-        graph=graph.key.graph,
-        keep_on_host=host,
-        seed=_SEED,
-        rtol=options.rtol,
-        atol=options.atol,
-    )
-
-
-def _assemble(
-    captured: Capture,
-    rewritten: tuple[RewrittenGraph, ...],
-    runs: Runs,
-    program: ProgramStage,
-    native: Native,
-    verdicts: dict[SectionKey, tuple[Verdict, Verdict]],
-    options: ExplainOptions,
-    stages: Stages,
-    fixes: tuple[Fix, ...] = (),
-) -> ExplanationData:
-    sections = tuple(_section(graph, runs, native, verdicts) for graph in rewritten)
+def _assemble(made: Made, stages: Stages) -> ExplanationData:
+    """The frozen result of everything the stages made."""
+    captured, runs, native, program, options = made.captured, made.runs, made.native, made.program, made.options
+    sections = tuple(_section(graph, runs, native, made.verdicts) for graph in made.rewritten)
     return ExplanationData(
         name=captured.name,
         target=options.target,
@@ -538,14 +186,14 @@ def _assemble(
         atol=options.atol,
         notes=captured.notes,
         stage_seconds=MappingProxyType(dict(stages.seconds)),
-        fixes=fixes,
+        fixes=made.fixes,
         program=program.programs,
         program_skipped=program.skipped,
         rerunner=rerun,
     )
 
 
-def _section(graph: RewrittenGraph, runs: Runs, native: Native, verdicts: dict[SectionKey, tuple[Verdict, Verdict]]) -> Section:
+def _section(graph: RewrittenGraph, runs: Runs, native: Native, verdicts: Mapping[SectionKey, tuple[Verdict, Verdict]]) -> Section:
     traced, key = graph.pinned.traced, graph.key
     before, after = runs.records.get(key, (None, None))
     rewrite, cpu = verdicts.get(key, (None, None))
