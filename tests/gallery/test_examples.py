@@ -17,12 +17,19 @@ FAST = [name for name, example in examples.CATALOGUE.items() if not example.slow
 SLOW = [name for name, example in examples.CATALOGUE.items() if example.slow]
 
 
-def check(name: str) -> None:
+# The session's own explanations of the same builds (conftest): explained once per worker, not again here.
+_SHARED = {"seed": "seed_explained", "gpt2": "gpt2_explained"}
+
+
+def check(name: str, request: pytest.FixtureRequest) -> None:
     example = examples.get(name)
     for module in example.needs:
         pytest.importorskip(module)
-    with example.open() as (fn, args, kwargs):
-        explanation = neurondev.explain(fn, *args, **kwargs, quiet=True)
+    if name in _SHARED:
+        explanation = request.getfixturevalue(_SHARED[name])
+    else:
+        with example.open() as (fn, args, kwargs):
+            explanation = neurondev.explain(fn, *args, **kwargs, quiet=True)
     observed = testing.outcome_of(explanation)
     assert observed == example.outcome
     for record in explanation.after:
@@ -38,15 +45,15 @@ def check(name: str) -> None:
 
 @pytest.mark.xla
 @pytest.mark.parametrize("name", FAST)
-def test_each_example_has_its_stored_outcome(name):
-    check(name)
+def test_each_example_has_its_stored_outcome(name, request):
+    check(name, request)
 
 
 @pytest.mark.xla
 @pytest.mark.slow
 @pytest.mark.parametrize("name", SLOW)
-def test_each_slow_example_has_its_stored_outcome(name):
-    check(name)
+def test_each_slow_example_has_its_stored_outcome(name, request):
+    check(name, request)
 
 
 def test_the_gallery_has_the_patterns_a_newcomer_needs():

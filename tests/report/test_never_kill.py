@@ -60,8 +60,9 @@ def test_a_custom_op_after_a_pin_and_a_dimension_marked_dynamic_never_abort_in_a
         CUSTOM_OP
         + """
 import sys
-print("explain:", neurondev.explain(experts, x, w, quiet=True).totals("after").graph_breaks)
-print("native:", neurondev.explain(experts, x, w, quiet=True, native=True).traces is not None)
+explained = neurondev.explain(experts, x, w, quiet=True, native=True)  # every stage of explain, the native trace too
+print("explain:", explained.totals("after").graph_breaks)
+print("native:", explained.traces is not None)
 try:
     neurondev.check(experts, x, w)
 except neurondev.DevicePinsError as error:
