@@ -134,3 +134,17 @@ def test_no_compiler_is_a_named_error_that_says_what_to_install(tmp_path):
         NEURONDEV_CACHE=str(tmp_path / "cache"),
     )
     assert "refused: the host test device is C++ built on first use, and no C++ compiler was found" in result.stdout, result.stderr
+
+
+def test_the_build_reads_its_source_from_the_cache_so_two_checkouts_share_one_build(tmp_path):
+    """ninja rebuilds when a source's path changes: the source is copied into the build folder, and
+    rewritten there only when its text changes (a clean clone beside a working copy rebuilt each time)."""
+    from neurondev.devices.host.loader import SOURCE, _source_in
+
+    copy = _source_in(tmp_path)
+    assert copy.parent == tmp_path and copy.read_text() == SOURCE.read_text()
+    stamp = copy.stat().st_mtime_ns
+    assert _source_in(tmp_path) == copy and copy.stat().st_mtime_ns == stamp  # the same text: untouched, no rebuild
+    copy.write_text("// an older neurondev's source\n")
+    assert _source_in(tmp_path).read_text() == SOURCE.read_text()  # another text: replaced, ninja rebuilds
+    assert sorted(p.name for p in tmp_path.iterdir()) == [SOURCE.name]  # no staged file left behind

@@ -120,9 +120,23 @@ def _compile() -> Any:
     if not any(folder.glob("*.so")):
         print(f"neurondev: building the host test device into {folder} (about a minute, once)", file=sys.stderr)
     try:
-        return load(name="neurondev_hostdev", sources=[str(SOURCE)], build_directory=str(folder), extra_cflags=["-O2"], verbose=False)
+        source = str(_source_in(folder))
+        return load(name="neurondev_hostdev", sources=[source], build_directory=str(folder), extra_cflags=["-O2"], verbose=False)
     except Exception as error:
         raise HostDeviceError(f"building the host test device failed ({type(error).__name__}: {str(error)[-600:]})") from error
+
+
+def _source_in(folder: Path) -> Path:
+    """The C++ source copied into the build folder, rewritten only when its text changed: ninja keys
+    its build on the source's path, so two checkouts of neurondev (or a clean clone beside a working
+    copy) share one build instead of each rebuilding it (about a minute) whenever the other ran."""
+    copy = folder / SOURCE.name
+    text = SOURCE.read_text()
+    if not copy.is_file() or copy.read_text() != text:
+        staged = folder / f".{SOURCE.name}.{os.getpid()}"
+        staged.write_text(text)
+        staged.replace(copy)  # atomic: a worker building at the same time reads a whole file
+    return copy
 
 
 def _register(module: Any) -> None:
