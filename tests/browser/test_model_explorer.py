@@ -43,24 +43,29 @@ _PINS_LOADED = (
 )
 
 
-def _open_with_pins_shown(page, url, attempts=4):
-    """Open ``url`` and wait for the pins overlay to load, shown. Now and then (1 page load in 6 here,
-    measured) Model Explorer's page never fills in the overlays it lists: each shows "-" while its
-    server stream stays open. The page is opened again, as a user would; the providers panel of the
-    last attempt is returned for the caller's assertion to show."""
-    for _ in range(attempts):
+def _open_with_pins_shown(browser, url, attempts=4):
+    """A page of ``url`` whose pins overlay has loaded, shown, and its providers panel. Now and then
+    Model Explorer's page never fills in the overlays it lists (each shows "-" while its server stream
+    stays open; 1 load in 6 measured here, more under load), and opening the URL again in the same
+    page fails the same way: each attempt is a fresh browser context, the stuck one closed, as a user
+    would open a new tab. The last attempt's page is returned for the caller's assertions to show."""
+    for attempt in range(attempts):
+        context = browser.new_context(viewport={"width": 1300, "height": 1000})
+        page = context.new_page()
         page.goto(url)
         with contextlib.suppress(PlaywrightTimeout):
             page.wait_for_function(
                 "document.body.innerText.includes('graph 0 before') && document.body.innerText.includes('Node data')", timeout=60_000
             )
             page.wait_for_function(_PINS_LOADED, timeout=15_000)
-            break
-    return _providers(page)
+            return page, _providers(page)
+        if attempt + 1 < attempts:
+            context.close()
+    return page, _providers(page)
 
 
-def test_model_explorer_opens_on_the_pins_with_labels_for_people(server, page, explanation):
-    shown = _open_with_pins_shown(page, server.url)
+def test_model_explorer_opens_on_the_pins_with_labels_for_people(server, browser, explanation):
+    page, shown = _open_with_pins_shown(browser, server.url)
     page.wait_for_function("window.me_test && window.me_test.renderers && window.me_test.renderers[0]", timeout=30_000)
     body = page.inner_text("body")
     assert "neurondev GPT2LMHeadModel" in body and "graph 0 before" in body
@@ -82,6 +87,7 @@ def test_model_explorer_opens_on_the_pins_with_labels_for_people(server, page, e
     assert label in table and "\t1" in table.split(label, 1)[1].splitlines()[0], table[:600]  # the pin's row has the pin
     page.locator("text=graph 0 before").first.click()
     page.wait_for_selector("text=graph 0 after", timeout=30_000)
+    page.context.close()
 
 
 def test_stopping_the_server_forgets_its_exit_hook(explanation, tmp_path):
