@@ -96,6 +96,7 @@ def test_stopping_the_server_forgets_its_exit_hook(explanation, tmp_path):
 
     running = explanation.model_explorer(tmp_path / "me")
     process = running.process
+    assert "open the link in a new tab" in running._repr_html_()  # what to do when Model Explorer misses its overlays
     running.stop()
     running.stop()  # twice is harmless
     assert process.poll() is not None
