@@ -99,6 +99,8 @@ CATALOGUE = [
     ("explain-native-capture", lambda: neurondev.explain(seed_capture(), native=True), neurondev.InvalidOptionError, ValueError, "pass the function and its inputs"),
     ("explain-aten-of-dynamo-capture", lambda: neurondev.explain(seed_capture(), level="aten"), neurondev.InvalidOptionError, ValueError, "level='aten'"),
     ("to_dot-which", lambda: seed_explanation().to_dot("middle"), neurondev.InvalidOptionError, ValueError, "'before' or 'after'"),
+    ("RunRecord-device_type-node-int", lambda: neurondev.RunRecord(device="xla:0", node_devices={"copy_": "cpu"}).device_type(0), neurondev.InvalidOptionError, ValueError, "a str such as 'copy_'"),
+    ("RunRecord-on_target-node-object", lambda: neurondev.RunRecord(device="xla:0").on_target(torch.fx.Graph().placeholder("x")), neurondev.InvalidOptionError, ValueError, "its name in the graph"),
     ("to_dot-section", lambda: seed_explanation().to_dot("before", section=3), neurondev.InvalidOptionError, ValueError, "a position from 0 to 0"),
     ("to_dot-section-str", lambda: seed_explanation().to_dot("before", section="graph 0"), neurondev.InvalidOptionError, ValueError, "or a SectionKey"),
     ("totals-which", lambda: seed_explanation().totals("middle"), neurondev.InvalidOptionError, ValueError, "'before' or 'after'"),

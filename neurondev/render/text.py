@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from neurondev.runs.program_records import DEVICE_MISMATCH
 from neurondev.runs.run_records import GraphBreak, RunRecord
 
 if TYPE_CHECKING:
@@ -65,9 +66,6 @@ def pins_text(explanation: ExplanationData) -> str:
     return "; ".join(parts)
 
 
-_REFUSED = ("mixed devices at compile time", "wrong device at run time")
-
-
 def host_values_text(explanation: ExplanationData, count: int) -> str:
     """What the card says of ``count`` host values: they stay on the host, and what the user's
     program run on the device showed of them (never a claim that run contradicts)."""
@@ -79,7 +77,7 @@ def host_values_text(explanation: ExplanationData, count: int) -> str:
     run = explanation.program.as_written if explanation.program is not None else None
     if run is None:
         return f"{head}: each call reads them from the host."
-    if run.failure is not None and run.failure.kind in _REFUSED:
+    if run.failure is not None and run.failure.kind in DEVICE_MISMATCH:
         return f"{head}: your program under torch.compile on {place} fails on them ({run.failure.kind} at {run.failure.where})."
     if run.ok:
         return f"{head}: your program under torch.compile on {place} runs, copying them to the device on every call."

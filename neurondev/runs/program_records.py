@@ -9,7 +9,7 @@ from neurondev.runs.run_records import Fallback, HostCopy
 from neurondev.runs.values import Comparison
 from neurondev.trace.source import Located, SourceLine
 
-__all__ = ["FAILURE_KINDS", "ProgramCall", "ProgramFailure", "ProgramRun", "Programs"]
+__all__ = ["DEVICE_MISMATCH", "FAILURE_KINDS", "ProgramCall", "ProgramFailure", "ProgramRun", "Programs"]
 
 FAILURE_KINDS = (
     "mixed devices at compile time",  # dynamo's fake tensors met a host tensor and an XLA tensor in one op
@@ -17,6 +17,8 @@ FAILURE_KINDS = (
     "wrong device at run time",  # a compiled graph got a tensor on the host where XLA was expected
     "other",
 )
+# The kinds in which the device refused a tensor left on the host (where host values end up).
+DEVICE_MISMATCH = (FAILURE_KINDS[0], FAILURE_KINDS[2])
 
 
 @dataclasses.dataclass(frozen=True)

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from neurondev.errors import InvalidOptionError
 from neurondev.runs.counts import Counts
 from neurondev.runs.values import Comparison
 from neurondev.trace.source import Located, SourceLine
@@ -193,12 +194,14 @@ class RunRecord:
 
     def device_of(self, node: str) -> str | None:
         """The device node ``node``'s value was on in this run (its first tensor's), None for no tensor."""
+        if not isinstance(node, str):
+            raise InvalidOptionError(f"a node is named by its name in the graph (a str such as 'copy_'), got {node!r}")
         return first_device(self.node_devices.get(node))
 
     def device_type(self, node: str) -> str | None:
         """The type of the device node ``node`` ran on ('xla', 'cpu', 'hostdev'), None for no tensor:
         the one reader the verdicts, the DOT and Model Explorer drawings and the crossings share."""
-        return type_of(self.node_devices.get(node))
+        return type_of(self.device_of(node))
 
     def on_target(self, node: str) -> bool:
         """Whether node ``node``'s value was on the device this run targeted (not left on the host)."""
