@@ -105,7 +105,6 @@ ENTER_AUTOCAST = torch.amp.autocast_mode._enter_autocast
 # ..._buffers_b_ (module state), G_<module>_TABLE (a global), L_fn_closure_0_cell_contents (a
 # closure cell), L_fn_table (an attribute of the traced callable).
 _ARGUMENTS = ("L_args_", "L_kwargs_")
-_MODULE_STATE = ("_parameters_", "_buffers_")
 _STATE = re.compile(r"_(?:parameters|buffers)_(?P<attribute>.+?)_?$")  # model.h[0].ln_1.weight: ..._modules_ln_1_parameters_weight_
 _INPUT = re.compile(r"^[lL]_(?P<name>.+?)_?$")
 
@@ -115,7 +114,7 @@ def lifted_input_kind(target: str) -> str:
     'global', 'closure', 'attribute', or 'other'."""
     if target.startswith(_ARGUMENTS):
         return "argument"
-    if any(part in target for part in _MODULE_STATE):
+    if lifted_state_attribute(target) is not None:
         return "state"
     if target.startswith("G_"):
         return "global"
