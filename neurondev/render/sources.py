@@ -8,7 +8,7 @@ import torch.fx
 
 from neurondev.fx.pins import DevicePin
 from neurondev.fx.subgraphs import owner_of
-from neurondev.runs.run_records import RunRecord
+from neurondev.runs.run_records import Fallback, GraphBreak, HostCopy, RunError, RunRecord, Upload
 from neurondev.trace.source import SourceLine, source_of
 
 __all__ = ["node_sources", "source_drawn"]
@@ -21,10 +21,11 @@ def node_sources(gm: torch.fx.GraphModule, pins: Iterable[DevicePin], record: Ru
     calls is drawn on the node calling it."""
     found: dict[str, SourceLine] = {}
     if record is not None:
-        located = (*record.graph_breaks, *record.host_copies, *record.uploads, *record.fallbacks)
-        for item in (*((record.error,) if record.error is not None else ()), *located):
-            if item.source is not None and getattr(item, "node", None):
-                found.setdefault(str(item.node), item.source)
+        located: list[RunError | GraphBreak | HostCopy | Upload | Fallback] = [record.error] if record.error is not None else []
+        located += [*record.graph_breaks, *record.host_copies, *record.uploads, *record.fallbacks]
+        for item in located:
+            if item.source is not None and item.node:  # a fallback between graphs has no node
+                found.setdefault(item.node, item.source)
     for pin in pins:
         owner = owner_of(gm, pin.node)
         if owner is not None and pin.source is not None:
