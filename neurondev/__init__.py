@@ -40,6 +40,7 @@ from neurondev.errors import (
 from neurondev.fx.pins import DevicePin, diagnose, find_pins
 from neurondev.integrations.backend import backend
 from neurondev.passes.device_rewriter import DeviceRewriterPass, Rewrite, rewrite_copy
+from neurondev.render.sentences import describe
 from neurondev.report.fixes.records import Fix
 from neurondev.report.model import Section, SectionKey
 from neurondev.results.explanation import Explanation, check, explain
@@ -61,6 +62,7 @@ __all__ = [
     "compare_traces",
     "check",
     "watch",
+    "describe",
     "backend",
     "host_device",
     "DeviceRewriterPass",

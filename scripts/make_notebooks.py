@@ -79,7 +79,7 @@ executions and transfers of each call), `ex.pin_table()` is a pandas DataFrame (
     (
         "code",
         """for run in (ex.program.as_written, ex.program.rewritten):
-    print(f"{run.backend}: {run.describe()}")
+    print(f"{run.backend}: {neurondev.describe(run)}")
     print(f"   per call: graphs {[c.graphs for c in run.calls]}, transfers to host {[c.transfers_to_host for c in run.calls]}")
 print("your program agrees with CPU:", ex.xla_matches_cpu, "| the CPU-traced graph on XLA agrees with CPU:", ex.graphs_match_cpu)""",
     ),
@@ -460,7 +460,7 @@ for name, run in runs.items():
 pd.DataFrame([{"graph": name, "breaks at": [b.node for b in r.graph_breaks], "executions/call": r.executions,
                "to host/call": r.transfers_to_host, "to device/call": r.transfers_to_device,
                "ms/call": round(r.seconds * 1e3, 3) if r.seconds else None,
-               "values vs CPU": r.comparison.describe() if r.comparison else str(r.error)}
+               "values vs CPU": neurondev.describe(r.comparison) if r.comparison else str(r.error)}
               for name, r in runs.items()])""",
     ),
     (
@@ -581,7 +581,7 @@ with the inputs on XLA and aligns the two traces by your source line.""",
 
 comparison = neurondev.compare_traces(counts_by_sign, torch.randn(8))
 for difference in comparison.differences:
-    print(difference.describe())
+    print(neurondev.describe(difference))
 failure = comparison.native_failure
 print(f"native run fails at {failure.node} (line {failure.line} of the cell): {type(failure.exception).__name__}: {failure.exception}")""",
     ),
@@ -604,7 +604,7 @@ Where the two traces agree, the graph traced natively on XLA is the limit of the
     return out
 
 ex = neurondev.explain(buffer_and_positions, torch.randn(64), native=True, quiet=True)
-print(ex.traces.summary())
+print(neurondev.describe(ex.traces))
 timing = ex.sections[0].native
 print(f"per call: rewritten {timing.rewritten * 1e3:.3f} ms, native {timing.native * 1e3:.3f} ms (a wall-clock figure: it varies with the machine)")
 ex""",
@@ -651,7 +651,7 @@ on XLA, and the two traces, aligned by line, say where:""",
 branched = neurondev.explain(branches, torch.randn(8), quiet=True)
 print("your program agrees with CPU:", branched.xla_matches_cpu, "| the CPU graph moved to XLA agrees:", branched.graphs_match_cpu)
 for line in branched.device_specialised:
-    print(line.describe())""",
+    print(neurondev.describe(line))""",
     ),
     (
         "md",
@@ -918,7 +918,7 @@ back from the dispatcher's own tables and attributes each to the line and module
 neurondev.host_device(fallback=["aten::addmm", "aten::mm"])
 model, args, kwargs = testing.tiny_gpt2()
 gpt2 = neurondev.explain(model, *args, **kwargs, target=device, quiet=True)
-print(gpt2.program.rewritten.describe())
+print(neurondev.describe(gpt2.program.rewritten))
 table = gpt2.fallback_table()
 print(len(table), "rows:", table.op.value_counts().to_dict())
 table[["op", "calls", "bytes_copied", "line", "module"]]""",

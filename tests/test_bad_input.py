@@ -77,6 +77,8 @@ CATALOGUE = [
     ("explain-target-neuron-not-loaded", lambda: neurondev.explain(one_input, torch.randn(4), target="neuron"), neurondev.DeviceUnavailableError, RuntimeError, "import torch_neuronx first"),
     ("check-target-neuron-not-loaded", lambda: neurondev.check(one_input, torch.randn(4), target="neuron:0"), neurondev.DeviceUnavailableError, RuntimeError, "TorchNeuron's device"),
     ("check-fallbacks-word", lambda: neurondev.check(one_input, torch.randn(4), fallbacks="strict"), neurondev.InvalidOptionError, ValueError, "fallbacks is 'error'"),
+    ("describe-a-tensor", lambda: neurondev.describe(torch.ones(2)), neurondev.InvalidOptionError, ValueError, "describe takes one of neurondev's records"),
+    ("describe-an-explanation", lambda: neurondev.describe(seed_capture()), neurondev.InvalidOptionError, ValueError, "not Capture"),
     ("capture-not-callable", lambda: neurondev.capture(torch.randn(3)), neurondev.NotCallableError, TypeError, "pass the function itself"),
     ("capture-no-inputs", lambda: neurondev.capture(one_input), neurondev.MissingInputsError, ValueError, "needs example inputs for x"),
     ("capture-module-no-inputs", lambda: neurondev.capture(torch.nn.Linear(2, 2)), neurondev.MissingInputsError, ValueError, "Linear needs example inputs for input"),

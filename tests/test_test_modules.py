@@ -21,6 +21,7 @@ TESTED_BY = {
     "report/stage_records": ("tests/report/test_explain.py", "neurondev.explain("),
     "report/fixes/edits": ("tests/report/fixes/test_spelling.py", "from neurondev.report.fixes.edits import"),
     "report/fixes/patch": ("tests/report/fixes/test_files.py", "patch("),
+    "report/findings": ("tests/report/test_check.py", "neurondev.check("),
     "report/fixes/records": ("tests/test_frozen_records.py", "Fix"),
     "xla/compiler": ("tests/integrations/test_backend.py", 'backend="neurondev"'),
     "runs/graph": ("tests/xla/test_run.py", "neurondev.run_on_xla("),

@@ -362,6 +362,7 @@ def _check(options: argparse.Namespace) -> int:
 
 def _fix(options: argparse.Namespace) -> int:
     """0: every pin in the user's code has a verified fix (shown or written); 1: some remain; 2: an error."""
+    from neurondev.render.sentences import describe
     from neurondev.report.fixes.patch import write_fixes
     from neurondev.results.explanation import explain
 
@@ -371,7 +372,7 @@ def _fix(options: argparse.Namespace) -> int:
     explanation = explain(fn, *args, target=options.target, run=False, quiet=True)
     fixes = explanation.fixes
     for fix in fixes:
-        print(fix.describe(), file=sys.stderr)
+        print(describe(fix), file=sys.stderr)
     if options.write:
         for written in write_fixes(fixes, force=options.force):
             print(f"fixed {written.file} ({written.fixes} statement(s)); the original is {written.backup}", file=sys.stderr)

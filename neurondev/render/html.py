@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from neurondev.render.drawing import DrawBudget, svg_or_reason
+from neurondev.render.sentences import describe, values_text, verdict_text
 from neurondev.render.text import (
     after_text,
     before_text,
@@ -130,7 +131,7 @@ def _program_outcome(run: ProgramRun) -> str:
 
 def _program_values(run: ProgramRun) -> str:
     css = {True: "nd-good", False: "nd-bad", None: "nd-muted"}[run.matches_cpu]
-    return f'<span class="{css}">{_e(run.values_text())}</span>'
+    return f'<span class="{css}">{_e(values_text(run))}</span>'
 
 
 _PROGRAM_ROWS: list[tuple[str, Callable[[ProgramRun], str]]] = [
@@ -294,7 +295,7 @@ def _metric_rows(before: RunRecord | None, after: RunRecord | None) -> list[tupl
         return f"{record.seconds * 1e3:.3f} ms" if record.seconds else "—"
 
     def values(record: RunRecord) -> str:
-        return record.comparison.describe() if record.comparison else (record.not_compared or "—")
+        return describe(record.comparison) if record.comparison else (record.not_compared or "—")
 
     native = any(record is not None and record.stack == "native" for record in (before, after))
     stops: list[tuple[str, Callable[[RunRecord], str]]] = [
@@ -329,12 +330,12 @@ def metrics_table(section: Section) -> str:
     record = section.after or section.before
     place = "XLA" if record is None or record.stack == "xla" else record.device
     verdicts = "".join(
-        f'<p class="nd-verdict">{_e(label)}: <span class="{_verdict_class(verdict)}">{_e(verdict.describe(figures=True, place=place))}</span></p>'
+        f'<p class="nd-verdict">{_e(label)}: <span class="{_verdict_class(verdict)}">{_e(verdict_text(verdict, figures=True, place=place))}</span></p>'
         for label, verdict in (("The rewrite", section.rewrite_verdict), (f"{place} against CPU", section.cpu_verdict))
         if verdict is not None
     )
     first = section.cpu_verdict.first_difference if section.cpu_verdict is not None else None
-    departs = f'<p class="nd-bad nd-first-difference">{_e(place)} departs from CPU first at {_e(first.describe())}</p>' if first else ""
+    departs = f'<p class="nd-bad nd-first-difference">{_e(place)} departs from CPU first at {_e(describe(first))}</p>' if first else ""
     return f'<table class="nd-metrics"><tr><th></th><th>before</th><th>after</th></tr>{rows}</table>{verdicts}{departs}'
 
 
@@ -381,7 +382,7 @@ def _native(explanation: ExplanationData) -> str:
     if native is None:
         return ""
     css = "nd-good" if native.agree else "nd-bad"
-    parts = [f'<h4>Traced natively on {_e(explanation.place)}</h4><p class="{css}">{_e(native.summary())}</p>']
+    parts = [f'<h4>Traced natively on {_e(explanation.place)}</h4><p class="{css}">{_e(describe(native))}</p>']
     if native.differences:
         rows = "".join(
             f"<tr><td>{_e(_where(d.source))}</td><td><code>{_e(d.code)}</code></td>"

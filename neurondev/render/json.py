@@ -6,6 +6,7 @@ import dataclasses
 import math
 from typing import TYPE_CHECKING, Any
 
+from neurondev.render.sentences import describe, verdict_text
 from neurondev.render.text import summary
 from neurondev.report.advice import fix_for
 
@@ -13,6 +14,9 @@ if TYPE_CHECKING:
     from neurondev.fx.pins import DevicePin
     from neurondev.loops.record import WatchRecord
     from neurondev.report.model import ExplanationData, Section
+    from neurondev.report.verdicts import Verdict
+    from neurondev.runs.program_records import Programs
+    from neurondev.runs.traces import TraceComparison
 
 __all__ = ["explanation_dict", "plain", "watch_dict"]
 
@@ -37,6 +41,26 @@ def _pin(pin: DevicePin) -> dict[str, Any]:
     return plain(data)
 
 
+def _with_text(record: Any) -> dict[str, Any] | None:
+    """A record's plain data with the sentence the card prints for it (``text``)."""
+    return None if record is None else {**record.to_dict(), "text": describe(record)}
+
+
+def _verdict(verdict: Verdict | None) -> dict[str, Any] | None:
+    return None if verdict is None else {**verdict.to_dict(), "text": verdict_text(verdict)}
+
+
+def _programs(programs: Programs | None) -> dict[str, Any] | None:
+    if programs is None:
+        return None
+    runs = {"as_written": programs.as_written, "rewritten": programs.rewritten}
+    return {name: {**run.to_dict(), "failure": _with_text(run.failure), "text": describe(run)} for name, run in runs.items()}
+
+
+def _traces(traces: TraceComparison | None) -> dict[str, Any] | None:
+    return None if traces is None else {**traces.to_dict(), "summary": describe(traces)}
+
+
 def _section(section: Section) -> dict[str, Any]:
     native = section.native
     return plain(
@@ -53,8 +77,8 @@ def _section(section: Section) -> dict[str, Any]:
             "code_after": section.rewritten.code,
             "before": section.before.to_dict() if section.before else None,
             "after": section.after.to_dict() if section.after else None,
-            "rewrite_verdict": section.rewrite_verdict.to_dict() if section.rewrite_verdict else None,
-            "cpu_verdict": section.cpu_verdict.to_dict() if section.cpu_verdict else None,
+            "rewrite_verdict": _verdict(section.rewrite_verdict),
+            "cpu_verdict": _verdict(section.cpu_verdict),
             "host_values": [value.to_dict() for value in section.host_values],
             "cpu_kernels": [kernel.to_dict() for kernel in section.cpu_kernels],
         }
@@ -72,9 +96,9 @@ def explanation_dict(explanation: ExplanationData) -> dict[str, Any]:
             "rewrite_preserves_values": explanation.rewrite_preserves_values,
             "graphs_match_cpu": explanation.graphs_match_cpu,
             "xla_matches_cpu": explanation.xla_matches_cpu,
-            "program": explanation.program.to_dict() if explanation.program is not None else None,
+            "program": _programs(explanation.program),
             "program_skipped": explanation.program_skipped,
-            "first_difference": explanation.first_difference.to_dict() if explanation.first_difference is not None else None,
+            "first_difference": _with_text(explanation.first_difference),
             "device_specialised": [d.to_dict() for d in explanation.device_specialised],
             "skipped": explanation.skipped,
             "runtime": dict(explanation.runtime),
@@ -84,7 +108,7 @@ def explanation_dict(explanation: ExplanationData) -> dict[str, Any]:
             "dynamo_breaks": [{"reason": b.reason, **(b.source.to_dict() if b.source else {})} for b in captured.dynamo_breaks],
             "moved_inputs": [dataclasses.asdict(m) for m in captured.moved_inputs],
             "notes": list(explanation.notes),
-            "native": explanation.traces.to_dict() if explanation.traces is not None else None,
+            "native": _traces(explanation.traces),
             "native_skipped": explanation.traces_skipped,
             "fixes": [fix.to_dict() for fix in explanation.fixes],
         }

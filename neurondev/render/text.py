@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from neurondev.render.sentences import describe, verdict_text
 from neurondev.runs.program_records import DEVICE_MISMATCH
 from neurondev.runs.run_records import GraphBreak, RunRecord
 
@@ -158,7 +159,7 @@ def verdicts_text(explanation: ExplanationData) -> str:
         worst = next((v for v in shown if v.status == "differ"), None) or next((v for v in shown if v.matches is None), shown[0])
         missing, graphs = explanation.not_compared(question)
         apart = f" (not compared in {missing} of {graphs} graphs)" if missing and graphs > 1 else ""
-        parts.append(worst.describe(place=place) + apart)
+        parts.append(verdict_text(worst, place=place) + apart)
     return "; ".join(parts) or "values not compared"
 
 
@@ -196,9 +197,9 @@ def program_text(explanation: ExplanationData) -> str:
         return f"Your program on {place}: not run ({explanation.program_skipped})"
     written, rewritten = programs.as_written, programs.rewritten
     same = written.failure is not None and rewritten.failure is not None and written.failure.where == rewritten.failure.where
-    after = "fails the same way" if same else rewritten.describe()
+    after = "fails the same way" if same else describe(rewritten)
     text = (
-        f"Your program on {place} (torch.compile): as written ({written.backend}) {written.describe()}; with the neurondev backend {after}"
+        f"Your program on {place} (torch.compile): as written ({written.backend}) {describe(written)}; with the neurondev backend {after}"
     )
     return text + _host_cause(explanation)
 
@@ -231,7 +232,7 @@ def first_difference_text(explanation: ExplanationData) -> str:
     """Where XLA first departs from CPU: a node of a graph, or none (then the code between graphs)."""
     first = explanation.first_difference
     if first is not None:
-        return f" {explanation.place} differs from CPU first at {first.describe()}."
+        return f" {explanation.place} differs from CPU first at {describe(first)}."
     program = explanation.program
     if program is None or program.rewritten.matches_cpu is not False or explanation.graphs_match_cpu is not True:
         return ""

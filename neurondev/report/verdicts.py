@@ -30,13 +30,15 @@ class Verdict:
     rewrite repaired a wrong frozen run), 'not comparable' (random values) or 'not compared'.
     ``question`` is 'rewrite' or 'cpu'; ``reason`` says why, or what a difference rests on.
     ``first_difference``: when a graph on XLA differs from CPU, the first node whose value differs
-    while its inputs agree (where XLA departs from CPU), or None when that was not looked for."""
+    while its inputs agree (where XLA departs from CPU), or None when that was not looked for.
+    ``frozen``: for 'fixed', the frozen graph's own run against CPU (what the rewrite repaired)."""
 
     question: str
     status: str
     comparison: Comparison | None = None
     reason: str | None = None
     first_difference: NodeDifference | None = None
+    frozen: Comparison | None = None
 
     @property
     def matches(self) -> bool | None:
@@ -52,35 +54,10 @@ class Verdict:
             "status": self.status,
             "matches": self.matches,
             "reason": self.reason,
-            "text": self.describe(),
             "comparison": comparison,
             "first_difference": self.first_difference.to_dict() if self.first_difference is not None else None,
+            "frozen": self.frozen.to_dict() if self.frozen is not None else None,
         }
-
-    def describe(self, *, figures: bool = False, place: str = "XLA") -> str:
-        """One line; equal and within tolerance read alike (which one depends on the processor's
-        rounding), unless ``figures`` asks for the measured errors."""
-        shown = figures or self.status == "differ"
-        measured = f" ({self.comparison.describe()})" if shown and self.comparison is not None and self.status != "equal" else ""
-        reason = f": {self.reason}" if self.reason else ""
-        if self.question == "rewrite":
-            text = {
-                "equal": "the rewrite changed no values",
-                "within tolerance": "the rewrite changed no values",
-                "differ": "the rewrite CHANGED the values",
-                "fixed": "the rewrite fixed the values",
-                "not comparable": "values before and after the rewrite are not comparable",
-                "not compared": "values before and after the rewrite not compared",
-            }[self.status]
-        else:
-            text = {
-                "equal": f"the graph on {place} agrees with CPU",
-                "within tolerance": f"the graph on {place} agrees with CPU",
-                "differ": f"the graph on {place} DIFFERS from CPU",
-                "not comparable": f"the graph's {place} and CPU values are not comparable",
-                "not compared": f"the graph on {place} not compared with CPU",
-            }[self.status]
-        return text + measured + reason
 
 
 def random_reason(gm: torch.fx.GraphModule, names: set[str] | None, where: str) -> str | None:
@@ -105,17 +82,11 @@ def rewrite_verdict(traced: torch.fx.GraphModule, before: RunRecord, after: RunR
         return Verdict("rewrite", "not comparable", reason=random)
     comparison = compare_outputs(after.outputs, before.outputs, rtol=rtol, atol=atol)
     if comparison.matches is None:
-        return Verdict("rewrite", "not compared", comparison, reason=comparison.describe())
+        return Verdict("rewrite", "not compared", comparison, reason=", ".join(comparison.left_out) or "nothing to compare")
     if comparison.matches:
         return Verdict("rewrite", comparison.status, comparison)
     if before.matches_reference is False and after.matches_reference is True and before.comparison is not None:
-        wrong = before.comparison.describe()
-        return Verdict(
-            "rewrite",
-            "fixed",
-            comparison,
-            reason=f"the frozen graph's own run on XLA was wrong ({wrong} against CPU); the rewritten one agrees with CPU",
-        )
+        return Verdict("rewrite", "fixed", comparison, frozen=before.comparison)
     return Verdict("rewrite", "differ", comparison)
 
 

@@ -6,9 +6,9 @@ import functools
 from typing import Any
 
 from neurondev.notebook.interactive import ExplanationWidgets
-from neurondev.report import check as checking
 from neurondev.report import pipeline
 from neurondev.report.model import ExplanationData
+from neurondev.results import check as checking
 
 __all__ = ["Explanation", "check", "explain"]
 

@@ -40,11 +40,6 @@ class NodeDifference(Located):
     comparison: Comparison
     source: SourceLine | None = None
 
-    def describe(self) -> str:
-        inside = f", in {self.module}" if self.module else ""
-        figures = f"max abs {self.comparison.max_abs_error:.2g}" if self.comparison.structure is None else self.comparison.structure
-        return f"{self.node} ({self.function}, {self.where}{inside}): {figures}"
-
     def to_dict(self) -> dict[str, Any]:
         return {
             "graph": self.graph,
@@ -53,7 +48,6 @@ class NodeDifference(Located):
             "module": self.module,
             **self.source_dict(),
             "comparison": self.comparison.to_dict(),
-            "text": self.describe(),
         }
 
 

@@ -37,20 +37,6 @@ class ProgramFailure(Located):
     graph: int | None = None
     call: int = 1
 
-    def describe(self) -> str:
-        where = f" at {self.where} (`{self.code}`)" if self.source is not None else ""
-        when = {
-            "compile": "at compile time",
-            "graph": "while a compiled graph ran",
-            "python": "in the code between graphs",
-            "inputs": "before it ran: its inputs cannot move to the device",
-        }[self.stage]
-        again = f" on call {self.call}" if self.call > 1 else ""
-        return f"fails {when}{again}{where}: {self.kind}: {self.exception}: {self.message}"
-
-    def __str__(self) -> str:
-        return self.describe()
-
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
@@ -60,7 +46,6 @@ class ProgramFailure(Located):
             "graph": self.graph,
             "call": self.call,
             **self.source_dict(),
-            "text": self.describe(),
         }
 
 
@@ -159,33 +144,6 @@ class ProgramRun:
         """A call after the first compiled a dynamo graph again."""
         return any(call.graphs for call in self.calls[1:])
 
-    def describe(self) -> str:
-        """One line: fails (where, why), or runs with its per-call figures and how it compares with CPU."""
-        if self.failure is not None:
-            return self.failure.describe()
-        steady = f"{self.transfers_to_host} transfer(s) to the host per call"
-        if self.stack == "native":
-            fallbacks = self.calls[-1].fallback_calls if self.calls else 0
-            steady = f"{self.transfers_to_host} copy(ies) to the host, {self.syncs} sync(s), {fallbacks} CPU fallback(s) per call"
-        again = ", compiles again on the second call" if self.recompiled else ""
-        joint = "but" if self.matches_cpu is False else "and" if self.matches_cpu else "with"
-        return f"runs ({self.graphs} graph(s), {steady}{again}) {joint} {self.values_text()}"
-
-    def values_text(self) -> str:
-        if self.state is not None and self.state.matches is False:
-            return f"DIFFERS from CPU in what it writes ({self.state.describe()})"
-        if self.comparison is None:
-            return f"values {self.not_compared or 'not compared'}"
-        compared = self.comparison
-        if compared.matches is None:
-            return f"values {compared.describe()}"
-        if compared.matches:
-            left = f" (not compared: {', '.join(compared.left_out[:2])})" if compared.left_out else ""
-            return f"agrees with CPU{left}"
-        if compared.structure is not None:
-            return f"DIFFERS from CPU ({compared.structure})"
-        return f"DIFFERS from CPU ({compared.elements_off} of {compared.elements} elements off, max abs {compared.max_abs_error:.3g})"
-
     def to_dict(self) -> dict[str, Any]:
         return {
             "backend": self.backend,
@@ -208,7 +166,6 @@ class ProgramRun:
             "host_copies": [copy.to_dict() for copy in self.host_copies],
             "unseen": self.unseen,
             "warnings": list(self.warnings),
-            "text": self.describe(),
         }
 
 

@@ -226,37 +226,6 @@ class RunRecord:
         stays = not self.graph_breaks and not self.host_copies and self.transfers_to_host == expected
         return self.error is None and stays and not self.fallback_ops
 
-    def summary(self) -> str:
-        """One paragraph a user can read: failure, or breaks with their nodes, transfers, uploads, values."""
-        if self.error is not None:
-            return f"failed on {self.device}: {self.error}"
-        if self.stack == "native":
-            copies = "; ".join(c.labelled(c.node) for c in self.host_copies)
-            fallbacks = ", ".join(f"{op} x{n}" for op, n in self.fallback_ops.items())
-            text = (
-                f"ran on {self.device}: {self.transfers_to_host} copy(ies) to the host{': ' + copies if copies else ''}, "
-                f"{self.syncs} sync(s), {self.transfers_to_device} copy(ies) to the device per call, "
-                f"{sum(self.fallback_ops.values())} CPU fallback(s){': ' + fallbacks if fallbacks else ''}; "
-                f"outputs on {', '.join(self.output_devices) or 'nothing'}"
-            )
-        else:
-            breaks = "; ".join(b.labelled(b.node) for b in self.graph_breaks)
-            text = (
-                f"ran on {self.device}: {len(self.graph_breaks)} graph break(s){': ' + breaks if breaks else ''}, "
-                f"{self.executions} forced execution(s), {self.transfers_to_host} transfer(s) to host and "
-                f"{self.transfers_to_device} to device per call; outputs on {', '.join(self.output_devices) or 'nothing'}"
-            )
-        if self.uploads:
-            text += f"; uploads of host data on every call (no break): {', '.join(u.labelled(u.node) for u in self.uploads)}"
-        if self.comparison is not None:
-            text += f"; values {self.comparison.describe()} against the CPU reference"
-        elif self.not_compared:
-            text += f"; values {self.not_compared}"
-        return text
-
-    def __repr__(self) -> str:
-        return f"RunRecord({self.summary()})"
-
     def to_dict(self) -> dict[str, Any]:
         """Plain data (JSON-ready): every figure, break, upload, crossing and the failure as text."""
         plain = {

@@ -54,9 +54,6 @@ class LineDifference(Located):
     cpu_ops: tuple[str, ...]
     xla_ops: tuple[str, ...]
 
-    def describe(self) -> str:
-        return f"{self.where} `{self.code}`: CPU trace {list(self.cpu_ops)}, XLA trace {list(self.xla_ops)}"
-
     def to_dict(self) -> dict[str, Any]:
         return {"graph": self.graph, **self.source_dict(), "cpu_ops": list(self.cpu_ops), "xla_ops": list(self.xla_ops)}
 
@@ -88,29 +85,10 @@ class TraceComparison:
         """Both traces made the same graphs, and the rewritten CPU graphs are the native ones."""
         return not self.differences and not self.only_in_cpu and not self.only_in_xla and all(self.rewritten_is_native)
 
-    def summary(self) -> str:
-        if self.agree:
-            return f"{self.name}: the CPU trace, rewritten, is the graph traced natively on XLA ({len(self.rewritten_is_native)} graph(s))"
-        if not self.differences and not self.only_in_cpu and not self.only_in_xla and not self.native_error:
-            return (
-                f"{self.name}: no line is traced differently on XLA, but the rewritten CPU graph is not the native one: "
-                "the native trace keeps device arguments of its own (a literal device such as 'cpu' or .cpu())"
-            )
-        parts = [f"{len(self.differences)} line(s) traced differently on XLA (device-specialised code)"]
-        if self.only_in_cpu or self.only_in_xla:
-            parts.append(f"graphs {len(self.cpu.graphs)} on CPU vs {len(self.native.graphs)} on XLA")
-        if self.native_error:
-            failure = self.native_failure
-            where = f" at {failure.where}" if failure is not None and failure.source is not None else ""
-            parts.append(f"the native trace fails to run{where}: {self.native_error}")
-        lines = "; ".join(d.describe() for d in self.differences[:3])
-        return f"{self.name}: " + ", ".join(parts) + (f". {lines}" if lines else "")
-
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "agree": self.agree,
-            "summary": self.summary(),
             "differences": [d.to_dict() for d in self.differences],
             "graphs": {"cpu": len(self.cpu.graphs), "xla": len(self.native.graphs)},
             "only_in_cpu": list(self.only_in_cpu),

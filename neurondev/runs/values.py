@@ -59,21 +59,6 @@ class Comparison:
     def to_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "matches": self.matches, "left_out": list(self.left_out)}
 
-    def describe(self) -> str:
-        """'equal', 'equal within tolerance (max abs 5e-05, ...)', 'DIFFER (3 of 64 elements off, ...)',
-        'shapes DIFFER: ...' when the outputs are not even alike, or 'not compared (why)'."""
-        figures = f"max abs {self.max_abs_error:.3g}, max rel {self.max_rel_error:.3g}"
-        left = f"; not compared: {', '.join(self.left_out[:3])}" if self.left_out else ""
-        if self.status == "not compared":
-            return f"not compared ({', '.join(self.left_out) or 'nothing to compare'})"
-        if self.structure is not None:
-            return self.structure + left
-        if self.status == "equal":
-            return "equal" + left
-        if self.status == "within tolerance":
-            return f"equal within tolerance ({figures}){left}"
-        return f"DIFFER ({self.elements_off} of {self.elements} elements off; {figures}){left}"
-
 
 def check_tolerances(rtol: Any, atol: Any) -> None:
     """InvalidOptionError unless both are None (the dtype's defaults) or both are numbers >= 0:

@@ -50,10 +50,6 @@ class HostValue(Located):
             return f"register it as a buffer in __init__ (self.register_buffer({name!r}, ...)): model.to(device) then moves it"
         return f"pass {self.origin} in as an argument, or make it a buffer of the module: a tensor outside the model does not move with model.to(device)"
 
-    def describe(self) -> str:
-        article = "an" if self.kind == "attribute" else "a"
-        return f"{self.origin} ({article} {self.kind}, on {self.device}, used at {self.where})"
-
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["source"] = self.source.to_dict() if self.source else None

@@ -152,8 +152,8 @@ def test_the_pytest_plugin_fails_the_pinned_tests_like_pytest_and_passes_the_res
     assert "During handling" not in output and "DEBUG" not in output, output
     assert "test_project.py:4: out = torch.zeros(x.shape[0], device=x.device)" in output, output
     assert "write instead: write x.new_zeros(size)" in output
-    assert "site-packages/neurondev" not in output and "neurondev/report/" not in output  # no traceback from inside
-    assert (Path(neurondev.__file__).parent / "report" / "check.py").is_file()  # where a traceback would name it
+    assert "site-packages/neurondev" not in output and "neurondev/results/" not in output  # no traceback from inside
+    assert (Path(neurondev.__file__).parent / "results" / "check.py").is_file()  # where a traceback would name it
 
 
 def test_the_check_command_exits_0_clean_1_with_pins_2_on_errors(tmp_path, monkeypatch, capsys):

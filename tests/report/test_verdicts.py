@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import neurondev
+from neurondev.render.sentences import describe
 from tests.helpers import line_of
 
 pytestmark = pytest.mark.xla
@@ -116,7 +117,7 @@ def frozen_run_is_wrong(x):
 def test_a_wrong_frozen_run_is_not_blamed_on_the_rewrite():
     ex = neurondev.explain(frozen_run_is_wrong, torch.randn(4, 4), quiet=True)
     (section,) = ex.sections
-    assert section.rewrite_verdict.status == "fixed" and "dtypes DIFFER" in section.rewrite_verdict.reason
+    assert section.rewrite_verdict.status == "fixed" and "was wrong (dtypes DIFFER" in describe(section.rewrite_verdict)
     assert section.cpu_verdict.status == "equal" and ex.rewrite_preserves_values is True and ex.xla_matches_cpu is True
 
 
@@ -175,7 +176,7 @@ def test_a_pin_nothing_uses_is_listed_as_unused_not_alarmed_about():
 def test_comparisons_say_what_differs(actual, expected, words, recwarn):
     from neurondev.runs.values import compare_outputs
 
-    assert compare_outputs(actual, expected).describe().startswith(words)
+    assert describe(compare_outputs(actual, expected)).startswith(words)
     assert not [w for w in recwarn if "imaginary" in str(w.message)]  # no torch warning leaks
 
 
@@ -199,5 +200,5 @@ def test_a_frozen_run_of_the_wrong_shape_is_a_shape_mismatch_the_rewrite_fixed()
     before = RunRecord("xla:0", outputs=torch.zeros(0), comparison=compare_outputs(torch.zeros(0), reference))
     after = RunRecord("xla:0", outputs=reference.clone(), comparison=compare_outputs(reference.clone(), reference))
     verdict = rewrite_verdict(gm, before, after, None, None)
-    assert verdict.status == "fixed" and "shapes DIFFER at output 0: (0,) vs (4,)" in verdict.reason
-    assert "0 of 0 elements off" not in verdict.describe()
+    assert verdict.status == "fixed" and "shapes DIFFER at output 0: (0,) vs (4,)" in describe(verdict)
+    assert "0 of 0 elements off" not in describe(verdict)

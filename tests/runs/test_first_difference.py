@@ -6,6 +6,7 @@ import pytest
 import torch
 
 import neurondev
+from neurondev.render.sentences import describe
 from neurondev.runs.first_difference import first_difference
 from neurondev.xla.driver import XlaDriver
 
@@ -34,7 +35,7 @@ def test_the_first_differing_node_is_named_with_its_function_and_line_not_the_on
     difference = first_difference(cpu_graph, xla_graph, (x,), driver=XlaDriver(), seed=0)
     assert difference is not None and difference.function == "torch.rand" and difference.node == "noise"
     assert difference.source is not None and "torch.rand(4, device=x.device)" in difference.source.code
-    assert not difference.comparison.matches and "torch.rand" in difference.describe()
+    assert not difference.comparison.matches and "torch.rand" in describe(difference)
 
 
 def test_a_graph_that_agrees_node_by_node_has_no_first_difference_and_its_inputs_are_untouched():

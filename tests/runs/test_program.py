@@ -9,6 +9,7 @@ import torch.utils.checkpoint
 
 import neurondev
 from neurondev.cli import command
+from neurondev.render.sentences import describe
 from tests.helpers import line_of
 
 pytestmark = pytest.mark.xla
@@ -178,7 +179,7 @@ def test_compare_traces_reports_a_native_trace_that_fails_before_any_graph():
     assert comparison.native.graphs == () and comparison.only_in_cpu == (0,)
     assert "two different devices" in comparison.native_error
     assert comparison.native_failure.line == line_of(reads_a_global, "y * SCALE")
-    assert "fails to run at test_program.py:" in comparison.summary()
+    assert "fails to run at test_program.py:" in describe(comparison)
 
 
 def test_run_false_and_a_capture_skip_the_program_and_say_why():
@@ -202,7 +203,7 @@ def test_explain_compares_what_a_program_writes_and_leaves_the_users_tensor_alon
     ex = neurondev.explain(device_dependent_write, torch.randn(4), quiet=True)
     run = ex.program.rewritten
     assert run.comparison.status == "equal" and run.state.status == "differ" and ex.xla_matches_cpu is False
-    assert "DIFFERS from CPU in what it writes" in run.describe() and torch.equal(STATE, before)
+    assert "DIFFERS from CPU in what it writes" in describe(run) and torch.equal(STATE, before)
 
 
 def test_a_transformers_default_call_with_its_cache_agrees_when_the_logits_agree():

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 import neurondev
+from neurondev.render.sentences import describe
 from tests.helpers import line_of
 
 pytestmark = pytest.mark.xla
@@ -66,7 +67,7 @@ def test_a_function_whose_graph_count_differs_between_the_traces():
     comparison = neurondev.compare_traces(graph_count_differs, torch.randn(4))
     assert len(comparison.cpu.graphs) == 2 and len(comparison.native.graphs) == 1
     assert comparison.only_in_cpu == (1,) and comparison.only_in_xla == ()
-    assert "graphs 2 on CPU vs 1 on XLA" in comparison.summary()
+    assert "graphs 2 on CPU vs 1 on XLA" in describe(comparison)
 
 
 def only_device_arguments(x):

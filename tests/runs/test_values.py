@@ -8,13 +8,14 @@ import pytest
 import torch
 
 import neurondev
+from neurondev.render.sentences import describe
 from neurondev.runs.values import check_tolerances, compare_outputs
 
 
 def test_equal_values_nan_in_the_same_place_and_equal_infinities_match():
     a = torch.tensor([1.0, math.nan, math.inf])
     comparison = compare_outputs(a.clone(), a)
-    assert comparison.matches and comparison.max_abs_error == 0 and comparison.describe() == "equal"
+    assert comparison.matches and comparison.max_abs_error == 0 and describe(comparison) == "equal"
 
 
 def test_a_difference_is_counted_element_by_element():
@@ -23,12 +24,12 @@ def test_a_difference_is_counted_element_by_element():
     actual[:3] = 1.0
     comparison = compare_outputs(actual, expected)
     assert not comparison.matches and (comparison.elements_off, comparison.elements, comparison.max_abs_error) == (3, 64, 1.0)
-    assert comparison.describe().startswith("DIFFER (3 of 64 elements off;")
+    assert describe(comparison).startswith("DIFFER (3 of 64 elements off;")
 
 
 def test_a_different_shape_is_named_before_any_value_and_one_output_matches_a_one_element_tuple():
     comparison = compare_outputs(torch.zeros(3), torch.zeros(4))
-    assert not comparison.matches and comparison.structure is not None and "shape" in comparison.describe()
+    assert not comparison.matches and comparison.structure is not None and "shape" in describe(comparison)
     assert compare_outputs((torch.ones(2),), torch.ones(2)).matches
 
 
@@ -54,7 +55,7 @@ def test_an_object_pytree_does_not_open_is_compared_through_the_tensors_it_holds
 
 def test_nothing_to_compare_is_not_compared_never_a_difference():
     nothing = compare_outputs((x for x in []), (x for x in []))
-    assert nothing.status == "not compared" and nothing.matches is None and "generator" in nothing.describe()
+    assert nothing.status == "not compared" and nothing.matches is None and "generator" in describe(nothing)
     import threading
 
     partly = compare_outputs((torch.ones(2), threading.Lock()), (torch.ones(2), threading.Lock()))
@@ -64,7 +65,7 @@ def test_nothing_to_compare_is_not_compared_never_a_difference():
 def test_complex_sparse_and_plain_values_compare_or_name_what_differs():
     values = torch.randn(4, dtype=torch.complex128)
     assert compare_outputs(values, values.clone()).status == "equal"
-    assert compare_outputs(values, values.real.clone()).describe() == "dtypes DIFFER at output 0: complex128 vs float64"
+    assert describe(compare_outputs(values, values.real.clone())) == "dtypes DIFFER at output 0: complex128 vs float64"
     sparse = torch.eye(3).to_sparse()
     assert compare_outputs(sparse, sparse.clone()).status == "equal"
-    assert compare_outputs((torch.ones(1), 3), (torch.ones(1), 4)).describe() == "values DIFFER at output[1]: 3 vs 4"
+    assert describe(compare_outputs((torch.ones(1), 3), (torch.ones(1), 4))) == "values DIFFER at output[1]: 3 vs 4"

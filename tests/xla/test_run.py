@@ -10,6 +10,7 @@ import torch
 import neurondev
 import neurondev.trace.source
 from neurondev import examples, xla
+from neurondev.render.sentences import describe
 from tests.helpers import line_of
 
 pytestmark = pytest.mark.xla
@@ -58,7 +59,7 @@ def test_frozen_gpt2_fails_at_the_position_embedding_with_its_source_line(gpt2_c
     assert record.error.node == "position_embeds"
     assert "Expected XLA tensor" in str(record.error.exception)
     assert record.error.file.endswith("modeling_gpt2.py") and "self.wpe(position_ids)" in record.error.code
-    assert "failed on xla:0" in record.summary()
+    assert "failed on xla:0" in describe(record)
 
 
 @pytest.mark.slow
@@ -115,7 +116,7 @@ def test_wrong_reference_is_reported_as_a_mismatch(seed_capture):
     assert record.matches_reference is False and "Mismatched elements" in record.mismatch
     (x,) = seed_capture.example_inputs[0]
     off = int((x > 0).sum())  # relu(x) * 2 is 0, as the wrong reference is, wherever x <= 0
-    assert 0 < off < 64 and f"values DIFFER ({off} of 64 elements off" in record.summary()
+    assert 0 < off < 64 and f"values DIFFER ({off} of 64 elements off" in describe(record)
     assert record.comparison.max_abs_error > 0
 
 
@@ -147,7 +148,7 @@ def test_nan_in_both_outputs_is_a_match():
 
     captured = neurondev.capture(fn, torch.tensor([-1.0, 1.0, 2.0, -3.0]))
     record = neurondev.run_on_xla(neurondev.rewrite_copy(captured.graphs[0])[0], *captured.example_inputs[0], repeat=0)
-    assert record.matches_reference is True and "DIFFER" not in record.summary()
+    assert record.matches_reference is True and "DIFFER" not in describe(record)
     assert record.comparison.elements_off == 0
 
 
@@ -169,7 +170,7 @@ def test_a_fused_chain_keeps_its_error_figures_and_tolerances_are_the_users():
     assert strict.comparison.elements == 256 and loose.comparison.rtol == 1e-4
     if strict.comparison.max_abs_error > 0:  # XLA fused what eager rounded step by step
         assert strict.matches_reference is False and strict.comparison.elements_off > 0
-        assert "elements off" in strict.summary()
+        assert "elements off" in describe(strict)
 
 
 def uploads(x):
@@ -188,7 +189,7 @@ def test_uploads_of_host_built_values_are_attributed_to_their_nodes_and_are_no_b
     (table,) = [u for u in record.uploads if u.node == "table"]
     assert table.line == line_of(uploads, "torch.tensor([1.0") and "torch.tensor" in table.code
     assert sum(u.transfers_to_device for u in record.uploads) == record.transfers_to_device
-    assert "uploads of host data on every call" in record.summary() and "table" in record.summary()
+    assert "uploads of host data on every call" in describe(record) and "table" in describe(record)
 
 
 def test_a_failure_at_an_input_says_input_i_not_a_line_inside_neurondev(seed_capture):

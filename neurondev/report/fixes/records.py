@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import textwrap
 from typing import Any
 
 from neurondev.trace.source import Located, SourceLine
@@ -47,13 +46,6 @@ class Fix(Located):
             return "no spelling"
         return "verified" if self.verified else "not verified"
 
-    def describe(self) -> str:
-        """A few lines for a terminal: where, the statement before and after, and the verdict."""
-        head = f"  {self.where}: {self.status}"
-        if self.after is None:
-            return f"{head}: {self.advice}\n      {_one_line(self.before)}"
-        return f"{head}\n    - {_one_line(self.before)}\n    + {_one_line(self.after)}\n      {self.why}"
-
     def to_dict(self) -> dict[str, Any]:
         return {
             **self.source_dict(),
@@ -68,7 +60,3 @@ class Fix(Located):
             "verified": self.verified,
             "why": self.why,
         }
-
-
-def _one_line(statement: str) -> str:
-    return " ".join(part.strip() for part in textwrap.dedent(statement).splitlines())

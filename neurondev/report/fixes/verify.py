@@ -23,7 +23,7 @@ from neurondev.fx.pins import DevicePin, find_pins
 from neurondev.report.fixes.edits import Edit, FileEdits, dedented
 from neurondev.report.fixes.rebuild import rebuilt
 from neurondev.report.fixes.records import Fix
-from neurondev.runs.program_records import ProgramRun
+from neurondev.runs.program_records import ProgramFailure, ProgramRun
 from neurondev.runs.values import compare_outputs
 from neurondev.trace.copies import kept_global_state, traced_copies
 from neurondev.trace.generators import reachable_generators
@@ -358,8 +358,12 @@ def _outputs_differ(fn: Callable[..., Any], fixed_fn: Callable[..., Any], args: 
     original, fixed = _eager(fn, args, kwargs), _eager(fixed_fn, args, kwargs)
     comparison = compare_outputs(fixed, original, rtol=0.0, atol=0.0)
     if comparison.status == "differ":
-        return "the outputs on CPU differ: " + " ".join(comparison.describe().split())[:200]
+        return "the outputs on CPU differ: " + " ".join((comparison.structure or comparison.detail or "").split())[:200]
     return ""
+
+
+def _failed(failure: ProgramFailure | None) -> str:
+    return "it made no graph" if failure is None else f"{failure.kind}: {failure.message}"
 
 
 def _eager(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
@@ -400,7 +404,7 @@ def _xla_failures(
     assert native is not None
     if not native.graphs:
         return everyone(
-            f"not verified: your program does not compile on XLA, fixed or not ({run.failure}), so nothing can be checked there"
+            f"not verified: your program does not compile on XLA, fixed or not ({_failed(run.failure)}), so nothing can be checked there"
         ), ""
     traces = compare_captures(fixed, native, device=driver.device())
     copies = {original_path: copy for copy, original_path in originals.items()}

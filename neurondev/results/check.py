@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import fnmatch
 import os
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -11,42 +10,17 @@ from typing import Any
 import torch
 
 from neurondev.errors import DevicePinsError, InvalidOptionError
+from neurondev.render.sentences import describe
 from neurondev.report.advice import fallback_advice, fix_for
+from neurondev.report.findings import Finding
 from neurondev.report.model import ExplanationData
 from neurondev.report.options import ExplainOptions, default, refuse_shadowing, value_of
 from neurondev.report.pipeline import explain, explain_with
 from neurondev.trace.capture import check_inputs
-from neurondev.trace.source import Located, SourceLine
 
-__all__ = ["Finding", "check", "findings_of"]
+__all__ = ["check", "findings_of"]
 
 _SPECIALISED_FIX = "no device rewrite changes Python that branches on the device: trace on XLA, or make both branches the same"
-
-
-@dataclasses.dataclass(frozen=True)
-class Finding(Located):
-    """One thing check reports: a device pin, or a line traced differently on XLA."""
-
-    kind: str  # "pin", "host value", "cpu kernel", "program", "device-specialised" or "fallback"
-    node: str
-    function: str
-    source: SourceLine | None
-    detail: str
-    fix: str
-
-    def allowed_by(self, rules: Iterable[str]) -> bool:
-        """Allowed by a node name, a file:line (file name or path), or a glob over those, the function or code."""
-        names = {self.node, self.function, self.where, self.code or ""}
-        if self.source is not None:
-            names.add(f"{self.source.file}:{self.source.line}")
-        return any(rule in names or any(fnmatch.fnmatch(name, rule) for name in names) for rule in rules)
-
-    def describe(self) -> str:
-        return f"  {self.where}: {self.code}\n      {self.detail}\n      write instead: {self.fix}"
-
-    def to_dict(self) -> dict[str, Any]:
-        source = self.source.to_dict() if self.source else {"file": None, "line": None, "code": None, "where": self.where}
-        return {"kind": self.kind, "node": self.node, "function": self.function, **source, "detail": self.detail, "fix": self.fix}
 
 
 def findings_of(explanation: ExplanationData) -> list[Finding]:
@@ -70,7 +44,7 @@ def findings_of(explanation: ExplanationData) -> list[Finding]:
             value.placeholder,
             value.origin,
             value.source,
-            f"{value.describe()} stays on the CPU when the model moves to XLA",
+            f"{describe(value)} stays on the CPU when the model moves to XLA",
             value.fix,
         )
         for value in explanation.host_values
@@ -117,7 +91,7 @@ def _program_findings(explanation: ExplanationData) -> list[Finding]:
         fix = host.fix if host is not None and failure.kind == "mixed devices at compile time" else _PROGRAM_FIXES[failure.kind]
         found.append(
             Finding(
-                "program", f"program {run.backend}", failure.kind, failure.source, f"your program on XLA {label} {failure.describe()}", fix
+                "program", f"program {run.backend}", failure.kind, failure.source, f"your program on XLA {label} {describe(failure)}", fix
             )
         )
     return found
@@ -261,7 +235,7 @@ def _message(explanation: ExplanationData, findings: list[Finding], *, suggest: 
         of_kind = [f for f in findings if f.kind == kind]
         if of_kind:
             parts.append(f"{len(of_kind)} " + heading.format(name=explanation.name))
-            parts += [f.describe() + (_suggestion(explanation, f) if suggest else "") for f in of_kind]
+            parts += [describe(f) + (_suggestion(explanation, f) if suggest else "") for f in of_kind]
     example = findings[0].where
     parts.append(f'Fix them, or allow one: neurondev.check(..., allow=["{example}"])')
     return "\n".join(parts)

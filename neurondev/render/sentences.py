@@ -1,0 +1,221 @@
+"""The sentence a user reads for each record: one ``describe(record)``, the records themselves plain data."""
+
+from __future__ import annotations
+
+import functools
+import textwrap
+from typing import Any
+
+from neurondev.report.findings import Finding
+from neurondev.report.fixes.records import Fix
+from neurondev.report.verdicts import Verdict
+from neurondev.runs.first_difference import NodeDifference
+from neurondev.runs.program_records import ProgramFailure, ProgramRun
+from neurondev.runs.run_records import RunRecord
+from neurondev.runs.traces import LineDifference, TraceComparison
+from neurondev.runs.values import Comparison
+from neurondev.trace.inputs import HostValue
+
+__all__ = ["describe", "values_text", "verdict_text"]
+
+
+@functools.singledispatch
+def describe(record: Any) -> str:
+    """The sentence neurondev prints for ``record``: a run, a program run or its failure, a comparison
+    of values, a verdict, a fix, a host value, a check's finding, a trace comparison or a difference."""
+    from neurondev.errors import InvalidOptionError
+
+    kinds = ", ".join(sorted(cls.__name__ for cls in describe.registry if cls is not object))
+    raise InvalidOptionError(
+        f"neurondev.describe takes one of neurondev's records ({kinds}), not {type(record).__name__}; "
+        "an Explanation or a Watch says its own: ex.summary()"
+    )
+
+
+@describe.register
+def comparison_text(comparison: Comparison) -> str:
+    """'equal', 'equal within tolerance (max abs 5e-05, ...)', 'DIFFER (3 of 64 elements off, ...)',
+    'shapes DIFFER: ...' when the outputs are not even alike, or 'not compared (why)'."""
+    c = comparison
+    figures = f"max abs {c.max_abs_error:.3g}, max rel {c.max_rel_error:.3g}"
+    left = f"; not compared: {', '.join(c.left_out[:3])}" if c.left_out else ""
+    if c.status == "not compared":
+        return f"not compared ({', '.join(c.left_out) or 'nothing to compare'})"
+    if c.structure is not None:
+        return c.structure + left
+    if c.status == "equal":
+        return "equal" + left
+    if c.status == "within tolerance":
+        return f"equal within tolerance ({figures}){left}"
+    return f"DIFFER ({c.elements_off} of {c.elements} elements off; {figures}){left}"
+
+
+@describe.register
+def host_value_text(value: HostValue) -> str:
+    article = "an" if value.kind == "attribute" else "a"
+    return f"{value.origin} ({article} {value.kind}, on {value.device}, used at {value.where})"
+
+
+@describe.register
+def node_difference_text(difference: NodeDifference) -> str:
+    inside = f", in {difference.module}" if difference.module else ""
+    compared = difference.comparison
+    figures = f"max abs {compared.max_abs_error:.2g}" if compared.structure is None else compared.structure
+    return f"{difference.node} ({difference.function}, {difference.where}{inside}): {figures}"
+
+
+@describe.register
+def line_difference_text(difference: LineDifference) -> str:
+    return f"{difference.where} `{difference.code}`: CPU trace {list(difference.cpu_ops)}, XLA trace {list(difference.xla_ops)}"
+
+
+@describe.register
+def traces_text(traces: TraceComparison) -> str:
+    """Whether the CPU trace, rewritten, is the native one; else what differs, and where."""
+    if traces.agree:
+        return f"{traces.name}: the CPU trace, rewritten, is the graph traced natively on XLA ({len(traces.rewritten_is_native)} graph(s))"
+    if not traces.differences and not traces.only_in_cpu and not traces.only_in_xla and not traces.native_error:
+        return (
+            f"{traces.name}: no line is traced differently on XLA, but the rewritten CPU graph is not the native one: "
+            "the native trace keeps device arguments of its own (a literal device such as 'cpu' or .cpu())"
+        )
+    parts = [f"{len(traces.differences)} line(s) traced differently on XLA (device-specialised code)"]
+    if traces.only_in_cpu or traces.only_in_xla:
+        parts.append(f"graphs {len(traces.cpu.graphs)} on CPU vs {len(traces.native.graphs)} on XLA")
+    if traces.native_error:
+        failure = traces.native_failure
+        where = f" at {failure.where}" if failure is not None and failure.source is not None else ""
+        why = describe(failure) if isinstance(failure, ProgramFailure) else traces.native_error
+        parts.append(f"the native trace fails to run{where}: {why}")
+    lines = "; ".join(describe(d) for d in traces.differences[:3])
+    return f"{traces.name}: " + ", ".join(parts) + (f". {lines}" if lines else "")
+
+
+_WHEN = {
+    "compile": "at compile time",
+    "graph": "while a compiled graph ran",
+    "python": "in the code between graphs",
+    "inputs": "before it ran: its inputs cannot move to the device",
+}
+
+
+@describe.register
+def program_failure_text(failure: ProgramFailure) -> str:
+    where = f" at {failure.where} (`{failure.code}`)" if failure.source is not None else ""
+    again = f" on call {failure.call}" if failure.call > 1 else ""
+    return f"fails {_WHEN[failure.stage]}{again}{where}: {failure.kind}: {failure.exception}: {failure.message}"
+
+
+@describe.register
+def program_text(run: ProgramRun) -> str:
+    """One line: fails (where, why), or runs with its per-call figures and how it compares with CPU."""
+    if run.failure is not None:
+        return program_failure_text(run.failure)
+    steady = f"{run.transfers_to_host} transfer(s) to the host per call"
+    if run.stack == "native":
+        fallbacks = run.calls[-1].fallback_calls if run.calls else 0
+        steady = f"{run.transfers_to_host} copy(ies) to the host, {run.syncs} sync(s), {fallbacks} CPU fallback(s) per call"
+    again = ", compiles again on the second call" if run.recompiled else ""
+    joint = "but" if run.matches_cpu is False else "and" if run.matches_cpu else "with"
+    return f"runs ({run.graphs} graph(s), {steady}{again}) {joint} {values_text(run)}"
+
+
+def values_text(run: ProgramRun) -> str:
+    """How a program run's outputs, and what it writes, compare with CPU."""
+    if run.state is not None and run.state.matches is False:
+        return f"DIFFERS from CPU in what it writes ({comparison_text(run.state)})"
+    compared = run.comparison
+    if compared is None:
+        return f"values {run.not_compared or 'not compared'}"
+    if compared.matches is None:
+        return f"values {comparison_text(compared)}"
+    if compared.matches:
+        left = f" (not compared: {', '.join(compared.left_out[:2])})" if compared.left_out else ""
+        return f"agrees with CPU{left}"
+    if compared.structure is not None:
+        return f"DIFFERS from CPU ({compared.structure})"
+    return f"DIFFERS from CPU ({compared.elements_off} of {compared.elements} elements off, max abs {compared.max_abs_error:.3g})"
+
+
+@describe.register
+def run_text(record: RunRecord) -> str:
+    """One paragraph: failure, or breaks (copies) with their nodes, transfers, uploads, values."""
+    if record.error is not None:
+        return f"failed on {record.device}: {record.error}"
+    outputs = ", ".join(record.output_devices) or "nothing"
+    if record.stack == "native":
+        copies = "; ".join(c.labelled(c.node) for c in record.host_copies)
+        fallbacks = ", ".join(f"{op} x{n}" for op, n in record.fallback_ops.items())
+        text = (
+            f"ran on {record.device}: {record.transfers_to_host} copy(ies) to the host{': ' + copies if copies else ''}, "
+            f"{record.syncs} sync(s), {record.transfers_to_device} copy(ies) to the device per call, "
+            f"{sum(record.fallback_ops.values())} CPU fallback(s){': ' + fallbacks if fallbacks else ''}; outputs on {outputs}"
+        )
+    else:
+        breaks = "; ".join(b.labelled(b.node) for b in record.graph_breaks)
+        text = (
+            f"ran on {record.device}: {len(record.graph_breaks)} graph break(s){': ' + breaks if breaks else ''}, "
+            f"{record.executions} forced execution(s), {record.transfers_to_host} transfer(s) to host and "
+            f"{record.transfers_to_device} to device per call; outputs on {outputs}"
+        )
+    if record.uploads:
+        text += f"; uploads of host data on every call (no break): {', '.join(u.labelled(u.node) for u in record.uploads)}"
+    if record.comparison is not None:
+        text += f"; values {comparison_text(record.comparison)} against the CPU reference"
+    elif record.not_compared:
+        text += f"; values {record.not_compared}"
+    return text
+
+
+def _one_line(statement: str) -> str:
+    return " ".join(part.strip() for part in textwrap.dedent(statement).splitlines())
+
+
+@describe.register
+def fix_text(fix: Fix) -> str:
+    """A few lines for a terminal: where, the statement before and after, and the verdict."""
+    head = f"  {fix.where}: {fix.status}"
+    if fix.after is None:
+        return f"{head}: {fix.advice}\n      {_one_line(fix.before)}"
+    return f"{head}\n    - {_one_line(fix.before)}\n    + {_one_line(fix.after)}\n      {fix.why}"
+
+
+@describe.register
+def finding_text(finding: Finding) -> str:
+    return f"  {finding.where}: {finding.code}\n      {finding.detail}\n      write instead: {finding.fix}"
+
+
+_REWRITE = {
+    "equal": "the rewrite changed no values",
+    "within tolerance": "the rewrite changed no values",
+    "differ": "the rewrite CHANGED the values",
+    "fixed": "the rewrite fixed the values",
+    "not comparable": "values before and after the rewrite are not comparable",
+    "not compared": "values before and after the rewrite not compared",
+}
+_CPU = {
+    "equal": "the graph on {place} agrees with CPU",
+    "within tolerance": "the graph on {place} agrees with CPU",
+    "differ": "the graph on {place} DIFFERS from CPU",
+    "not comparable": "the graph's {place} and CPU values are not comparable",
+    "not compared": "the graph on {place} not compared with CPU",
+}
+
+
+def verdict_text(verdict: Verdict, *, figures: bool = False, place: str = "XLA") -> str:
+    """One line; equal and within tolerance read alike (which one depends on the processor's
+    rounding), unless ``figures`` asks for the measured errors."""
+    shown = figures or verdict.status == "differ"
+    compared = verdict.comparison
+    measured = f" ({comparison_text(compared)})" if shown and compared is not None and verdict.status != "equal" else ""
+    reason = f": {verdict.reason}" if verdict.reason else ""
+    if verdict.frozen is not None:
+        wrong = comparison_text(verdict.frozen)
+        reason += f": the frozen graph's own run on {place} was wrong ({wrong} against CPU); the rewritten one agrees with CPU"
+    text = _REWRITE[verdict.status] if verdict.question == "rewrite" else _CPU[verdict.status].format(place=place)
+    return text + measured + reason
+
+
+@describe.register
+def _verdict(verdict: Verdict) -> str:
+    return verdict_text(verdict)

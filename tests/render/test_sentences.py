@@ -1,0 +1,73 @@
+"""One sentence per record, written in render/ only: ``neurondev.describe`` for every record a user reads,
+the same text in the card, the JSON and the headline, and no record below render/ writing sentences of its own."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+import neurondev
+from neurondev.render.sentences import describe, values_text, verdict_text
+from neurondev.report.findings import Finding
+from neurondev.report.verdicts import Verdict
+from neurondev.runs.values import compare_outputs
+from neurondev.trace.inputs import HostValue
+from neurondev.trace.source import SourceLine
+
+PACKAGE = Path(neurondev.__file__).parent
+BELOW_RENDER = ("trace", "fx", "passes", "runs", "xla", "native", "devices", "loops", "report")
+SENTENCE_METHODS = {"describe", "summary", "values_text", "__str__"}  # a __repr__ shows fields, as dataclasses do
+# A run error reads as the exception it holds (type and message), as an exception does.
+ALLOWED = {("runs/run_records.py", "RunError", "__str__")}
+
+
+def _sentence_methods() -> list[tuple[str, str, str]]:
+    found = []
+    for folder in BELOW_RENDER:
+        for path in sorted((PACKAGE / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if not isinstance(node, ast.ClassDef):
+                    continue
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef) and item.name in SENTENCE_METHODS:
+                        returns = ast.unparse(item.returns) if item.returns else ""
+                        if returns == "str":
+                            found.append((str(path.relative_to(PACKAGE)), node.name, item.name))
+    return [entry for entry in found if entry not in ALLOWED]
+
+
+def test_no_record_below_render_writes_a_sentence_of_its_own():
+    assert _sentence_methods() == []
+
+
+def test_describe_speaks_each_record_and_refuses_anything_else_by_name():
+    equal = compare_outputs(torch.ones(3), torch.ones(3))
+    differ = compare_outputs(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([1.0, 2.0, 4.0]))
+    assert describe(equal) == "equal"
+    assert describe(differ).startswith("DIFFER (1 of 3 elements off;")
+    value = HostValue(0, "l_table_", 1, "global", "TABLE", "cpu", (4,), SourceLine("m.py", 3, "f", "y = x + TABLE"))
+    assert describe(value) == "TABLE (a global, on cpu, used at m.py:3)"
+    finding = Finding("pin", "out", "torch.empty", SourceLine("m.py", 4, "f", "out = torch.empty(3)"), "frozen", "x.new_empty(3)")
+    assert describe(finding) == "  m.py:4: out = torch.empty(3)\n      frozen\n      write instead: x.new_empty(3)"
+    verdict = Verdict("cpu", "differ", differ)
+    assert describe(verdict) == verdict_text(verdict) == f"the graph on XLA DIFFERS from CPU ({describe(differ)})"
+    assert verdict_text(verdict, place="hostdev:0").startswith("the graph on hostdev:0 DIFFERS")
+    with pytest.raises(neurondev.InvalidOptionError, match="describe takes one of neurondev's records .*Comparison.* not Tensor"):
+        describe(torch.ones(1))
+
+
+@pytest.mark.xla
+def test_the_card_the_json_and_the_headline_say_each_records_one_sentence(seed_explained):
+    data = json.loads(seed_explained.to_json())
+    program = seed_explained.program
+    section = seed_explained.sections[0]
+    assert data["program"]["rewritten"]["text"] == describe(program.rewritten)
+    assert data["graphs"][0]["cpu_verdict"]["text"] == verdict_text(section.cpu_verdict)
+    headline = seed_explained.summary()
+    assert describe(program.as_written) in headline and values_text(program.rewritten) in describe(program.rewritten)
+    card = seed_explained._repr_html_()
+    assert values_text(program.rewritten) in card and describe(section.after.comparison) in card
