@@ -86,7 +86,11 @@ KEY_TEXT = {
     ],
     "07_loops.ipynb": [
         "LlamaForCausalLM.forward compiled 4 time(s) (1 first, 3 recompiles, then dynamo's recompile limit (4): it runs uncompiled",
+        "input_ids changed size at dimension 1: 16 -> 1: the prompt, then one token a step: the second call is the decode step's own graph",
         "cache.layers[0].keys changed at 2 compiles (16 -> 17 -> 18): a cache growing by one per call",
+        "LlamaForCausalLM.forward: a cache that grows by one position per call is a new shape every step: use a static cache "
+        "(cache_implementation='static' in transformers generate",
+        "Watched LlamaForCausalLM.forward (12 calls): LlamaForCausalLM.forward compiled 2 time(s) (1 first, 1 recompile).",
         "dynamo compiles per call: [1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]",
         "XLA programs per call after the second: [1] | steady state: never",  # dynamo is steady, XLA is not
         "No steady state: XLA keeps compiling from call 3 to the end (call 12)",

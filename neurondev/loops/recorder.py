@@ -6,7 +6,8 @@ cache miss) runs through a wrapper that notes the frame, then calls it unchanged
 hook sees each call of compiled code (chained to any hook already set), and its caller tells a
 top-level call (torch.compile's own wrapper called it) from a resumed frame after a graph break.
 When torch_xla is loaded, its step marker (``torch_xla.sync()``, ``xm.mark_step()``) is seen too, told
-apart from the syncs torch_xla's dynamo bridge makes itself. At each of these moments the device's
+apart from the syncs torch_xla's dynamo bridge makes itself (a user's sync waits for the program it
+launched, so that its execution is counted in the step it ends). At each of these moments the device's
 counts are read (torch_xla's metrics; a native device's accounting where it can be on) with the place
 in torch_xla's analysis file. Nothing else is changed: no dynamo reset, no config, no logging; the
 hooks are put back when recording stops. What was recorded is turned into steps and verdicts by
@@ -131,6 +132,9 @@ class Recorder:
     def synced(self) -> None:
         """The user's torch_xla.sync(): one of torch_xla's dynamo bridge's own syncs is not one."""
         if not _bridge_sync():
+            # torch_xla runs a sync's program asynchronously: wait for it, so that its execution is counted in
+            # the step it ends, not in the next one (nor in a step of its own after the loop's last sync)
+            settled()
             self.mark("sync")
 
     # --- what a compile was ---------------------------------------------------------------------
