@@ -6,8 +6,8 @@ cache miss) runs through a wrapper that notes the frame, then calls it unchanged
 hook sees each call of compiled code (chained to any hook already set), and its caller tells a
 top-level call (torch.compile's own wrapper called it) from a resumed frame after a graph break.
 When torch_xla is loaded, its step marker (``torch_xla.sync()``, ``xm.mark_step()``) is seen too, told
-apart from the syncs torch_xla's dynamo bridge makes itself (a user's sync waits for the program it
-launched, so that its execution is counted in the step it ends). At each of these moments the device's
+apart from the syncs torch_xla's dynamo bridge makes itself. At each of these moments (after waiting for
+the programs in flight, so that each execution is counted in the step that launched it) the device's
 counts are read (torch_xla's metrics; a native device's accounting where it can be on) with the place
 in torch_xla's analysis file. Nothing else is changed: no dynamo reset, no config, no logging; the
 hooks are put back when recording stops. What was recorded is turned into steps and verdicts by
@@ -111,7 +111,12 @@ class Recorder:
         _active = None
 
     def mark(self, kind: str, function: str | None = None) -> None:
-        """Read the counts now and note why."""
+        """Read the counts now and note why. torch_xla runs programs asynchronously: at a step's boundary
+        (a call, a sync, a step mark) the recorder first waits for the device's work in flight, so that
+        each execution is counted in the step that launched it, not in the next one (nor in a step of its
+        own after the loop's last sync). The block's start and end are settled by its owner."""
+        if kind not in ("start", "stop"):
+            settled()
         native = self.native.counts() if self.native is not None else None
         offset = self.analysis.size() if self.analysis is not None else 0
         self.marks.append(Mark(kind, time.perf_counter(), len(self.events), self.hits, xla_counts(), native, offset, function))
@@ -132,9 +137,6 @@ class Recorder:
     def synced(self) -> None:
         """The user's torch_xla.sync(): one of torch_xla's dynamo bridge's own syncs is not one."""
         if not _bridge_sync():
-            # torch_xla runs a sync's program asynchronously: wait for it, so that its execution is counted in
-            # the step it ends, not in the next one (nor in a step of its own after the loop's last sync)
-            settled()
             self.mark("sync")
 
     # --- what a compile was ---------------------------------------------------------------------

@@ -332,14 +332,26 @@ def test_a_block_record_is_frozen_when_it_exits(device):
     assert w.record is before and w.record == before and len(w.compiles_read) == 1
 
 
-def test_a_syncs_program_is_counted_in_the_step_it_ends_while_it_still_runs(device):
+def _slow(x, weight):
+    for _ in range(12):
+        x = (x @ weight) / 256  # ones stay ones: a program that takes a while, which torch_xla runs asynchronously
+    return x
+
+
+def test_each_program_is_counted_in_the_step_that_launched_it_while_it_still_runs(device):
     import torch_xla
 
+    weight = torch.ones(256, 256, device=device)
+    step = torch.compile(_slow, backend="openxla")
+    with neurondev.watch() as calls:
+        x = torch.ones(256, 256, device=device)
+        for _ in range(4):
+            x = step(x, weight)
+    assert calls.record.step_kind == "compiled call" and list(calls.steps["executions"]) == [2, 1, 1, 1]  # the input's, then one a call
     with neurondev.watch() as w:
         x = torch.ones(256, 256, device=device)
         for _ in range(3):
-            for _ in range(12):
-                x = (x @ x) / 256  # ones stay ones: a program that takes a while, run asynchronously by the sync
+            x = _slow(x, x)
             torch_xla.sync()
     assert w.record.step_kind == "sync" and list(w.steps["executions"]) == [1, 1, 1]
     assert list(w.steps["xla_compiles"]) == [1, 1, 0] and w.steady_state == 2 and torch.equal(x.cpu(), torch.ones(256, 256))
