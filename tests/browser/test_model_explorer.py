@@ -57,7 +57,7 @@ def _open_with_pins_shown(browser, url, attempts=4):
             page.wait_for_function(
                 "document.body.innerText.includes('graph 0 before') && document.body.innerText.includes('Node data')", timeout=60_000
             )
-            page.wait_for_function(_PINS_LOADED, timeout=15_000)
+            page.wait_for_function(_PINS_LOADED, timeout=10_000)  # a page that loads fills them in within 2 s here
             return page, _providers(page)
         if attempt + 1 < attempts:
             context.close()
