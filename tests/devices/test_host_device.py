@@ -148,3 +148,15 @@ def test_the_build_reads_its_source_from_the_cache_so_two_checkouts_share_one_bu
     copy.write_text("// an older neurondev's source\n")
     assert _source_in(tmp_path).read_text() == SOURCE.read_text()  # another text: replaced, ninja rebuilds
     assert sorted(p.name for p in tmp_path.iterdir()) == [SOURCE.name]  # no staged file left behind
+
+
+def test_each_torch_installation_builds_into_a_folder_of_its_own(monkeypatch):
+    """torch's extension build names its headers by path: two venvs of the same torch sharing one
+    folder rebuilt it in turn (a clean clone's CI beside a working copy: 27 s inside a test, measured)."""
+    from neurondev.devices.host.loader import build_folder
+
+    here = build_folder()
+    assert here == build_folder() and here.name.startswith(f"hostdev-torch{torch.__version__.replace('+', '-')}-py3")
+    monkeypatch.setattr(torch, "__file__", "/elsewhere/venv/lib/python3.11/site-packages/torch/__init__.py")
+    there = build_folder()
+    assert there.parent == here.parent and there.name != here.name and there.name.rsplit("-", 1)[0] == here.name.rsplit("-", 1)[0]

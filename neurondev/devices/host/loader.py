@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import sys
@@ -29,11 +30,14 @@ def privateuse1_name() -> str:
 
 
 def build_folder() -> Path:
-    """Where the compiled device is cached: one folder per torch and Python version
-    (``NEURONDEV_CACHE`` overrides the root, default ``~/.cache/neurondev``)."""
+    """Where the compiled device is cached: one folder per torch installation (its version, Python's, and
+    a short hash of where it is installed: torch's build of an extension names its headers by path, so
+    two venvs sharing a folder would rebuild it in turn, a minute each time). ``NEURONDEV_CACHE`` overrides
+    the root, default ``~/.cache/neurondev``."""
     root = Path(os.environ.get("NEURONDEV_CACHE") or Path.home() / ".cache" / "neurondev")
     version = torch.__version__.replace("+", "-")
-    return root / f"hostdev-torch{version}-py{sys.version_info.major}{sys.version_info.minor}"
+    where = hashlib.sha1(str(Path(torch.__file__).resolve().parent).encode()).hexdigest()[:8]
+    return root / f"hostdev-torch{version}-py{sys.version_info.major}{sys.version_info.minor}-{where}"
 
 
 def loaded() -> bool:
