@@ -20,7 +20,7 @@ from neurondev.render.text import (
     summary,
 )
 from neurondev.report.advice import LIBRARY_NOTE, short_fix
-from neurondev.runs.run_records import RunRecord
+from neurondev.runs.run_records import RunRecord, place_of
 from neurondev.trace.source import SourceLine, is_user_file
 
 if TYPE_CHECKING:
@@ -328,7 +328,7 @@ def metrics_table(section: Section) -> str:
         return ""
     rows = "".join(f"<tr><th>{_e(a)}</th><td>{_e(b)}</td><td>{_e(c)}</td></tr>" for a, b, c in _metric_rows(section.before, section.after))
     record = section.after or section.before
-    place = "XLA" if record is None or record.stack == "xla" else record.device
+    place = "XLA" if record is None else place_of(record.device)
     verdicts = "".join(
         f'<p class="nd-verdict">{_e(label)}: <span class="{_verdict_class(verdict)}">{_e(verdict_text(verdict, figures=True, place=place))}</span></p>'
         for label, verdict in (("The rewrite", section.rewrite_verdict), (f"{place} against CPU", section.cpu_verdict))

@@ -6,7 +6,7 @@ import dataclasses
 import math
 from typing import TYPE_CHECKING, Any
 
-from neurondev.render.sentences import describe, verdict_text
+from neurondev.render.sentences import describe
 from neurondev.render.text import summary
 from neurondev.report.advice import fix_for
 
@@ -14,7 +14,6 @@ if TYPE_CHECKING:
     from neurondev.fx.pins import DevicePin
     from neurondev.loops.record import WatchRecord
     from neurondev.report.model import ExplanationData, Section
-    from neurondev.report.verdicts import Verdict
     from neurondev.runs.program_records import Programs
     from neurondev.runs.traces import TraceComparison
 
@@ -46,10 +45,6 @@ def _with_text(record: Any) -> dict[str, Any] | None:
     return None if record is None else {**record.to_dict(), "text": describe(record)}
 
 
-def _verdict(verdict: Verdict | None) -> dict[str, Any] | None:
-    return None if verdict is None else {**verdict.to_dict(), "text": verdict_text(verdict)}
-
-
 def _programs(programs: Programs | None) -> dict[str, Any] | None:
     if programs is None:
         return None
@@ -77,8 +72,8 @@ def _section(section: Section) -> dict[str, Any]:
             "code_after": section.rewritten.code,
             "before": section.before.to_dict() if section.before else None,
             "after": section.after.to_dict() if section.after else None,
-            "rewrite_verdict": _verdict(section.rewrite_verdict),
-            "cpu_verdict": _verdict(section.cpu_verdict),
+            "rewrite_verdict": _with_text(section.rewrite_verdict),
+            "cpu_verdict": _with_text(section.cpu_verdict),
             "host_values": [value.to_dict() for value in section.host_values],
             "cpu_kernels": [kernel.to_dict() for kernel in section.cpu_kernels],
         }

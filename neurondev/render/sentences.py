@@ -6,12 +6,13 @@ import functools
 import textwrap
 from typing import Any
 
+from neurondev.errors import InvalidOptionError
 from neurondev.report.findings import Finding
 from neurondev.report.fixes.records import Fix
 from neurondev.report.verdicts import Verdict
 from neurondev.runs.first_difference import NodeDifference
 from neurondev.runs.program_records import ProgramFailure, ProgramRun
-from neurondev.runs.run_records import RunRecord
+from neurondev.runs.run_records import RunRecord, place_of
 from neurondev.runs.traces import LineDifference, TraceComparison
 from neurondev.runs.values import Comparison
 from neurondev.trace.inputs import HostValue
@@ -23,8 +24,6 @@ __all__ = ["describe", "values_text", "verdict_text"]
 def describe(record: Any) -> str:
     """The sentence neurondev prints for ``record``: a run, a program run or its failure, a comparison
     of values, a verdict, a fix, a host value, a check's finding, a trace comparison or a difference."""
-    from neurondev.errors import InvalidOptionError
-
     kinds = ", ".join(sorted(cls.__name__ for cls in describe.registry if cls is not object))
     raise InvalidOptionError(
         f"neurondev.describe takes one of neurondev's records ({kinds}), not {type(record).__name__}; "
@@ -72,16 +71,19 @@ def line_difference_text(difference: LineDifference) -> str:
 @describe.register
 def traces_text(traces: TraceComparison) -> str:
     """Whether the CPU trace, rewritten, is the native one; else what differs, and where."""
+    place = place_of(traces.native.device)
     if traces.agree:
-        return f"{traces.name}: the CPU trace, rewritten, is the graph traced natively on XLA ({len(traces.rewritten_is_native)} graph(s))"
+        return (
+            f"{traces.name}: the CPU trace, rewritten, is the graph traced natively on {place} ({len(traces.rewritten_is_native)} graph(s))"
+        )
     if not traces.differences and not traces.only_in_cpu and not traces.only_in_xla and not traces.native_error:
         return (
-            f"{traces.name}: no line is traced differently on XLA, but the rewritten CPU graph is not the native one: "
+            f"{traces.name}: no line is traced differently on {place}, but the rewritten CPU graph is not the native one: "
             "the native trace keeps device arguments of its own (a literal device such as 'cpu' or .cpu())"
         )
-    parts = [f"{len(traces.differences)} line(s) traced differently on XLA (device-specialised code)"]
+    parts = [f"{len(traces.differences)} line(s) traced differently on {place} (device-specialised code)"]
     if traces.only_in_cpu or traces.only_in_xla:
-        parts.append(f"graphs {len(traces.cpu.graphs)} on CPU vs {len(traces.native.graphs)} on XLA")
+        parts.append(f"graphs {len(traces.cpu.graphs)} on CPU vs {len(traces.native.graphs)} on {place}")
     if traces.native_error:
         failure = traces.native_failure
         where = f" at {failure.where}" if failure is not None and failure.source is not None else ""

@@ -26,7 +26,7 @@ from neurondev.report.fixes.records import Fix
 from neurondev.report.verdicts import Verdict
 from neurondev.runs.first_difference import NodeDifference
 from neurondev.runs.program_records import Programs
-from neurondev.runs.run_records import Fallback, RunRecord
+from neurondev.runs.run_records import Fallback, RunRecord, place_of
 from neurondev.runs.traces import LineDifference, TraceComparison
 from neurondev.trace.capture import Capture
 from neurondev.trace.inputs import HostValue
@@ -195,9 +195,7 @@ class ExplanationData:
     @property
     def place(self) -> str:
         """How sentences name where things ran: 'XLA', or the native device ('hostdev:0', 'neuron:0')."""
-        if self.stack == "xla":
-            return "XLA"
-        return str(self.runtime.get("device") or self.target)
+        return place_of(self.runtime.get("device") or self.target)
 
     @property
     def pins(self) -> tuple[DevicePin, ...]:

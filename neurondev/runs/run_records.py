@@ -12,7 +12,7 @@ from neurondev.runs.counts import Counts
 from neurondev.runs.values import Comparison
 from neurondev.trace.source import Located, SourceLine
 
-__all__ = ["Crossing", "Fallback", "GraphBreak", "HostCopy", "RunError", "RunRecord", "Upload", "first_device", "type_of"]
+__all__ = ["Crossing", "Fallback", "GraphBreak", "HostCopy", "RunError", "RunRecord", "Upload", "first_device", "place_of", "type_of"]
 
 
 def first_device(device: Any) -> str | None:
@@ -27,6 +27,11 @@ def type_of(device: Any) -> str | None:
     """The device type ('xla', 'cpu', 'hostdev') of a recorded device, by the one reader above."""
     first = first_device(device)
     return first.split(":")[0] if first is not None else None
+
+
+def place_of(device: Any) -> str:
+    """How sentences name where something ran: 'XLA' for any XLA device, else the device itself ('hostdev:0')."""
+    return "XLA" if type_of(device) == "xla" else str(first_device(device))
 
 
 @dataclasses.dataclass(frozen=True)

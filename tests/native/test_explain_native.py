@@ -45,6 +45,8 @@ def test_the_seed_copies_to_the_host_at_copy_before_the_pass_and_stays_on_the_de
     summary = ex.summary()
     assert "Traced on CPU, the graph moved to hostdev:0" in summary and "1 copy(ies) to the host on hostdev:0 (copy_ at" in summary
     assert "graph break" not in summary and "XLA" not in summary
+    native = neurondev.describe(ex.traces)  # the program's own trace on the device, beside the CPU one
+    assert "traced natively on hostdev:0" in native and "XLA" not in native
     assert "graph break" not in ex._repr_html_().replace("Dynamo's own graph breaks", "")
 
 

@@ -70,4 +70,5 @@ def test_the_card_the_json_and_the_headline_say_each_records_one_sentence(seed_e
     headline = seed_explained.summary()
     assert describe(program.as_written) in headline and values_text(program.rewritten) in describe(program.rewritten)
     card = seed_explained._repr_html_()
-    assert values_text(program.rewritten) in card and describe(section.after.comparison) in card
+    assert values_text(program.rewritten) in card and verdict_text(section.cpu_verdict, figures=True) in card
+    assert describe(seed_explained.traces) in card and "natively on XLA" in describe(seed_explained.traces)
