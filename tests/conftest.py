@@ -21,6 +21,11 @@ import torch._dynamo.guards  # noqa: E402
 
 if hasattr(torch._dynamo.guards, "profile_guard_manager"):
     torch._dynamo.guards.profile_guard_manager = lambda *args: 0.0
+# torch 2.9 builds a dynamic shape's guard in C++, and before its first build probes the CPU's vector ISAs:
+# a test program per ISA, each loaded by a new Python that imports torch (8 s per worker, measured). torch
+# 2.13 evaluates these guards in Python by default; the workers do the same on torch 2.9. The same guards
+# are checked and fail with the same reasons; the notebooks and subprocesses keep torch 2.9's C++ default.
+torch._dynamo.config.enable_cpp_symbolic_shape_guards = False
 
 # XLA's CPU backend compiles each program without LLVM's optimisation passes in the suite (read when the
 # PJRT client starts, in this process and every one it starts): the same programs, compiles, executions and

@@ -20,13 +20,6 @@ def explanation(gpt2_explained):
     return gpt2_explained
 
 
-@pytest.fixture()
-def server(explanation, tmp_path):
-    running = explanation.model_explorer(tmp_path / "model-explorer")
-    yield running
-    running.stop()
-
-
 def _renderer(page, expression):
     return page.evaluate(
         f"() => {{ const r = window.me_test && window.me_test.renderers; const x = r && r[0]; return x ? {expression} : null }}"
@@ -64,8 +57,30 @@ def _open_with_pins_shown(browser, url, attempts=4):
     return page, _providers(page)
 
 
-def test_model_explorer_opens_on_the_pins_with_labels_for_people(server, browser, explanation):
-    page, shown = _open_with_pins_shown(browser, server.url)
+def test_model_explorer_opens_on_the_pins_with_labels_for_people_and_stops_for_good(browser, explanation, tmp_path, monkeypatch):
+    """One server (each start is a Python importing Model Explorer): the page a person sees, then stopping it.
+    The exit hook is watched where the server registers it: garbage collection cannot tell, since playwright
+    keeps its callers' frames (and their locals)."""
+    from neurondev.notebook import explorer_server
+
+    hooks = []
+    unregister = staticmethod(lambda hook: hooks.remove(hook) if hook in hooks else None)  # as atexit's: absent is fine
+    spy = type("atexit", (), {"register": staticmethod(hooks.append), "unregister": unregister})
+    monkeypatch.setattr(explorer_server, "atexit", spy)
+    running = explanation.model_explorer(tmp_path / "model-explorer")
+    assert hooks == [running.stop]  # a server left running ends with Python
+    try:
+        _check_the_page(browser, running.url, explanation)
+    finally:
+        running.stop()
+    assert "open the link in a new tab" in running._repr_html_()  # what to do when Model Explorer misses its overlays
+    assert hooks == []  # no exit hook holds the stopped server until Python exits
+    running.stop()  # twice is harmless
+    assert running.process.poll() is not None
+
+
+def _check_the_page(browser, url, explanation):
+    page, shown = _open_with_pins_shown(browser, url)
     page.wait_for_function("window.me_test && window.me_test.renderers && window.me_test.renderers[0]", timeout=30_000)
     body = page.inner_text("body")
     assert "neurondev GPT2LMHeadModel" in body and "graph 0 before" in body
@@ -88,22 +103,6 @@ def test_model_explorer_opens_on_the_pins_with_labels_for_people(server, browser
     page.locator("text=graph 0 before").first.click()
     page.wait_for_selector("text=graph 0 after", timeout=30_000)
     page.context.close()
-
-
-def test_stopping_the_server_forgets_its_exit_hook(explanation, tmp_path):
-    import gc
-    import weakref
-
-    running = explanation.model_explorer(tmp_path / "me")
-    process = running.process
-    assert "open the link in a new tab" in running._repr_html_()  # what to do when Model Explorer misses its overlays
-    running.stop()
-    running.stop()  # twice is harmless
-    assert process.poll() is not None
-    gone = weakref.ref(running)
-    del running
-    gc.collect()
-    assert gone() is None  # no exit hook holds the stopped server until Python exits
 
 
 def test_without_the_extra_the_calls_say_how_to_install_it(explanation, tmp_path, monkeypatch):
