@@ -993,9 +993,14 @@ def build(cells: list[tuple[str, str]]):
 
 
 def execute(notebook, timeout: int = 900):
+    """Run every cell in a fresh kernel. The kernel is stopped at once when the last cell is done: a graceful
+    shutdown waits for Python to tear down torch and torch_xla (3 s a notebook here), after every output is in."""
     import nbclient
 
-    nbclient.NotebookClient(notebook, kernel_name="python3", timeout=timeout, resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+    client = nbclient.NotebookClient(
+        notebook, kernel_name="python3", timeout=timeout, shutdown_kernel="immediate", resources={"metadata": {"path": str(NOTEBOOKS)}}
+    )
+    client.execute()
     return notebook
 
 

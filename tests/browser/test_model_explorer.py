@@ -43,7 +43,7 @@ def _open_with_pins_shown(browser, url, attempts=4):
     page fails the same way: each attempt is a fresh browser context, the stuck one closed, as a user
     would open a new tab. The last attempt's page is returned for the caller's assertions to show."""
     for attempt in range(attempts):
-        context = browser.new_context(viewport={"width": 1300, "height": 1000})
+        context = browser.new_context(viewport={"width": 1000, "height": 700})
         page = context.new_page()
         page.goto(url)
         with contextlib.suppress(PlaywrightTimeout):
