@@ -7,7 +7,6 @@ import re
 import sys
 from pathlib import Path
 
-import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -154,6 +153,8 @@ def fresh():
 
 @pytest.mark.parametrize("name", sorted(make_notebooks.NOTEBOOK_CELLS))
 def test_each_notebook_runs_clean_shows_its_key_outputs_and_matches_the_committed_copy(name):
+    import nbformat  # here, not at collection: jsonschema's import builds 38 parsers (2.8 s) in a worker that may run no notebook
+
     committed = nbformat.read(ROOT / "notebooks" / name, as_version=4)
     assert [c.source for c in committed.cells] == [c.source for c in make_notebooks.build(make_notebooks.NOTEBOOK_CELLS[name]).cells], (
         "the committed notebook is not what scripts/make_notebooks.py defines: run it again"
@@ -172,6 +173,8 @@ def test_each_notebook_runs_clean_shows_its_key_outputs_and_matches_the_committe
 
 @pytest.mark.dot
 def test_the_quickstart_carries_the_card_with_both_graphs_and_the_explorer():
+    import nbformat
+
     committed = nbformat.read(ROOT / "notebooks" / "01_quickstart.ipynb", as_version=4)
     html = html_of(committed)
     assert html.count("<svg") >= 2 and "neurondev-card" in html

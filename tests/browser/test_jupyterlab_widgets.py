@@ -10,7 +10,6 @@ import time
 import urllib.request
 from pathlib import Path
 
-import nbformat
 import pytest
 
 pytestmark = [pytest.mark.xla, pytest.mark.browser, pytest.mark.slow]
@@ -38,6 +37,8 @@ def free_port() -> int:
 
 @pytest.fixture()
 def lab(tmp_path):
+    import nbformat  # here, not at collection (jsonschema's import costs a worker 2.8 s)
+
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code) for code in CELLS])
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(notebook, tmp_path / "explain.ipynb")
