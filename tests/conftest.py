@@ -85,8 +85,9 @@ _SLOWEST_FIRST = ("test_notebooks.py", "browser/", "test_never_kill.py", "test_r
 
 
 def pytest_collection_modifyitems(items):
-    """The longest tests first, so that two workers finish together instead of one waiting on a
-    notebook that was handed out last."""
+    """The longest tests first. With ``--dist loadgroup`` (pyproject.toml) every test is its own unit, handed
+    out in this order to whichever worker is free: two workers finish together instead of one running the
+    notebooks while the other waits (worksteal gave the first worker the whole first half of this list)."""
     items.sort(key=lambda item: next((i for i, part in enumerate(_SLOWEST_FIRST) if part in item.nodeid), len(_SLOWEST_FIRST)))
 
 
