@@ -87,8 +87,8 @@ def traces_text(traces: TraceComparison) -> str:
     if traces.native_error:
         failure = traces.native_failure
         where = f" at {failure.where}" if failure is not None and failure.source is not None else ""
-        why = describe(failure) if isinstance(failure, ProgramFailure) else traces.native_error
-        parts.append(f"the native trace fails to run{where}: {why}")
+        kind = f"{failure.kind}: " if isinstance(failure, ProgramFailure) else ""  # its line is said once, here
+        parts.append(f"the native trace fails to run{where}: {kind}{traces.native_error}")
     lines = "; ".join(describe(d) for d in traces.differences[:3])
     return f"{traces.name}: " + ", ".join(parts) + (f". {lines}" if lines else "")
 
@@ -105,7 +105,7 @@ _WHEN = {
 def program_failure_text(failure: ProgramFailure) -> str:
     where = f" at {failure.where} (`{failure.code}`)" if failure.source is not None else ""
     again = f" on call {failure.call}" if failure.call > 1 else ""
-    return f"fails {_WHEN[failure.stage]}{again}{where}: {failure.kind}: {failure.exception}: {failure.message}"
+    return f"fails {_WHEN[failure.stage]}{again}{where}: {failure.kind}: {failure.error}"
 
 
 @describe.register

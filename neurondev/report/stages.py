@@ -234,9 +234,7 @@ def native_stage(made: Made, fn: Any, call: tuple[tuple, dict] | None, stages: S
     if program.native is not None:
         failure = program.programs.rewritten.failure if program.programs is not None else None
         device = torch.device(program.native.device)
-        traces = compare_captures(
-            captured, program.native, device=device, error=f"{failure.exception}: {failure.message}" if failure else None, located=failure
-        )
+        traces = compare_captures(captured, program.native, device=device, error=failure.error if failure else None, located=failure)
     elif not options.native:
         return Native()
     else:

@@ -37,6 +37,11 @@ class ProgramFailure(Located):
     graph: int | None = None
     call: int = 1
 
+    @property
+    def error(self) -> str:
+        """The exception as Python prints its last line: 'TorchRuntimeError: Unhandled FakeTensor ...'."""
+        return f"{self.exception}: {self.message}"
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": self.kind,

@@ -61,12 +61,17 @@ def test_model_explorer_opens_on_the_pins_with_labels_for_people_and_stops_for_g
     """One server (each start is a Python importing Model Explorer): the page a person sees, then stopping it.
     The exit hook is watched where the server registers it: garbage collection cannot tell, since playwright
     keeps its callers' frames (and their locals)."""
+    import types
+
     from neurondev.notebook import explorer_server
 
     hooks = []
-    unregister = staticmethod(lambda hook: hooks.remove(hook) if hook in hooks else None)  # as atexit's: absent is fine
-    spy = type("atexit", (), {"register": staticmethod(hooks.append), "unregister": unregister})
-    monkeypatch.setattr(explorer_server, "atexit", spy)
+
+    def unregister(hook):  # as atexit's: a hook not registered is fine
+        if hook in hooks:
+            hooks.remove(hook)
+
+    monkeypatch.setattr(explorer_server, "atexit", types.SimpleNamespace(register=hooks.append, unregister=unregister))
     running = explanation.model_explorer(tmp_path / "model-explorer")
     assert hooks == [running.stop]  # a server left running ends with Python
     try:

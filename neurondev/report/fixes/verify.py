@@ -363,7 +363,7 @@ def _outputs_differ(fn: Callable[..., Any], fixed_fn: Callable[..., Any], args: 
 
 
 def _failed(failure: ProgramFailure | None) -> str:
-    return "it made no graph" if failure is None else f"{failure.kind}: {failure.message}"
+    return "it made no graph" if failure is None else f"{failure.kind}: {failure.error}"
 
 
 def _eager(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
