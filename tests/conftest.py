@@ -8,46 +8,52 @@ import os
 from pathlib import Path
 
 import pytest
-import torch
-
-import neurondev
-from neurondev import examples
 
 # Two workers share the machine's two cores: one intra-op thread each, for the workers and for the notebook
 # kernels and subprocesses they start (which inherit the variable), instead of four threads fighting for two.
 os.environ["OMP_NUM_THREADS"] = "1"
-torch.set_num_threads(1)
-# torch's dynamo (2.9 to 2.13) times the guards of every compile once, after flushing the CPU's caches,
-# only to log that latency (18 ms a compile here: 30% of an explain of the seed, measured). The suite's
-# workers skip that measurement; the guards themselves are built, checked and run as ever.
-import torch._dynamo.guards  # noqa: E402
-
-if hasattr(torch._dynamo.guards, "profile_guard_manager"):
-    torch._dynamo.guards.profile_guard_manager = lambda *args: 0.0
-# torch 2.9 builds a dynamic shape's guard in C++, and before its first build probes the CPU's vector ISAs:
-# a test program per ISA, each loaded by a new Python that imports torch (8 s per worker, measured). torch
-# 2.13 evaluates these guards in Python by default; the workers do the same on torch 2.9. The same guards
-# are checked and fail with the same reasons; the notebooks and subprocesses keep torch 2.9's C++ default.
-torch._dynamo.config.enable_cpp_symbolic_shape_guards = False
-# The notebooks and subprocesses do build those guards in C++; inductor's C++ builder is told the vector ISAs
-# are off (scalar code, read when inductor first picks an ISA), so it compiles the guard without probing each
-# ISA with a Python of its own first (11.0 s against 6.4 s for the never-kill subprocess, measured). A guard
-# is scalar code: the same guards, checked the same way. A value set by whoever runs the suite is kept.
+# The notebooks and subprocesses build dynamic shape guards in C++ (torch 2.9's default); inductor's C++
+# builder is told the vector ISAs are off (scalar code, read when inductor first picks an ISA), so it compiles
+# the guard without first probing each ISA with a Python of its own (11.0 s against 6.4 s for the never-kill
+# subprocess, measured). A guard is scalar code: the same guards, checked the same way. A value set by whoever
+# runs the suite is kept.
 os.environ.setdefault("TORCHINDUCTOR_VEC_ISA_OK", "0")
-
 # XLA's CPU backend compiles each program without LLVM's optimisation passes in the suite (read when the
 # PJRT client starts, in this process and every one it starts): the same programs, compiles, executions and
 # transfers are counted and values compared as with the default, and a tiny GPT-2's program runs compile in
 # 5.0 s instead of 7.9 s (measured). A flag set by whoever runs the suite is kept.
 os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0")
 # Every Python the suite starts (subprocesses, the CLI, notebook kernels, rank workers) loads
-# tests/site/sitecustomize.py: it skips Python's last garbage collection at exit (1.4 s -> 0.2 s a process).
+# tests/site/sitecustomize.py: it skips Python's last garbage collection at exit (1.7 s -> 0.3 s a process).
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).parent / "site"), os.environ.get("PYTHONPATH")]))
 atexit.register(gc.freeze)  # the same for the workers themselves
 
 
+def pytest_configure(config):
+    """torch is set up in the processes that run tests; xdist's controller, which only hands them out, never
+    imports it (3.5 s at the start of every run, before the workers start, measured)."""
+    if getattr(config, "workerinput", None) is None and config.getoption("numprocesses", None):
+        return
+    import torch
+    import torch._dynamo.guards
+
+    torch.set_num_threads(1)
+    # torch's dynamo (2.9 to 2.13) times the guards of every compile once, after flushing the CPU's caches,
+    # only to log that latency (18 ms a compile here: 30% of an explain of the seed, measured). The suite's
+    # workers skip that measurement; the guards themselves are built, checked and run as ever.
+    if hasattr(torch._dynamo.guards, "profile_guard_manager"):
+        torch._dynamo.guards.profile_guard_manager = lambda *args: 0.0
+    # torch 2.9 builds a dynamic shape's guard in C++, and before its first build probes the CPU's vector ISAs
+    # (8 s per worker, measured). torch 2.13 evaluates these guards in Python by default; the workers do the same
+    # on torch 2.9. The same guards are checked and fail with the same reasons.
+    torch._dynamo.config.enable_cpp_symbolic_shape_guards = False
+
+
 @pytest.fixture(scope="session")
 def seed_capture():
+    import neurondev
+    from neurondev import examples
+
     fn, args, kwargs = examples.get("seed").build()
     return neurondev.capture(fn, *args, **kwargs)
 
@@ -55,6 +61,9 @@ def seed_capture():
 @pytest.fixture(scope="session")
 def seed_explained():
     """The seed explained with the defaults, once per worker: tests read it, none changes it (records are frozen)."""
+    import neurondev
+    from neurondev import examples
+
     fn, args, kwargs = examples.get("seed").build()
     return neurondev.explain(fn, *args, **kwargs, quiet=True)
 
@@ -62,6 +71,8 @@ def seed_explained():
 @pytest.fixture(scope="session")
 def gpt2_explained(gpt2):
     """The tiny GPT-2 explained with the defaults, once per worker (shared by the report, Model Explorer and browser tests)."""
+    import neurondev
+
     model, args, kwargs = gpt2
     return neurondev.explain(model, *args, **kwargs, quiet=True)
 
@@ -69,12 +80,19 @@ def gpt2_explained(gpt2):
 @pytest.fixture(scope="session")
 def process_group():
     """A gloo group of one process for the whole session; yields its name."""
+    from neurondev import examples
+
     with examples.gloo_group() as name:
         yield name
 
 
 @pytest.fixture(scope="session")
 def collective_capture(process_group):
+    import torch
+
+    import neurondev
+    from neurondev import examples
+
     fn = examples.collective_function(1, process_group)
     return neurondev.capture(fn, torch.arange(64, dtype=torch.float32))
 
@@ -89,6 +107,8 @@ def gpt2():
 
 @pytest.fixture(scope="session")
 def gpt2_capture(gpt2):
+    import neurondev
+
     model, args, kwargs = gpt2
     return neurondev.capture(model, *args, **kwargs)
 
