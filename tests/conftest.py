@@ -116,11 +116,34 @@ def gpt2_capture(gpt2):
 _SLOWEST_FIRST = ("test_notebooks.py", "browser/", "test_never_kill.py", "test_ranks.py", "test_focus.py", "test_readme.py")
 
 
-def pytest_collection_modifyitems(items):
+# Tests that share a worker's costliest session fixtures run on one worker (an xdist group, one unit of work):
+# one Chromium and one explained GPT-2 for the run instead of one a worker. A test that reaches them another
+# way (request.getfixturevalue) is marked with the group itself.
+SHARED_GROUP = "browser-and-gpt2"
+_SHARED_FIXTURES = ("browser", "gpt2_explained")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
     """The longest tests first. With ``--dist loadgroup`` (pyproject.toml) every test is its own unit, handed
     out in this order to whichever worker is free: two workers finish together instead of one running the
     notebooks while the other waits (worksteal gave the first worker the whole first half of this list)."""
+    for item in items:
+        if any(name in getattr(item, "fixturenames", ()) for name in _SHARED_FIXTURES):
+            item.add_marker(pytest.mark.xdist_group(SHARED_GROUP))
+        _name_the_group(config, item)
     items.sort(key=lambda item: next((i for i, part in enumerate(_SLOWEST_FIRST) if part in item.nodeid), len(_SLOWEST_FIRST)))
+
+
+def _name_the_group(config, item) -> None:
+    """xdist 3.8 names a grouped test's unit by writing ``item._nodeid``, which pytest 9 no longer reads (a node
+    id is ``item._id`` there): in a loadgroup worker the group is written where pytest 9 reads it too."""
+    groups = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default")) for mark in item.iter_markers("xdist_group")})
+    if not groups or not config.getoption("loadgroup", False) or "@" in item.nodeid or not hasattr(item, "_id"):
+        return
+    from _pytest.nodes import coerce_node_id  # pytest 9
+
+    item._id = coerce_node_id(f"{item.nodeid}@{'_'.join(groups)}")
 
 
 def pytest_runtest_setup(item):

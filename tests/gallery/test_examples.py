@@ -12,6 +12,7 @@ import neurondev
 from neurondev import examples, testing
 from neurondev.gallery import catalogue, patterns
 from neurondev.gallery.catalogue import describe_fixes
+from tests.conftest import SHARED_GROUP
 
 FAST = [name for name, example in examples.CATALOGUE.items() if not example.slow]
 SLOW = [name for name, example in examples.CATALOGUE.items() if example.slow]
@@ -51,7 +52,9 @@ def test_each_example_has_its_stored_outcome(name, request):
 
 @pytest.mark.xla
 @pytest.mark.slow
-@pytest.mark.parametrize("name", SLOW)
+@pytest.mark.parametrize(
+    "name", [pytest.param(name, marks=pytest.mark.xdist_group(SHARED_GROUP)) if name in _SHARED else name for name in SLOW]
+)
 def test_each_slow_example_has_its_stored_outcome(name, request):
     check(name, request)
 
