@@ -31,7 +31,8 @@ atexit.register(gc.freeze)  # the same for the workers themselves
 
 def pytest_configure(config):
     """torch is set up in the processes that run tests; xdist's controller, which only hands them out, never
-    imports it (3.5 s at the start of every run, before the workers start, measured)."""
+    imports it (importing torch and neurondev took it 3.5 s before it started the workers; a run of one small
+    test module: 7.9 s -> 7.1 s, measured)."""
     if getattr(config, "workerinput", None) is None and config.getoption("numprocesses", None):
         return
     import torch
