@@ -1,4 +1,4 @@
-"""Shared fixtures: captures of the catalogue's examples, hand-built FX graphs."""
+"""The suite's setup (threads, flags and exit of every process it starts; the order and groups of its tests) and shared fixtures."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ import pytest
 # Two workers share the machine's two cores: one intra-op thread each, for the workers and for the notebook
 # kernels and subprocesses they start (which inherit the variable), instead of four threads fighting for two.
 os.environ["OMP_NUM_THREADS"] = "1"
-# The notebooks and subprocesses build dynamic shape guards in C++ (torch 2.9's default); inductor's C++
-# builder is told the vector ISAs are off (scalar code, read when inductor first picks an ISA), so it compiles
-# the guard without first probing each ISA with a Python of its own (11.0 s against 6.4 s for the never-kill
-# subprocess, measured). A guard is scalar code: the same guards, checked the same way. A value set by whoever
-# runs the suite is kept.
+# The notebooks and subprocesses build dynamic shape guards in C++ (torch 2.9's default). In every process of
+# the suite, inductor's C++ builder is told the vector ISAs are off (scalar code, read when inductor first picks
+# an ISA), so it compiles the guard without first probing each ISA with a Python of its own (11.0 s against
+# 6.4 s for the never-kill subprocess, measured). A guard is scalar code: the same guards, checked the same
+# way. A value set by whoever runs the suite is kept.
 os.environ.setdefault("TORCHINDUCTOR_VEC_ISA_OK", "0")
 # XLA's CPU backend compiles each program without LLVM's optimisation passes in the suite (read when the
 # PJRT client starts, in this process and every one it starts): the same programs, compiles, executions and
@@ -124,27 +124,29 @@ SHARED_GROUP = "browser-and-gpt2"
 _SHARED_FIXTURES = ("browser", "gpt2_explained")
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(items):
     """The longest tests first. With ``--dist loadgroup`` (pyproject.toml) every test is its own unit, handed
     out in this order to whichever worker is free: two workers finish together instead of one running the
     notebooks while the other waits (worksteal gave the first worker the whole first half of this list)."""
     for item in items:
         if any(name in getattr(item, "fixturenames", ()) for name in _SHARED_FIXTURES):
             item.add_marker(pytest.mark.xdist_group(SHARED_GROUP))
-        _name_the_group(config, item)
+    yield  # xdist names each grouped test's unit here, from its xdist_group marks
+    for item in items:
+        _carry_over_the_group(item)
     items.sort(key=lambda item: next((i for i, part in enumerate(_SLOWEST_FIRST) if part in item.nodeid), len(_SLOWEST_FIRST)))
 
 
-def _name_the_group(config, item) -> None:
-    """xdist 3.8 names a grouped test's unit by writing ``item._nodeid``, which pytest 9 no longer reads (a node
-    id is ``item._id`` there): in a loadgroup worker the group is written where pytest 9 reads it too."""
-    groups = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default")) for mark in item.iter_markers("xdist_group")})
-    if not groups or not config.getoption("loadgroup", False) or "@" in item.nodeid or not hasattr(item, "_id"):
+def _carry_over_the_group(item) -> None:
+    """xdist 3.8 names a grouped test's unit ("...::test@group") by writing ``item._nodeid``, which pytest 9
+    neither has nor reads (its node id is ``item._id``): the name xdist wrote is given to pytest 9 too."""
+    named = getattr(item, "_nodeid", None)
+    if not named or named == item.nodeid or not hasattr(item, "_id"):
         return
     from _pytest.nodes import coerce_node_id  # pytest 9
 
-    item._id = coerce_node_id(f"{item.nodeid}@{'_'.join(groups)}")
+    item._id = coerce_node_id(named)
 
 
 def pytest_runtest_setup(item):
