@@ -114,7 +114,22 @@ def gpt2_capture(gpt2):
     return neurondev.capture(model, *args, **kwargs)
 
 
-_SLOWEST_FIRST = ("test_notebooks.py", "browser/", "test_never_kill.py", "test_ranks.py", "test_focus.py", "test_readme.py")
+# Then the modules whose tests each start a Python of their own (4-12 s a test): last in the run, they left one
+# worker running them alone for 13 s while the other had finished (measured with a per-test timeline).
+_SLOWEST_FIRST = (
+    "test_notebooks.py",
+    "browser/",
+    "test_never_kill.py",
+    "test_ranks.py",
+    "test_focus.py",
+    "test_readme.py",
+    "test_watch.py",
+    "test_runtime.py",
+    "test_analysis.py",
+    "test_cli.py",
+    "test_check.py",
+    "test_user_state.py",
+)
 
 
 # Tests that share a worker's costliest session fixtures run on one worker (an xdist group, one unit of work):
