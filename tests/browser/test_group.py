@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import SHARED_GROUP
+from tests.conftest import _SHARED_FIXTURES, SHARED_GROUP
 
 pytestmark = pytest.mark.browser
 
@@ -13,7 +13,7 @@ pytestmark = pytest.mark.browser
 def test_tests_sharing_chromium_or_gpt2_are_one_group_named_in_their_node_ids(request, browser):
     """This test shares Chromium itself (the ``browser`` fixture), so it is one of the group it checks."""
     grouped = bool(request.config.getoption("loadgroup", False))  # a worker of `--dist loadgroup` (pyproject.toml)
-    sharing = [item for item in request.session.items if {"browser", "gpt2_explained"} & set(item.fixturenames)]
+    sharing = [item for item in request.session.items if set(_SHARED_FIXTURES) & set(item.fixturenames)]
     assert request.node in sharing
     for item in sharing:
         assert SHARED_GROUP in [mark.args[0] for mark in item.iter_markers("xdist_group")], item.nodeid
