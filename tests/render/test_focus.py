@@ -16,7 +16,9 @@ import pytest
 from neurondev import testing
 from neurondev.fx.modules import layer_of, module_path
 
-pytestmark = [pytest.mark.xla, pytest.mark.dot]
+# One worker runs this module (an xdist group): its 4-layer Llama is explained once a run, not once a worker
+# (3.5 s each, measured with the explain calls logged per worker).
+pytestmark = [pytest.mark.xla, pytest.mark.dot, pytest.mark.xdist_group("focus-llama")]
 
 
 @pytest.fixture(scope="module")

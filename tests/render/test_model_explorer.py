@@ -20,12 +20,6 @@ def clean(x):
     return torch.zeros_like(x) + x * 2
 
 
-@pytest.fixture(scope="module")
-def gpt2_explained(gpt2):
-    model, args, kwargs = gpt2
-    return neurondev.explain(model, *args, **kwargs, run=False, quiet=True)
-
-
 def _url_data(url: str) -> dict:
     query = urllib.parse.urlsplit(url).query
     return json.loads(urllib.parse.parse_qs(query)["data"][0])

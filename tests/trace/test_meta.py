@@ -9,7 +9,9 @@ import torch
 import neurondev
 from neurondev import testing
 
-pytestmark = pytest.mark.xla
+# One worker runs this module (an xdist group): its 6-layer Llama on meta is explained once a run, not once a
+# worker (2 s each, measured).
+pytestmark = [pytest.mark.xla, pytest.mark.xdist_group("meta-llama")]
 pytest.importorskip("transformers")
 
 
