@@ -147,11 +147,6 @@ def html_of(notebook) -> str:
     return "\n".join(o.get("data", {}).get("text/html", "") for cell in notebook.cells for o in cell.get("outputs", []))
 
 
-@pytest.fixture(scope="module")
-def fresh():
-    return {}
-
-
 @pytest.mark.parametrize("name", sorted(make_notebooks.NOTEBOOK_CELLS))
 def test_each_notebook_runs_clean_shows_its_key_outputs_and_matches_the_committed_copy(name):
     import nbformat  # here, not at collection: jsonschema's import builds 38 parsers (2.8 s) in a worker that may run no notebook
