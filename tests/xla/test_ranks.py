@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 
 import pytest
 import torch
@@ -32,16 +33,22 @@ def test_world_sizes_the_runtime_can_run_are_decided_before_anything_starts():
 # running it here too would spawn the same two XLA devices twice per test run.
 
 
-def _returns_nothing(rank, world_size):
-    """Not a RankCase: a rank cannot unpack (function, inputs, expected) from None."""
+def _fails_saying_how_it_began(rank, world_size):
+    """A RankCase that fails in the rank, naming its process's main module: forked from the launcher, that
+    is the launcher's ("__main__"); a spawned process, which imports torch_xla again, names it "__mp_main__"."""
+    raise RuntimeError(f"rank {rank} failed; its main module: {sys.modules['__main__'].__name__}.")
 
 
 @pytest.mark.xla
 @pytest.mark.slow
 def test_a_rank_that_fails_ends_in_a_named_error_with_the_ranks_own_output():
-    with pytest.raises(neurondev.RankRunError, match=r"the 1-rank run of tests\.xla\.test_ranks:_returns_nothing failed") as raised:
-        run_on_ranks("tests.xla.test_ranks:_returns_nothing", world_size=1, timeout=300)
-    assert "TypeError" in str(raised.value)  # the worker's own traceback, not a bare exit code
+    case = "tests.xla.test_ranks:_fails_saying_how_it_began"
+    with pytest.raises(
+        neurondev.RankRunError, match=r"the 1-rank run of tests\.xla\.test_ranks:_fails_saying_how_it_began failed"
+    ) as raised:
+        run_on_ranks(case, world_size=1, timeout=300)
+    # the rank's own traceback, not a bare exit code; the rank process was forked, not a Python importing torch_xla anew
+    assert "RuntimeError: rank 0 failed; its main module: __main__." in str(raised.value)
 
 
 def test_a_rank_result_read_back_from_its_worker_is_frozen_through():
