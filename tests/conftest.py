@@ -25,9 +25,9 @@ os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0")
 # Every Python the suite starts (subprocesses, the CLI, notebook kernels, rank workers) loads
 # tests/site/sitecustomize.py: the garbage collector runs less often, and not at exit (1.7 s -> 0.3 s a
 # process). This process runs the same file, so the workers are set up the same way.
-_SITE = Path(__file__).parent / "site"
-os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_SITE), os.environ.get("PYTHONPATH")]))
-runpy.run_path(str(_SITE / "sitecustomize.py"))
+SITE = Path(__file__).parent / "site"
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SITE), os.environ.get("PYTHONPATH")]))
+GC_THRESHOLD = runpy.run_path(str(SITE / "sitecustomize.py"))["GC_THRESHOLD"]
 
 
 def pytest_configure(config):

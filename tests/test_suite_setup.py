@@ -1,16 +1,14 @@
 """The suite's own setup does what tests/conftest.py says: the Pythons it starts load tests/site (their exit
-hook and garbage collection, as the workers have); tests/browser/test_group.py checks the group of the tests that share Chromium or the explained GPT-2."""
+hook and garbage collection, as the workers have); tests/browser/test_group.py checks the group of the tests
+that share Chromium or the explained GPT-2."""
 
 from __future__ import annotations
 
 import gc
-import runpy
 from pathlib import Path
 
-from tests.conftest import _SLOWEST_FIRST
+from tests.conftest import _SLOWEST_FIRST, GC_THRESHOLD, SITE
 from tests.helpers import run_python
-
-SITE = Path(__file__).parent / "site"
 
 
 def test_a_python_the_suite_starts_loads_the_suites_exit_hook():
@@ -18,11 +16,11 @@ def test_a_python_the_suite_starts_loads_the_suites_exit_hook():
     assert done.returncode == 0, done.stderr
     site, threshold = done.stdout.splitlines()
     assert Path(site) == SITE / "sitecustomize.py"
-    assert threshold == str(runpy.run_path(str(SITE / "sitecustomize.py"), run_name="probe")["GC_THRESHOLD"])
+    assert threshold == str(GC_THRESHOLD)
 
 
 def test_the_workers_collect_garbage_as_the_pythons_they_start_do():
-    assert gc.get_threshold() == runpy.run_path(str(SITE / "sitecustomize.py"), run_name="probe")["GC_THRESHOLD"] != (700, 10, 10)
+    assert gc.get_threshold() == GC_THRESHOLD != (700, 10, 10)
 
 
 def test_the_slowest_modules_are_handed_out_first(request):
