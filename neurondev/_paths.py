@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from neurondev.errors import InvalidOptionError
 
-__all__ = ["output_file", "output_folder", "serving_port"]
+__all__ = ["output_file", "output_folder", "scratch_folder", "serving_port"]
 
 
 def output_file(path: Any, *, what: str, example: str) -> Path:
@@ -47,3 +50,11 @@ def serving_port(port: Any) -> int:
     if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
         raise InvalidOptionError(f"port is a TCP port number from 1 to 65535 (None: a free one), got {port!r}")
     return port
+
+
+def scratch_folder(prefix: str) -> Path:
+    """A new temporary folder for neurondev's own files (torch_xla's analysis, Model Explorer's graphs), removed with
+    what is in it when Python exits: nothing of ours is left in the temporary directory."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder

@@ -433,12 +433,11 @@ def _watch(options: argparse.Namespace) -> int:
 def _watched_run(script: Path, options: argparse.Namespace) -> tuple[Any, BaseException | None]:
     """The script run as __main__ under a watch (torch_xla's analysis on, into a file next to nothing of the user's)."""
     import runpy
-    import tempfile
 
     from neurondev.results.watched import watch
     from neurondev.xla import analysis
 
-    analysis.enable(Path(tempfile.mkdtemp(prefix="neurondev-watch-")) / "xla-analysis.txt")
+    analysis.enable()
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [str(script), *options.arguments]
     sys.path.insert(0, str(script.resolve().parent))
@@ -469,12 +468,13 @@ def _checked(record: Any, script: Path, options: argparse.Namespace) -> Any:
     if not any(advice.cause in SYNC_ADVICE for advice in record.advice):
         return record
     print("neurondev: checking the advice: running the script again with torch_xla.sync() at the end of each step", file=sys.stderr)
-    report = Path(tempfile.mkdtemp(prefix="neurondev-check-")) / "watch.json"
-    command = [sys.executable, "-m", "neurondev", "watch", "--sync-each-step", "--json", str(report), str(script), *options.arguments]
-    subprocess.run(command, capture_output=True, text=True, timeout=options.verify_timeout)
-    if not report.is_file():
-        return with_checked_advice(record, SYNC_ADVICE, "not verified: the run with a sync per step did not finish")
-    again = json.loads(report.read_text())
+    with tempfile.TemporaryDirectory(prefix="neurondev-check-") as folder:
+        report = Path(folder) / "watch.json"
+        command = [sys.executable, "-m", "neurondev", "watch", "--sync-each-step", "--json", str(report), str(script), *options.arguments]
+        subprocess.run(command, capture_output=True, text=True, timeout=options.verify_timeout)
+        if not report.is_file():
+            return with_checked_advice(record, SYNC_ADVICE, "not verified: the run with a sync per step did not finish")
+        again = json.loads(report.read_text())
     steps = len(again["steps"])
     if again["reached_steady_state"]:
         verdict = f"verified: run again with torch_xla.sync() at the end of each step, it was steady after step {again['steady_state']} of {steps}"

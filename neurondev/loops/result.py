@@ -10,9 +10,7 @@ composed in ``neurondev.results``).
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, Self
 
 from neurondev.errors import InvalidOptionError, NestedWatchError, NotCallableError
@@ -114,7 +112,7 @@ class WatchData:
         from neurondev.xla import analysis
 
         if self._options["xla_analysis"]:
-            analysis.enable(Path(tempfile.mkdtemp(prefix="neurondev-watch-")) / "xla-analysis.txt")
+            analysis.enable()
         on, said = analysis.status()
         self._notes["analysis"] = None if on else said
         native, self._notes["native"] = _native_accounting()

@@ -7,12 +7,12 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from neurondev._paths import scratch_folder
 from neurondev.errors import ModelExplorerUnavailableError
 from neurondev.render.html import escape
 from neurondev.render.model_explorer import ModelExplorerFiles, save_model_explorer
@@ -74,7 +74,7 @@ def open_model_explorer(explanation: ExplanationData, folder: str | Path | None 
     command_path = shutil.which("model-explorer") or str(Path(sys.executable).with_name("model-explorer"))
     if not Path(command_path).exists():
         raise ModelExplorerUnavailableError("Model Explorer is an optional extra: pip install 'neurondev[explorer]'")
-    files = save_model_explorer(explanation, folder or tempfile.mkdtemp(prefix="neurondev-model-explorer-"))
+    files = save_model_explorer(explanation, folder or scratch_folder("neurondev-model-explorer-"))
     port = port or free_port()
     log = files.graphs.parent / "model-explorer.log"
     with open(log, "w") as out:

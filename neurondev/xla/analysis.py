@@ -119,20 +119,30 @@ def status() -> tuple[bool, str]:
     )
 
 
-def enable(path: str | Path) -> bool:
+def enable(path: str | Path | None = None) -> bool:
     """Turn torch_xla's analysis on into ``path``, when this process has not compiled anything on XLA yet
-    (the level is read once, at the first analysis) and the user set neither variable; True when it is on."""
+    (the level is read once, at the first analysis) and the user set neither variable; True when it is on.
+    Without ``path``, into a folder of neurondev's own, made only then and removed when Python exits."""
     if os.environ.get(LEVEL) or os.environ.get(FILE):
         return status()[0]
-    if "torch_xla" in sys.modules:
-        import torch_xla.debug.metrics as metrics
+    if _compiled_on_xla():
+        return False
+    if path is None:
+        from neurondev._paths import scratch_folder
 
-        data = metrics.metric_data("CompileTime")
-        if data and data[0]:
-            return False
+        path = scratch_folder("neurondev-watch-") / "xla-analysis.txt"
     os.environ[LEVEL], os.environ[FILE] = "2", str(path)
     os.environ.setdefault(FRAMES, "64")  # torch_xla keeps few frames by default: too few to reach the user's line
     return True
+
+
+def _compiled_on_xla() -> bool:
+    if "torch_xla" not in sys.modules:
+        return False
+    import torch_xla.debug.metrics as metrics
+
+    data = metrics.metric_data("CompileTime")
+    return bool(data and data[0])
 
 
 class AnalysisLog:

@@ -212,6 +212,7 @@ loops.accumulate(torch_xla.device())
 
 
 def test_the_command_names_what_keeps_xla_compiling_checks_the_sync_and_exits_by_it(device, tmp_path, capsys):
+    import os
     import subprocess
     import sys
     from pathlib import Path
@@ -219,8 +220,12 @@ def test_the_command_names_what_keeps_xla_compiling_checks_the_sync_and_exits_by
     path = tmp_path / "accumulate.py"
     path.write_text(ACCUMULATE.format(root=str(Path(__file__).resolve().parents[2])))
     command = [sys.executable, "-m", "neurondev", "watch", "--json", str(tmp_path / "w.json"), str(path)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600)  # a fresh process: torch_xla's analysis on
+    temporary = tmp_path / "temporary"
+    temporary.mkdir()
+    environ = {**os.environ, "TMPDIR": str(temporary)}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=environ)  # a fresh process: torch_xla's analysis on
     assert done.returncode == 1, done.stderr[-2000:]
+    assert not list(temporary.glob("neurondev-*"))  # the analysis files of both runs and the check's report went with their processes
     report = json.loads((tmp_path / "w.json").read_text())
     (advice,) = report["advice"]
     assert advice["cause"] == "lazy state growing" and "torch_xla.sync()" in advice["text"]
