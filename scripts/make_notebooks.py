@@ -525,9 +525,10 @@ notebook to see it; `assets/model-explorer.png` in the repository is what it loo
     (
         "code",
         """import tempfile
-files = deep.save_model_explorer(tempfile.mkdtemp(prefix="model-explorer-"))
-print(files.graphs.name, [path.name for path in files.overlays])
-print("open with:", " ".join(files.command()[:1] + ["graphs.json", "..."]))""",
+with tempfile.TemporaryDirectory(prefix="model-explorer-") as folder:  # a folder of yours keeps them
+    files = deep.save_model_explorer(folder)
+    print(files.graphs.name, [path.name for path in files.overlays])
+    print("open with:", " ".join(files.command()[:1] + ["graphs.json", "..."]))""",
     ),
     (
         "md",
