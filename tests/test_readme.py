@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -26,8 +27,12 @@ def test_the_readme_has_python_blocks():
 def test_every_python_block_of_the_readme_runs(tmp_path):
     script = tmp_path / "readme_blocks.py"
     script.write_text("\n\n".join(python_blocks()))
-    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    temporary = tmp_path / "temporary"
+    temporary.mkdir()
+    environ = {**os.environ, "TMPDIR": str(temporary)}
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=600, env=environ)
     assert done.returncode == 0, done.stderr[-3000:]
+    assert not list(temporary.glob("neurondev-*"))  # Model Explorer's graphs went with the script's Python
     assert "1 frozen device pin(s) (torch.empty at readme_blocks.py:4) -> 1 graph break(s) on xla:0" in done.stdout
     assert "ran on xla:0: 0 graph break(s)" in done.stdout and (tmp_path / "report.html").is_file()
     assert "+    out = x.new_empty(64, dtype=torch.float32)   # frozen to cpu when traced\n" in done.stdout  # ex.patch()

@@ -70,7 +70,7 @@ class ModelExplorerServer:
 
 
 def open_model_explorer(explanation: ExplanationData, folder: str | Path | None = None, *, port: int | None = None) -> ModelExplorerServer:
-    """Save the files (into ``folder``, a temporary one by default) and start Model Explorer on them."""
+    """Save the files (into ``folder``; by default a temporary one, removed when Python exits) and start Model Explorer on them."""
     command_path = shutil.which("model-explorer") or str(Path(sys.executable).with_name("model-explorer"))
     if not Path(command_path).exists():
         raise ModelExplorerUnavailableError("Model Explorer is an optional extra: pip install 'neurondev[explorer]'")

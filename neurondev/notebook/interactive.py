@@ -25,7 +25,8 @@ class ExplanationWidgets(ExplanationDisplay):
         return Explorer(self)
 
     def model_explorer(self, folder: str | Path | None = None, *, port: int | None = None) -> ModelExplorerServer:
-        """Start Model Explorer (on loopback) with this Explanation's graphs; in a notebook it shows embedded."""
+        """Start Model Explorer (on loopback) with this Explanation's graphs; in a notebook it shows embedded. The
+        graphs are saved into ``folder``, or without one into a temporary folder removed when Python exits."""
         from neurondev.notebook.explorer_server import open_model_explorer
 
         if port is not None:

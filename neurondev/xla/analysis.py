@@ -137,12 +137,12 @@ def enable(path: str | Path | None = None) -> bool:
 
 
 def _compiled_on_xla() -> bool:
+    """Whether this process has compiled an XLA program (then torch_xla has read the analysis level already)."""
     if "torch_xla" not in sys.modules:
         return False
-    import torch_xla.debug.metrics as metrics
+    from neurondev.xla.counters import counts
 
-    data = metrics.metric_data("CompileTime")
-    return bool(data and data[0])
+    return counts().compilations > 0
 
 
 class AnalysisLog:
