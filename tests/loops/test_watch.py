@@ -360,3 +360,19 @@ def test_each_program_is_counted_in_the_step_that_launched_it_while_it_still_run
             torch_xla.sync()
     assert w.record.step_kind == "sync" and list(w.steps["executions"]) == [1, 1, 1]
     assert list(w.steps["xla_compiles"]) == [1, 1, 0] and w.steady_state == 2 and torch.equal(x.cpu(), torch.ones(256, 256))
+
+
+def test_a_watch_that_cannot_turn_the_analysis_on_says_so_and_makes_no_folder(device, tmp_path, monkeypatch):
+    """After this process compiled on XLA, torch_xla has read its analysis level: the watch says why it is off,
+    and leaves nothing in the temporary directory (it made an empty folder there before)."""
+    import tempfile
+
+    from neurondev.xla import analysis
+
+    monkeypatch.delenv(analysis.LEVEL, raising=False)
+    monkeypatch.delenv(analysis.FILE, raising=False)
+    (torch.ones(2, device=device) * 3).sum().item()  # an XLA program compiled in this process
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with neurondev.watch(xla_analysis=True) as w:
+        (torch.ones(2, device=device) * 5).sum().item()
+    assert w.record.analysis_note and not list(tmp_path.glob("neurondev-*"))
