@@ -27,7 +27,7 @@ from neurondev.runs.interface import Driver
 from neurondev.runs.program_records import ProgramCall, ProgramFailure, ProgramRun
 from neurondev.runs.run_records import Fallback, HostCopy
 from neurondev.runs.state import program_state
-from neurondev.runs.values import compare_outputs
+from neurondev.runs.values import Comparison, compare_outputs
 from neurondev.trace.caches import kept_dynamo_caches
 from neurondev.trace.capture import Capture, quiet_dynamo
 from neurondev.trace.copies import MovedInput, fresh_function, kept_global_state, own_namespaces, traced_copies
@@ -78,7 +78,8 @@ def run_program(
     inputs, as a Capture on the XLA device (the native trace). ``calls``: how many times it is
     called (two: the second is the steady state). ``reference_state``: what the program left after one
     call on CPU (``neurondev.runs.state.program_state``): the state after its first call here is compared
-    with it (``ProgramRun.state``). Nothing of the user's is touched.
+    with it (``ProgramRun.state``). Both are compared the moment the first call returns: the second may
+    change what the first returned (a cache passed in, grown in place). Nothing of the user's is touched.
     """
     device = driver.device()
     moved: list[MovedInput] = []
@@ -94,12 +95,20 @@ def run_program(
         compiled = torch.compile(_entry(fn), backend=recorder)
         with quiet_dynamo(), kept_dynamo_caches(), warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            after_first: dict[str, Any] = {}
-            made, outputs, failure = _calls(compiled, (fn, args, kwargs), recorder, calls, driver, after_first)
-    comparison, not_compared = _compare(outputs, failure, reference, not_comparable, rtol, atol)
-    state = _compare_state(after_first, reference_state, not_comparable, rtol, atol)
+            judge = _FirstCall(reference, reference_state, not_comparable, rtol, atol)
+            made, outputs, failure = _calls(compiled, (fn, args, kwargs), recorder, calls, driver, judge)
     record = ProgramRun(
-        label, failure, comparison, not_compared, tuple(made), _unique(caught), outputs, driver.stack, str(device), driver.unseen(), state
+        label,
+        failure,
+        judge.comparison,
+        judge.not_compared,
+        tuple(made),
+        _unique(caught),
+        outputs,
+        driver.stack,
+        str(device),
+        driver.unseen(),
+        judge.state,
     )
     native = recorder.capture(subject.name, moved, notes, str(device), (fn, args, kwargs)) if keep_graphs else None
     return record, native
@@ -186,9 +195,9 @@ def _calls(
     recorder: _Recorder,
     count: int,
     driver: Driver,
-    after_first: dict[str, Any],
+    judge: _FirstCall,
 ) -> tuple[list[ProgramCall], Any, ProgramFailure | None]:
-    """Call the compiled program ``count`` times, each measured; ``after_first`` gets the state the first left."""
+    """Call the compiled program ``count`` times, each measured; ``judge`` compares the first with CPU as it returns."""
     fn, args, kwargs = program
     calls: list[ProgramCall] = []
     outputs = None
@@ -206,7 +215,7 @@ def _calls(
         calls.append(_call_record(recorder.count - graphs, delta, seconds, *driver.located_since(mark)))
         if number == 1:
             outputs = result
-            after_first.update(program_state(fn, args, kwargs))
+            judge(result, program_state(fn, args, kwargs))
     return calls, outputs, None
 
 
@@ -292,25 +301,30 @@ def _messages(error: BaseException) -> str:
     return "\n".join(parts)
 
 
-def _compare(
-    outputs: Any, failure: ProgramFailure | None, reference: Any, not_comparable: str | None, rtol: float | None, atol: float | None
-) -> tuple[Any, str | None]:
-    if outputs is None and failure is not None:
-        return None, "not compared: the program failed"
-    if not_comparable is not None:
-        return None, not_comparable
-    if reference is None:
-        return None, "not compared: there is no CPU result to compare with"
-    return compare_outputs(outputs, reference, rtol=rtol, atol=atol), None
+@dataclasses.dataclass
+class _FirstCall:
+    """The first call against CPU, judged as it returns: its outputs with ``reference`` and the state it left
+    (inputs, buffers, globals) with ``reference_state``. Until a first call returns: not compared, it failed."""
 
+    reference: Any
+    reference_state: dict[str, Any] | None
+    not_comparable: str | None
+    rtol: float | None
+    atol: float | None
+    comparison: Comparison | None = None
+    not_compared: str | None = "not compared: the program failed"
+    state: Comparison | None = None
 
-def _compare_state(
-    state: dict[str, Any], reference: dict[str, Any] | None, not_comparable: str | None, rtol: float | None, atol: float | None
-) -> Any:
-    """What the program left (its inputs, buffers, globals) against what it left on CPU; None when either is missing."""
-    if not state or reference is None or not_comparable is not None:
-        return None
-    return compare_outputs(state, reference, rtol=rtol, atol=atol)
+    def __call__(self, outputs: Any, state: dict[str, Any]) -> None:
+        self.not_compared = self.not_comparable
+        if self.not_comparable is not None:
+            return
+        if self.reference is None:
+            self.not_compared = "not compared: there is no CPU result to compare with"
+        else:
+            self.comparison = compare_outputs(outputs, self.reference, rtol=self.rtol, atol=self.atol)
+        if state and self.reference_state is not None:
+            self.state = compare_outputs(state, self.reference_state, rtol=self.rtol, atol=self.atol)
 
 
 def _unique(caught: list[warnings.WarningMessage]) -> tuple[str, ...]:

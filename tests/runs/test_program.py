@@ -216,3 +216,24 @@ def test_a_transformers_default_call_with_its_cache_agrees_when_the_logits_agree
     ex = neurondev.explain(model, ids, quiet=True)  # the model's default call returns a DynamicCache
     assert ex.program.rewritten.comparison.status in ("equal", "within tolerance") and ex.xla_matches_cpu is True
     assert "code between the graphs" not in ex.summary()
+
+
+class GrowingCache:
+    """A cache the program grows by one row a call, in place (as a transformers DynamicCache passed in does)."""
+
+    def __init__(self):
+        self.keys = torch.arange(8, dtype=torch.float32).reshape(2, 4)
+
+
+def appends_to_its_cache(x, cache):
+    cache.keys = torch.cat([cache.keys, x[None]])
+    return cache.keys.sum(0), cache
+
+
+def test_a_cache_passed_in_and_grown_in_place_is_compared_as_the_first_call_returned_it():
+    cache = GrowingCache()
+    ex = neurondev.explain(appends_to_its_cache, torch.ones(4), cache, quiet=True)
+    for run in (ex.program.as_written, ex.program.rewritten):  # the second call grows it to 4 rows: CPU's one call, 3
+        assert len(run.calls) == 2 and run.comparison.status == "equal" and run.matches_cpu is True, describe(run)
+    assert ex.xla_matches_cpu is True and "DIFFERS" not in ex.summary()
+    assert cache.keys.shape == (2, 4)  # the user's cache: as it was
