@@ -31,6 +31,7 @@ __all__ = [
     "cache_entry_ids",
     "compilation_metrics",
     "compile_wrapper_code",
+    "observe_compiled_calls",
     "own_code_state",
     "compile_attempts_class",
     "compiled_code_objects",
@@ -351,10 +352,15 @@ def guard_reason(reason: str) -> tuple[str, list[tuple[str, int, str]]]:
 
 
 def is_recompile_limit(error: BaseException) -> bool:
-    """Dynamo refused to compile a frame again: it hit its recompile limit (the frame then runs uncompiled)."""
-    from torch._dynamo.exc import RecompileLimitExceeded
+    """Whether dynamo refused a compile at its recompile limit: torch 2.9's ``RecompileLimitExceeded``; torch 2.13
+    raises ``Unsupported("Dynamo recompile limit exceeded")`` (that class is gone)."""
+    from torch._dynamo import exc
 
-    return isinstance(error, RecompileLimitExceeded) or "cache limit exceeded" in str(error).lower()
+    limit_class = getattr(exc, "RecompileLimitExceeded", None)
+    if limit_class is not None and isinstance(error, limit_class):
+        return True
+    text = str(error).lower()
+    return "cache limit exceeded" in text or "recompile limit exceeded" in text
 
 
 def set_guard_complete_hook(hook: Callable[[bool], bool] | None) -> Callable[[bool], bool] | None:
@@ -363,3 +369,27 @@ def set_guard_complete_hook(hook: Callable[[bool], bool] | None) -> Callable[[bo
     from torch._C._dynamo.eval_frame import set_guard_complete_hook as setter
 
     return setter(hook)  # type: ignore[arg-type]
+
+
+def observe_compiled_calls(observer: Callable[[Any], None]) -> Callable[[], None]:
+    """Call ``observer(frame)`` with torch.compile's wrapper frame on every call of a compiled function, even once
+    dynamo gave up on its frame (its recompile limit: the frame then runs uncompiled, and neither a compile nor a
+    guard check sees the call). The wrapper asks ``eval_frame._callback_from_stance`` for its callback on each
+    call (torch 2.9 to 2.13); returns what puts it back."""
+    from torch._dynamo import eval_frame
+
+    original = eval_frame._callback_from_stance
+    wrapper = compile_wrapper_code()
+
+    def _callback_from_stance(callback: Any) -> Any:
+        caller = sys._getframe(1)
+        if caller.f_code is wrapper:
+            observer(caller)
+        return original(callback)
+
+    eval_frame._callback_from_stance = _callback_from_stance
+
+    def put_back() -> None:
+        eval_frame._callback_from_stance = original
+
+    return put_back

@@ -84,7 +84,11 @@ KEY_TEXT = {
         "clean: True",
     ],
     "07_loops.ipynb": [
-        "LlamaForCausalLM.forward compiled 4 time(s) (1 first, 3 recompiles, then dynamo's recompile limit (4): it runs uncompiled",
+        "Watched the block (8 call(s) of the compiled function): LlamaForCausalLM.forward compiled 4 time(s) (1 first, 3 recompiles, "
+        "then dynamo's recompile limit (4): it runs uncompiled",
+        # the three calls after the limit run uncompiled, each a step of its own, with the XLA programs their lazy ops make
+        "No steady state: dynamo compiled until its recompile limit at step 5, then the function ran uncompiled for the 3 step(s) after it, "
+        "XLA compiling programs in 3 of them.",
         "input_ids changed size at dimension 1: 16 -> 1: the prompt, then one token a step: the second call is the decode step's own graph",
         "cache.layers[0].keys changed at 2 compiles (16 -> 17 -> 18): a cache growing by one per call",
         "LlamaForCausalLM.forward: a cache that grows by one position per call is a new shape every step: use a static cache "

@@ -2,9 +2,11 @@
 
 While recording, dynamo's per-frame compile entry (``ConvertFrameAssert.__call__``, called on every
 cache miss) runs through a wrapper that notes the frame, then calls it unchanged; dynamo's own
-``CompilationMetrics`` give the compile's index and the guard that failed; dynamo's guard-complete
-hook sees each call of compiled code (chained to any hook already set), and its caller tells a
-top-level call (torch.compile's own wrapper called it) from a resumed frame after a graph break.
+``CompilationMetrics`` give the compile's index and the guard that failed, and the caller tells a
+top-level call (torch.compile's own wrapper called it) from a resumed frame after a graph break;
+dynamo's guard-complete hook counts each run of compiled code (chained to any hook already set); each
+call of a compiled function is seen at torch.compile's wrapper, also once dynamo's recompile limit has
+it run uncompiled (no compile, no guard then).
 When torch_xla is loaded, its step marker (``torch_xla.sync()``, ``xm.mark_step()``) is seen too, told
 apart from the syncs torch_xla's dynamo bridge makes itself. At each of these moments (after waiting for
 the programs in flight, so that each execution is counted in the step that launched it) the device's
@@ -89,6 +91,7 @@ class Recorder:
         self._original: Callable[..., Any] | None = None
         self._previous_hook: Callable[[bool], bool] | None = None
         self._step_marker: Any = None
+        self._put_back_calls: Callable[[], None] | None = None
         self._wrapper_code = _compat.compile_wrapper_code()
 
     # --- the hooks ------------------------------------------------------------------------------
@@ -98,6 +101,7 @@ class Recorder:
         self._original = cls.__call__
         cls.__call__ = _observing(self, cls.__call__)
         self._previous_hook = _compat.set_guard_complete_hook(self._guarded)
+        self._put_back_calls = _compat.observe_compiled_calls(lambda wrapper: self._called(_wrapped_name(wrapper)))
         self._step_marker = _wrap_step_marker(self)
         _active = self
         self.mark("start")
@@ -107,6 +111,8 @@ class Recorder:
         self.mark("stop")
         _compat.compile_attempts_class().__call__ = self._original
         _compat.set_guard_complete_hook(self._previous_hook)
+        if self._put_back_calls is not None:
+            self._put_back_calls()
         _unwrap_step_marker(self._step_marker)
         _active = None
 
@@ -123,10 +129,6 @@ class Recorder:
 
     def _guarded(self, hit: bool) -> bool:
         self.hits += bool(hit)
-        if hit:
-            wrapper = self._wrapper_frame(sys._getframe(1))
-            if wrapper is not None:  # a call of a compiled function, not a frame resumed after a break
-                self._called(_wrapped_name(wrapper))
         return self._previous_hook(hit) if self._previous_hook is not None else hit
 
     def _called(self, function: str) -> None:
@@ -142,10 +144,7 @@ class Recorder:
     # --- what a compile was ---------------------------------------------------------------------
     def observed(self, frame: Any, run: Callable[[], Any]) -> Any:
         """Run dynamo's compile of ``frame`` and keep what it did."""
-        wrapper = self._wrapper_frame(sys._getframe(1))
-        top = wrapper is not None
-        if wrapper is not None:
-            self._called(_wrapped_name(wrapper))
+        top = self._wrapper_frame(sys._getframe(1)) is not None  # a call of a compiled function, not a frame resumed after a break
         earlier = _compat.compilation_metrics()
         last, graphs, xla = (earlier[-1] if earlier else None), _compat.graphs_made(), xla_counts()
         error: BaseException | None = None

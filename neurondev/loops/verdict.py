@@ -24,12 +24,14 @@ class SteadyState:
     """``after``: the step after which nothing compiled (0: nothing compiled at all), ``"never"`` (the last
     step compiled, or a function's last call did, or dynamo gave up at its recompile limit) or ``ONE_STEP``;
     ``side``: what keeps compiling ('dynamo', 'XLA', 'dynamo and XLA'); ``since``: from which step it
-    compiles on to the end; ``functions``: functions whose last call compiled."""
+    compiles on to the end; ``functions``: functions whose last call compiled; ``limit_step``: the step where
+    dynamo reached its recompile limit (the function runs uncompiled after it)."""
 
     after: int | str
     side: str | None = None
     since: int | None = None
     functions: tuple[str, ...] = ()
+    limit_step: int | None = None
 
     @property
     def reached(self) -> bool:
@@ -39,7 +41,8 @@ class SteadyState:
 def steady_state(steps: Sequence[Step], events: Sequence[CompileEvent], marks: Sequence[Mark]) -> SteadyState:
     """The verdict for a loop cut into ``steps``."""
     if any(event.limit is not None for event in events):
-        return SteadyState("never", "dynamo", _since(steps, lambda s: True), ("the recompile limit",))
+        limit = next((step.number for step in steps if any(events[i].limit is not None for i in step.compiles)), None)
+        return SteadyState("never", "dynamo", _since(steps, lambda s: True), ("the recompile limit",), limit)
     compiling = [step.number for step in steps if step.compiled]
     late = _functions_compiling_last(events, marks)
     if len(steps) < 2 and not late:

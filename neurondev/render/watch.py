@@ -28,6 +28,18 @@ def _unit(record: WatchRecord) -> str:
     return "call" if record.watched_function else "step"
 
 
+def _after_the_limit(record: WatchRecord, limit: int, unit: str) -> str:
+    """Dynamo gave up at its recompile limit in ``limit``: the steps after it run uncompiled (and XLA, when on, compiles what they trace)."""
+    text = f"No steady state: dynamo compiled until its recompile limit at {unit} {limit}"
+    after = record.steps[limit:]
+    if not after:
+        return text + "."
+    text += f", then the function ran uncompiled for the {len(after)} {unit}(s) after it"
+    if all(step.xla_compiles is not None for step in after):
+        text += f", XLA compiling programs in {sum(1 for step in after if step.xla_compiles)} of them"
+    return text + "."
+
+
 def watch_summary(record: WatchRecord) -> str:
     """What compiled, how often and why, the XLA programs, the steady state (or the error), and the advice."""
     read = record.compiles
@@ -54,6 +66,8 @@ def steady_text(record: WatchRecord) -> str:
     steady = record.steady
     if steady.after == "one step":
         return f"One {unit} cannot show a steady state (nothing to compare it with)."
+    if steady.after == "never" and steady.limit_step is not None:
+        return _after_the_limit(record, steady.limit_step, unit)
     if steady.after == "never":
         side = steady.side or "compiling"
         since = f" from {unit} {steady.since}" if steady.since else ""

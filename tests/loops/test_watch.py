@@ -129,6 +129,12 @@ def test_the_recompile_limit_is_named_and_the_function_runs_uncompiled_from_ther
     assert w.compiles_read[-1].event.limit == 2 and w.steady_state == "never"
     assert any(a.cause == "recompile limit" and "only delays the cost" in a.text for a in w.advice)
     assert "then dynamo's recompile limit (2): it runs uncompiled from there" in w.summary()
+    # the fourth call runs uncompiled: neither a compile nor a guard check sees it, torch.compile's wrapper does
+    assert len(w.steps) == 4 and list(w.steps["dynamo_compiles"]) == [1, 1, 1, 0]
+    assert (
+        "No steady state: dynamo compiled until its recompile limit at step 3, then the function ran uncompiled for the 1 step(s) after it, "
+        "XLA compiling programs in " in w.summary()
+    )
 
 
 # The decode loop (a growing cache compiling every step, a static cache steady for dynamo but not for XLA) is

@@ -22,3 +22,23 @@ def test_a_float_rate_is_named_with_its_values_and_the_line_that_reads_it():
     recompile = w.compiles.iloc[1]
     assert (recompile.kind, recompile.value, recompile.before, recompile.after) == ("recompile", "lr", "0.1", "0.09")
     assert recompile.read_at == f"test_watch_any_torch.py:{line_of(scaled, 'return NET(x)')}"
+
+
+def times(x, n):
+    return x * n
+
+
+def test_the_recompile_limit_is_named_and_every_call_after_it_is_a_step_of_its_own():
+    """torch 2.13 refuses at the limit with dynamo's Unsupported (2.9: RecompileLimitExceeded); the calls after
+    it run uncompiled, seen by neither a compile nor a guard check: each is still a call of the compiled function."""
+    torch._dynamo.reset()  # the code object's compiles start from none
+    step = torch.compile(times, backend="eager", dynamic=False)
+    with torch._dynamo.config.patch(recompile_limit=2), neurondev.watch() as w:
+        for n in range(5):
+            step(torch.ones(3), n)  # a Python number: a new graph for each value
+    assert [c.kind for c in w.compiles_read] == ["first", "recompile", "recompile limit reached"]
+    assert list(w.steps["dynamo_compiles"]) == [1, 1, 1, 0, 0] and w.steady_state == "never"
+    assert (
+        "No steady state: dynamo compiled until its recompile limit at step 3, then the function ran uncompiled for the 2 step(s) after it."
+        in w.summary()
+    )
