@@ -75,7 +75,8 @@ def steady_text(record: WatchRecord) -> str:
         return f"No steady state: {side} keeps compiling{since} to the end ({unit} {len(record.steps)}){limit}."
     if steady.after == 0:
         return "Nothing compiled at all: steady from the start."
-    return f"Steady state after {unit} {steady.after}: nothing compiled after it, dynamo or XLA."
+    measured = "dynamo or XLA" if any(step.xla_compiles is not None for step in record.steps) else "by dynamo (no XLA figures in this loop)"
+    return f"Steady state after {unit} {steady.after}: nothing compiled after it, {measured}."
 
 
 def _by_function(read: tuple[Compile, ...]) -> dict[str, list[Compile]]:

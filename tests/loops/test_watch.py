@@ -256,9 +256,15 @@ with neurondev.watch() as w:
 print("kinds:", [c.kind for c in w.compiles_read])
 print("xla:", list(w.compiles["xla_compiles"]))
 print("note:", w.xla_note)
+with neurondev.watch() as steady:
+    for i in range(3):
+        compiled(torch.randn(4), 0.25)  # a rate not compiled above: compiled at step 1, then steady
+print("steady:", steady.summary())
 """
     )
     assert result.returncode == 0, result.stderr[-2000:]
+    # no XLA figures: the verdict speaks of dynamo alone
+    assert "Steady state after step 1: nothing compiled after it, by dynamo (no XLA figures in this loop)." in result.stdout
     # static shapes: each new rate is a recompile (dynamic ones would cost torch a C++ guard build, 6 s here, for nothing tested)
     assert "kinds: ['first', 'recompile', 'recompile']" in result.stdout
     assert "xla: [None, None, None]" in result.stdout and "torch_xla was not loaded" in result.stdout
