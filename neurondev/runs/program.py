@@ -15,7 +15,7 @@ import re
 import time
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 import torch.fx
@@ -95,20 +95,11 @@ def run_program(
         compiled = torch.compile(_entry(fn), backend=recorder)
         with quiet_dynamo(), kept_dynamo_caches(), warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            judge = _FirstCall(reference, reference_state, not_comparable, rtol, atol)
-            made, outputs, failure = _calls(compiled, (fn, args, kwargs), recorder, calls, driver, judge)
+            judge = lambda outputs, state: _judge(outputs, state, reference, reference_state, not_comparable, rtol, atol)  # noqa: E731
+            made, outputs, judged, failure = _calls(compiled, (fn, args, kwargs), recorder, calls, driver, judge)
+    comparison, not_compared, state = judged or _FAILED
     record = ProgramRun(
-        label,
-        failure,
-        judge.comparison,
-        judge.not_compared,
-        tuple(made),
-        _unique(caught),
-        outputs,
-        driver.stack,
-        str(device),
-        driver.unseen(),
-        judge.state,
+        label, failure, comparison, not_compared, tuple(made), _unique(caught), outputs, driver.stack, str(device), driver.unseen(), state
     )
     native = recorder.capture(subject.name, moved, notes, str(device), (fn, args, kwargs)) if keep_graphs else None
     return record, native
@@ -195,12 +186,13 @@ def _calls(
     recorder: _Recorder,
     count: int,
     driver: Driver,
-    judge: _FirstCall,
-) -> tuple[list[ProgramCall], Any, ProgramFailure | None]:
-    """Call the compiled program ``count`` times, each measured; ``judge`` compares the first with CPU as it returns."""
+    judge: Callable[[Any, dict[str, Any]], _Judged],
+) -> tuple[list[ProgramCall], Any, _Judged | None, ProgramFailure | None]:
+    """Call the compiled program ``count`` times, each measured; ``judge`` compares the first call's outputs and the
+    state it left with CPU as it returns (None when it failed)."""
     fn, args, kwargs = program
     calls: list[ProgramCall] = []
-    outputs = None
+    outputs = judged = None
     for number in range(1, count + 1):
         graphs = recorder.count
         with driver.measuring(compiled=True):
@@ -210,13 +202,13 @@ def _calls(
                 result = compiled(*args, **kwargs)
                 driver.sync()
             except Exception as error:
-                return calls, outputs, _failure(error, recorder, number)
+                return calls, outputs, judged, _failure(error, recorder, number)
             seconds, delta = time.perf_counter() - start, driver.counts() - before
         calls.append(_call_record(recorder.count - graphs, delta, seconds, *driver.located_since(mark)))
         if number == 1:
             outputs = result
-            judge(result, program_state(fn, args, kwargs))
-    return calls, outputs, None
+            judged = judge(result, program_state(fn, args, kwargs))
+    return calls, outputs, judged, None
 
 
 def _call_record(graphs: int, delta: Counts, seconds: float, copies: tuple[HostCopy, ...], fallbacks: tuple[Fallback, ...]) -> ProgramCall:
@@ -301,30 +293,33 @@ def _messages(error: BaseException) -> str:
     return "\n".join(parts)
 
 
-@dataclasses.dataclass
-class _FirstCall:
-    """The first call against CPU, judged as it returns: its outputs with ``reference`` and the state it left
-    (inputs, buffers, globals) with ``reference_state``. Until a first call returns: not compared, it failed."""
+class _Judged(NamedTuple):
+    """The first call against CPU: its outputs (``comparison``, or why not compared) and the state it left (inputs,
+    buffers, globals; None when either side has none)."""
 
-    reference: Any
-    reference_state: dict[str, Any] | None
-    not_comparable: str | None
-    rtol: float | None
-    atol: float | None
-    comparison: Comparison | None = None
-    not_compared: str | None = "not compared: the program failed"
-    state: Comparison | None = None
+    comparison: Comparison | None
+    not_compared: str | None
+    state: Comparison | None
 
-    def __call__(self, outputs: Any, state: dict[str, Any]) -> None:
-        self.not_compared = self.not_comparable
-        if self.not_comparable is not None:
-            return
-        if self.reference is None:
-            self.not_compared = "not compared: there is no CPU result to compare with"
-        else:
-            self.comparison = compare_outputs(outputs, self.reference, rtol=self.rtol, atol=self.atol)
-        if state and self.reference_state is not None:
-            self.state = compare_outputs(state, self.reference_state, rtol=self.rtol, atol=self.atol)
+
+_FAILED = _Judged(None, "not compared: the program failed", None)
+
+
+def _judge(
+    outputs: Any,
+    state: dict[str, Any],
+    reference: Any,
+    reference_state: dict[str, Any] | None,
+    not_comparable: str | None,
+    rtol: float | None,
+    atol: float | None,
+) -> _Judged:
+    if not_comparable is not None:
+        return _Judged(None, not_comparable, None)
+    written = compare_outputs(state, reference_state, rtol=rtol, atol=atol) if state and reference_state is not None else None
+    if reference is None:
+        return _Judged(None, "not compared: there is no CPU result to compare with", written)
+    return _Judged(compare_outputs(outputs, reference, rtol=rtol, atol=atol), None, written)
 
 
 def _unique(caught: list[warnings.WarningMessage]) -> tuple[str, ...]:
