@@ -111,7 +111,8 @@ def explanation_dict(explanation: ExplanationData) -> dict[str, Any]:
 
 
 def watch_dict(record: WatchRecord) -> dict[str, Any]:
-    """A watch's plain data: ``compiles``, ``steps`` and ``calls`` (rows as the tables have them), ``steady_state``,
+    """A watch's plain data: ``compiles``, ``steps`` and ``calls`` (rows as the tables have them), ``steady_state``
+    (with ``recompile_limit_step``: where dynamo gave up, the function running uncompiled after it),
     ``advice`` ([{cause, text, file, line, code, where}]), ``summary``, the notes, ``raised``, ``seconds``."""
     from neurondev.render.watch import watch_summary
 
@@ -124,6 +125,7 @@ def watch_dict(record: WatchRecord) -> dict[str, Any]:
         "reached_steady_state": record.reached_steady_state,
         "keeps_compiling": record.steady.side,
         "since_step": record.steady.since,
+        "recompile_limit_step": record.steady.limit_step,
         "advice": [a.to_dict() for a in record.advice],
         "summary": watch_summary(record),
         "xla_note": record.xla_note,

@@ -35,7 +35,7 @@ def _after_the_limit(record: WatchRecord, limit: int, unit: str) -> str:
     if not after:
         return text + "."
     text += f", then the function ran uncompiled for the {len(after)} {unit}(s) after it"
-    if all(step.xla_compiles is not None for step in after):
+    if record.xla_note is None:
         text += f", XLA compiling programs in {sum(1 for step in after if step.xla_compiles)} of them"
     return text + "."
 
@@ -75,7 +75,7 @@ def steady_text(record: WatchRecord) -> str:
         return f"No steady state: {side} keeps compiling{since} to the end ({unit} {len(record.steps)}){limit}."
     if steady.after == 0:
         return "Nothing compiled at all: steady from the start."
-    measured = "dynamo or XLA" if any(step.xla_compiles is not None for step in record.steps) else "by dynamo (no XLA figures in this loop)"
+    measured = "dynamo or XLA" if record.xla_note is None else "by dynamo (no XLA figures in this loop)"
     return f"Steady state after {unit} {steady.after}: nothing compiled after it, {measured}."
 
 

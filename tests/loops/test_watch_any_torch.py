@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import torch
 
 import neurondev
@@ -38,6 +40,7 @@ def test_the_recompile_limit_is_named_and_every_call_after_it_is_a_step_of_its_o
             step(torch.ones(3), n)  # a Python number: a new graph for each value
     assert [c.kind for c in w.compiles_read] == ["first", "recompile", "recompile limit reached"]
     assert list(w.steps["dynamo_compiles"]) == [1, 1, 1, 0, 0] and w.steady_state == "never"
+    assert json.loads(w.to_json())["recompile_limit_step"] == 3
     # (with XLA's figures when another test has loaded torch_xla in this process: the sentence goes on with them)
     assert (
         "No steady state: dynamo compiled until its recompile limit at step 3, then the function ran uncompiled for the 2 step(s) after it"
