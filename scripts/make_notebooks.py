@@ -749,7 +749,7 @@ model.forward = torch.compile(forward, backend="openxla")
 
 # dynamo's recompile limit is 8; 4 here reaches it sooner, to keep the notebook quick
 with torch._dynamo.config.patch(recompile_limit=4), neurondev.watch() as growing:
-    model.generate(ids.to(device), max_new_tokens=8, do_sample=False)
+    model.generate(ids.to(device), max_new_tokens=7, do_sample=False)
 print(growing.summary())
 growing.compiles[["function", "index", "kind", "value", "before", "after"]]""",
     ),
@@ -771,7 +771,7 @@ call gets a row. (Dynamo keeps what it compiled on the function's code, and gave
         "code",
         """torch._dynamo.reset()
 model.forward = neurondev.watch(torch.compile(forward, backend="openxla"))
-model.generate(ids.to(device), max_new_tokens=12, do_sample=False, cache_implementation="static")
+model.generate(ids.to(device), max_new_tokens=6, do_sample=False, cache_implementation="static")
 steady = model.forward
 print(steady.summary())
 print("dynamo compiles per call:", list(steady.calls["compiled"]))

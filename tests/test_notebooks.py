@@ -84,19 +84,19 @@ KEY_TEXT = {
         "clean: True",
     ],
     "07_loops.ipynb": [
-        "Watched the block (8 call(s) of the compiled function): LlamaForCausalLM.forward compiled 4 time(s) (1 first, 3 recompiles, "
+        "Watched the block (7 call(s) of the compiled function): LlamaForCausalLM.forward compiled 4 time(s) (1 first, 3 recompiles, "
         "then dynamo's recompile limit (4): it runs uncompiled",
-        # the three calls after the limit run uncompiled, each a step of its own, with the XLA programs their lazy ops make
-        "No steady state: dynamo compiled until its recompile limit at step 5, then the function ran uncompiled for the 3 step(s) after it, "
-        "XLA compiling programs in 3 of them.",
+        # the two calls after the limit run uncompiled, each a step of its own, with the XLA programs their lazy ops make
+        "No steady state: dynamo compiled until its recompile limit at step 5, then the function ran uncompiled for the 2 step(s) after it, "
+        "XLA compiling programs in 2 of them.",
         "input_ids changed size at dimension 1: 16 -> 1: the prompt, then one token a step: the second call is the decode step's own graph",
         "cache.layers[0].keys changed at 2 compiles (16 -> 17 -> 18): a cache growing by one per call",
         "LlamaForCausalLM.forward: a cache that grows by one position per call is a new shape every step: use a static cache "
         "(cache_implementation='static' in transformers generate",
-        "Watched LlamaForCausalLM.forward (12 calls): LlamaForCausalLM.forward compiled 2 time(s) (1 first, 1 recompile).",
-        "dynamo compiles per call: [1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]",
+        "Watched LlamaForCausalLM.forward (6 calls): LlamaForCausalLM.forward compiled 2 time(s) (1 first, 1 recompile).",
+        "dynamo compiles per call: [1, 1, 0, 0, 0, 0]",
         "XLA programs per call after the second: [1] | steady state: never",  # dynamo is steady, XLA is not
-        "No steady state: XLA keeps compiling from call 3 to the end (call 12)",
+        "No steady state: XLA keeps compiling from call 3 to the end (call 6)",
         "a Python number burned into the graph (read at In[5]:6); x changed size at dimension 0: 8 -> 5",
         "pad to a few bucket sizes (8), or drop the short last batch",
         "Watched padded_step (7 calls): padded_step compiled 1 time(s) (1 first).",
