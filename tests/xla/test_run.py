@@ -153,7 +153,9 @@ def test_nan_in_both_outputs_is_a_match():
 
 
 def long_chain(x):
-    for _ in range(500):
+    # 100 steps: XLA's fused float32 chain already differs from eager's step-by-step rounding here (254 of 256
+    # elements, ~1e-5, measured); 500 steps gave the same verdicts in 5.6 s against 0.4 s.
+    for _ in range(100):
         x = x * 1.0001 + 0.0001
     return x + torch.zeros(x.shape, device=x.device)
 
