@@ -40,10 +40,18 @@ def test_cpu_is_set_only_when_nothing_else_decided():
 @pytest.mark.xla
 def test_this_machine_runs_on_the_real_runtime_it_has():
     result = run_python("""
-        import json, neurondev.xla as x
-        print(json.dumps(x.describe()))
+        import json, os, neurondev.xla as x
+        from neurondev.xla import runtime
+        before = dict(os.environ)
+        described = x.describe()  # neurondev imports torch_xla here
+        changed = sorted(k for k in set(os.environ) | set(before) if os.environ.get(k) != before.get(k))
+        print("noted:", changed == sorted(runtime.runtime_environment()), "PJRT_DEVICE" in changed or described["runtime"] != "pjrt")
+        print("rng noted:", runtime.initial_rng_state() is not None)
+        print(json.dumps(described))
     """)
     assert result.returncode == 0, result.stderr
+    # what importing torch_xla set in the environment, and XLA's first random state, are noted once, when neurondev imports it
+    assert "noted: True True" in result.stdout and "rng noted: True" in result.stdout
     described = __import__("json").loads(result.stdout.strip().splitlines()[-1])
     if importlib.util.find_spec("torch_neuronx") is None:
         assert described["runtime"] == "pjrt" and described["PJRT_DEVICE"] == "CPU"
@@ -108,3 +116,16 @@ def test_which_runtime_is_pjrt_cpu_decides_the_world_sizes_ranks_allow():
     assert choose_runtime(neuron_error=NO_NEURON, environ={}, xla_imported=False).pjrt_cpu
     assert not choose_runtime(neuron_error=NO_NEURON, environ={"PJRT_DEVICE": "TPU"}, xla_imported=False).pjrt_cpu
     assert not choose_runtime(neuron_error=None, environ={}, xla_imported=False).pjrt_cpu
+
+
+@pytest.mark.xla
+def test_once_torch_xla_is_imported_it_is_returned_as_it_is_and_nothing_more_is_noted():
+    import sys
+
+    from neurondev.trace import process
+    from neurondev.xla import runtime
+
+    runtime.load_torch_xla()
+    noted = (process.runtime_environment(), process.initial_xla_rng())
+    assert runtime.load_torch_xla() is sys.modules["torch_xla"]
+    assert (process.runtime_environment(), process.initial_xla_rng()) == noted
