@@ -55,6 +55,10 @@ __all__ = [
     "qualified_name",
     "reset_code",
     "resumed_function",
+    "run_below_mode",
+    "dispatch_handler",
+    "forget_kernels",
+    "backend_key",
     "set_guard_complete_hook",
     "source_name",
     "tree_flatten",
@@ -158,6 +162,99 @@ def concrete(value: Any) -> Any:
 def dispatch_has_kernel(op: str, key: str) -> bool:
     """Whether ``op`` ('aten::addmm.out') has a kernel registered directly for dispatch key ``key`` ('PrivateUse1')."""
     return bool(torch._C._dispatch_has_kernel_for_dispatch_key(op, key))
+
+
+_BELOW_PYTHON = torch._C._dispatch_keyset_full_after(torch._C.DispatchKey.Python)
+_BACKEND_SELECT = torch._C.DispatchKey.BackendSelect
+_UNDEFINED = torch._C.DispatchKey.Undefined
+# where a backend key's entry comes from when the backend registered no kernel of its own, in the dispatcher's order
+_COMPOSITES = tuple(
+    getattr(torch._C.DispatchKey, key)
+    for key in ("CompositeExplicitAutogradNonFunctional", "CompositeExplicitAutograd", "CompositeImplicitAutograd")
+)
+
+
+def run_below_mode(mode: Any, func: OpOverload, args: tuple, kwargs: dict, *, key: Any = None) -> Any:
+    """Run ``func``'s kernel (what the dispatcher would run below the Python key) with ``mode`` pushed again, so
+    that the ops the kernel calls reach ``mode`` too (an op the backend runs with a kernel of its own is run as
+    it is: the device runs it, nothing beneath to see). A TorchDispatchMode alone sees only the outermost op of
+    a call (a composite op's inner ops, a backend fallback's copies run beneath it). Called from ``mode``'s own
+    ``__torch_dispatch__``; ``key``: the backend's dispatch key when the caller knows it (every tensor argument
+    on one device), else worked out from the arguments. The kernel is called through ``OpOverload._op_dk``,
+    which binds Python numbers to tensor arguments as the op's own call does (``redispatch`` refuses them)."""
+    if key is None:
+        key = _backend_key(func, args, kwargs)
+    route = _ROUTES.get((func, key), _UNKNOWN)
+    if route is _UNKNOWN:
+        route = _ROUTES[(func, key)] = _route(func.name(), key)
+    if route is None:
+        return func(*args, **kwargs)
+    from torch.utils._python_dispatch import _pop_mode, _push_mode
+
+    _push_mode(mode)
+    try:
+        return func._op_dk(route, *args, **kwargs)
+    finally:
+        _pop_mode()
+
+
+def dispatch_handler(handler: Callable[..., Any]) -> Callable[..., Any]:
+    """A TorchDispatchMode's ``__torch_dispatch__`` kept out of dynamo. torch 2.13 wraps every mode's handler so
+    (``TorchDispatchMode.__init_subclass__``); torch 2.9 does not, and an op dispatched from the Python between
+    compiled graphs then has dynamo trace the handler itself (measured: a recompile under each host read)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    if hasattr(TorchDispatchMode, "_should_skip_dynamo"):
+        return handler
+    return torch._disable_dynamo(handler, recursive=True)
+
+
+def forget_kernels() -> None:
+    """Forget which kernel each op runs: a backend registered or removed kernels (the host device's fallbacks changed)."""
+    _ROUTES.clear()
+
+
+_ROUTES: dict[tuple[Any, Any], Any] = {}
+_UNKNOWN = object()
+
+
+def _route(op: str, key: Any) -> Any:
+    """The key whose kernel to run below the mode for ``op`` at dispatch key ``key``, or None to run the op as it
+    is: the backend's own kernel, or nothing below Python. BackendSelect's kernel picks the backend and goes on:
+    always below the mode; a backend with no kernel of its own runs a composite kernel (which calls other ops),
+    else its fallback."""
+    if key is None:
+        return None
+    if key == _BACKEND_SELECT:
+        return key
+    if torch._C._dispatch_has_kernel_for_dispatch_key(op, key):
+        return None
+    return next((composite for composite in _COMPOSITES if torch._C._dispatch_has_kernel_for_dispatch_key(op, composite)), key)
+
+
+def backend_key(device: torch.device | str) -> Any:
+    """The dispatch key below Python of a device's dense tensors (PrivateUse1 for a PrivateUse1 backend, CUDA for CUDA)."""
+    keys = torch._C._dispatch_keys(torch.empty(0, device=device)) & _BELOW_PYTHON
+    return keys.highestPriorityTypeId()
+
+
+def _backend_key(func: OpOverload, args: tuple, kwargs: dict) -> Any:
+    """The dispatch key the dispatcher would go on with after the Python key: the highest of the arguments'
+    keys and the thread's included keys, less the excluded ones; BackendSelect only where the op has a kernel
+    there (a factory op), as the dispatcher skips it otherwise. None when nothing is left."""
+    keys = torch._C._dispatch_tls_local_include_set()
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, torch.Tensor):
+            keys = keys | torch._C._dispatch_keys(value)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                if isinstance(item, torch.Tensor):
+                    keys = keys | torch._C._dispatch_keys(item)
+    keys = (keys - torch._C._dispatch_tls_local_exclude_set()) & _BELOW_PYTHON
+    if keys.has(_BACKEND_SELECT) and not torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), _BACKEND_SELECT):
+        keys = keys.remove(_BACKEND_SELECT)
+    key = keys.highestPriorityTypeId()
+    return None if key == _UNDEFINED else key
 
 
 def dispatch_mode_keeps_compiled_code() -> bool:

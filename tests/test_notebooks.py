@@ -106,10 +106,10 @@ KEY_TEXT = {
     "08_native_devices.ipynb": [
         "copies to the host before: [('copy_', 1, 'patterns.py:40')] | outputs on ('cpu',)",
         "copies to the host after:  [] | outputs on ('hostdev:0',)",
-        "9 rows: {'aten::addmm': 8, 'aten::mm': 1}",
+        "9 rows: {'aten::addmm.out': 8, 'aten::mm.out': 1}",
         "hostdev: runs True, agrees with CPU True, CPU fallbacks per call 9",
         "xla: runs True, agrees with CPU True, CPU fallbacks per call 0",
-        "aten::addmm fell back to the CPU 1 time(s) per call (464 bytes copied) in fc",
+        "aten::addmm.out fell back to the CPU 1 time(s) per call (464 bytes copied) in fc",
         "clean: Net",
     ],
 }

@@ -28,7 +28,6 @@ TESTED_BY = {
     "runs/interface": ("tests/runs/test_first_difference.py", "driver=XlaDriver()"),
     "runs/placement": ("tests/xla/test_run_inputs.py", "run_on_xla("),
     "xla/driver": ("tests/runs/test_first_difference.py", "from neurondev.xla.driver import XlaDriver"),
-    "native/fallbacks": ("tests/native/test_accounting.py", 'fallback=("aten::addmm",)'),
     "native/device": ("tests/native/test_explain_native.py", "target=device"),
     "native/interpreter": ("tests/native/test_explain_native.py", "program.as_written.ok"),
     "devices/compiler": ("tests/integrations/test_backend.py", 'backend="neurondev"'),

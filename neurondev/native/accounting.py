@@ -1,13 +1,17 @@
-"""Dispatch-level accounting on a native device: every copy across devices, every sync and every CPU fallback, with the line.
+"""Accounting on a native device from what the dispatcher runs, nested: every copy across devices, every sync and every CPU fallback, with the line.
 
-A ``TorchDispatchMode`` sees each ATen op on its way to the backend. Copies are ``_to_copy`` / ``copy_``
-between the device and the host (and ``lift_fresh``: ``torch.tensor([...], device=...)`` builds on the host
-and uploads), syncs are host reads of a device value (``_local_scalar_dense``: ``.item()``, ``bool(x)``),
-and a fallback is an op the backend has no kernel for (``neurondev.native.fallbacks``), whose inputs go
-to the host and whose results come back. Each is attributed to the graph node running it (an
-interpreter sets ``node``) or else to the innermost line of the program's code on the Python stack.
-The mode says it ignores compile internals: compiled frames still compile under it (a plain mode would
-make dynamo run them eagerly), and what their graphs run is seen too.
+A ``TorchDispatchMode`` alone sees only the outermost op of a call. This one runs each op that touches
+the device with itself pushed again below the Python key (``_compat.run_below_mode``), so it sees the ops
+the kernel calls in turn: the ``index_select`` inside ``nn.Embedding``, the ``cat`` inside ``stack``,
+sdpa's ``_softmax``, and what a backend's fallback does. A CPU fallback is known by what it does, not by
+a table: ``at::native::cpu_fallback`` moves the op's device inputs to the host with ``aten::_to_cpu``
+(one per fallback, measured) and copies the results back; the op that called ``_to_cpu`` fell back, and
+those copies are its cost. A copy is counted once, at the outermost copy op (``_to_copy``, ``copy_``,
+aot's functional ``copy``, ``_copy_from``; ``lift_fresh`` of a tensor built on the host and uploaded),
+with its direction and bytes; a sync is a host read of a device value (``_local_scalar_dense``: ``.item()``,
+``bool(x)``; ``equal``). Each is attributed to the graph node running it (an interpreter sets ``node``)
+or else to the innermost line of the program's code on the Python stack, with the outermost op the
+program called. The mode ignores compile internals: compiled frames still compile under it.
 """
 
 from __future__ import annotations
@@ -16,39 +20,49 @@ import dataclasses
 import functools
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import torch
 import torch.fx
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from neurondev._compat import OpOverload
+from neurondev._compat import OpOverload, backend_key, dispatch_handler, run_below_mode
 from neurondev.fx.modules import module_path
-from neurondev.native.fallbacks import generation as fallbacks_generation
-from neurondev.native.fallbacks import host_op, name_of
 from neurondev.runs.counts import Counts
 from neurondev.trace.source import Located, SourceLine, is_program_file, source_line, source_of
 
-__all__ = ["Accounting", "DeviceEvent", "EVENT_KINDS"]
+__all__ = ["Accounting", "DeviceEvent", "EVENT_KINDS", "name_of"]
 
 EVENT_KINDS = ("copy to host", "copy to device", "sync", "fallback")
 
 _aten = torch.ops.aten
-_COPY, _LIFT, _SYNC, _FALLBACK = "copy", "lift", "sync", "fallback"
-_KINDS = {
-    _aten._to_copy.default: _COPY,
-    _aten.copy_.default: _COPY,
+_COPY, _LIFT, _SYNC, _TO_CPU = "copy", "lift", "sync", "to cpu"
+# copy ops: where the bytes come from and go to, as (argument index or "out")
+_ENDS: dict[Any, tuple[int | str, int | str]] = {
+    _aten._to_copy.default: (0, "out"),
+    _aten.copy_.default: (1, 0),
+    _aten.copy.default: (1, "out"),  # aot_autograd's functional copy_: the result has self's device
+    _aten._copy_from.default: (0, 1),
+    _aten._copy_from_and_resize.default: (0, 1),
+}
+_KINDS: dict[Any, str] = {
+    **dict.fromkeys(_ENDS, _COPY),
     _aten.lift_fresh.default: _LIFT,
     _aten._local_scalar_dense.default: _SYNC,
     _aten.equal.default: _SYNC,
+    _aten._to_cpu.default: _TO_CPU,
 }
+_MOVES = (_COPY, _LIFT, _TO_CPU)
+_HOST, _DEVICE, _MIXED = "host", "device", "mixed"
+_TO = _aten.to  # a view op (it may return its input) that copies otherwise: its copy is seen inside it
 
 
 @dataclasses.dataclass(frozen=True)
 class DeviceEvent(Located):
     """One thing a native device did that costs the program: ``kind`` (one of ``EVENT_KINDS``), the ATen
-    op (``aten::addmm``; for a fallback ``runs_as`` is the op the backend ran on the host, its out form),
+    op that did it as the dispatcher ran it (for a fallback: the op that fell back, ``aten::index_select``),
+    the op the program called (``called``: ``aten::embedding``; the same op when it was called directly),
     the bytes it moved, the graph node and module it happened in, and the line."""
 
     kind: str
@@ -57,7 +71,19 @@ class DeviceEvent(Located):
     node: str | None = None
     module: str = ""
     source: SourceLine | None = None
-    runs_as: str | None = None
+    called: str | None = None
+
+
+class _Frame:
+    """An op running on the device, while the ops its kernel calls run: whether it fell back, and what that copied."""
+
+    __slots__ = ("func", "kind", "fell_back", "fallback_bytes")
+
+    def __init__(self, func: OpOverload) -> None:
+        self.func = func
+        self.kind = _KINDS.get(func)
+        self.fell_back = False
+        self.fallback_bytes = 0
 
 
 class Accounting(TorchDispatchMode):
@@ -72,10 +98,17 @@ class Accounting(TorchDispatchMode):
         self.node: torch.fx.Node | None = None
         self._lock = threading.Lock()
         self._totals = _Totals()
+        self._running = threading.local()  # per thread: the ops running on the device, outermost first
+        self._key: Any = None  # the device's dispatch key, once the mode is on
 
     @classmethod
     def ignore_compile_internals(cls) -> bool:
         return True
+
+    def __enter__(self) -> Accounting:
+        if self._key is None:
+            self._key = backend_key(self.device_type)
+        return super().__enter__()
 
     def counts(self) -> Counts:
         with self._lock:
@@ -83,45 +116,92 @@ class Accounting(TorchDispatchMode):
 
     def __torch_dispatch__(self, func: OpOverload, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
-        out = func(*args, **kwargs)
-        route = _route(func)  # one lookup per op: most ops cost the device nothing to account for
-        if route is None:
-            return out
-        kind, runs_as = route
-        if kind is _COPY:
-            self._copy(func, args, out)
-        elif kind is _LIFT:
-            if self._on_device(out):
-                self._add("copy to device", func, _nbytes(out))
-        elif kind is _SYNC:
-            if self._any_on_device(args):
-                self._add("sync", func, 0)
-        elif self._any_on_device(args) or self._any_on_device(kwargs.values()):
-            self._fallback(func, runs_as or "", args, kwargs, out)
+        where = self._placement(args, kwargs)
+        if where is _HOST:
+            return func(*args, **kwargs)
+        running = self._stack()
+        frame = _Frame(func)
+        running.append(frame)
+        try:
+            if frame.kind is not None or (func.is_view and func.overloadpacket is not _TO):
+                out = func(*args, **kwargs)  # a copy or a sync is counted whole; a view aliases its input
+            else:
+                out = run_below_mode(self, func, args, kwargs, key=self._key if where is _DEVICE else None)
+        finally:
+            running.pop()
+        self._account(frame, running, args, out)
         return out
 
-    # --- what each kind costs ------------------------------------------------------------------
-    def _copy(self, func: OpOverload, args: tuple, out: Any) -> None:
-        source, destination = (args[0], out) if func is _aten._to_copy.default else (args[1], args[0])
-        if not isinstance(source, torch.Tensor) or not isinstance(destination, torch.Tensor):
+    def _placement(self, args: tuple, kwargs: dict) -> str:
+        """Where an op's tensors are: all on the device (_DEVICE), some (_MIXED: a copy, or the device named by
+        ``device=``), none (_HOST: the op costs the device nothing, and nothing beneath it does)."""
+        device = other = False
+        for value in (*args, *kwargs.values()) if kwargs else args:
+            for item in value if isinstance(value, (list, tuple)) else (value,):
+                if isinstance(item, torch.Tensor):
+                    if item.device.type == self.device_type:
+                        device = True
+                    else:
+                        other = True
+        named = kwargs.get("device")
+        if isinstance(named, torch.device) and named.type == self.device_type:
+            return _MIXED
+        return _HOST if not device else _MIXED if other else _DEVICE
+
+    def _stack(self) -> list[_Frame]:
+        running = getattr(self._running, "frames", None)
+        if running is None:
+            running = self._running.frames = []
+        return running
+
+    # --- what each op cost ---------------------------------------------------------------------
+    def _account(self, frame: _Frame, outer: list[_Frame], args: tuple, out: Any) -> None:
+        if frame.fell_back:
+            self._add("fallback", frame.func, frame.fallback_bytes, outer)
+        kind = frame.kind
+        if kind is None:
             return
-        there, here = self._on_device(source), self._on_device(destination)
-        if there and destination.device.type == "cpu":
-            self._add("copy to host", func, _nbytes(source))
-        elif here and source.device.type == "cpu" and source.dim() > 0:
-            self._add("copy to device", func, _nbytes(source))
+        parent = outer[-1] if outer else None
+        if kind is _TO_CPU and parent is not None:  # cpu_fallback moving an op's device inputs to the host
+            parent.fell_back = True
+            parent.fallback_bytes += sum(_nbytes(t) for t in self._device_tensors(args))
+        elif any(f.kind in _MOVES for f in outer):  # a copy inside a copy: counted once, at the outermost
+            return
+        elif kind is _SYNC:
+            if self._any_on_device(args):
+                self._add("sync", frame.func, 0, outer)
+        elif kind is not _LIFT or not outer:  # inside lift_fresh_copy, a graph's constant already on the device
+            self._copy(frame.func, kind, args, out, outer)
 
-    def _fallback(self, func: OpOverload, runs_as: str, args: tuple, kwargs: dict, out: Any) -> None:
-        """cpu_fallback copies every device tensor argument to the host (the out tensor too, when the
-        op runs as its out form) and the results back."""
-        inputs = sum(_nbytes(t) for t in self._device_tensors(args)) + sum(_nbytes(t) for t in self._device_tensors(kwargs.values()))
-        outputs = sum(_nbytes(t) for t in self._device_tensors(out if isinstance(out, (tuple, list)) else (out,)))
-        through_out = runs_as != name_of(func)
-        self._add("fallback", func, inputs + outputs * (2 if through_out else 1), runs_as=runs_as)
+    def _copy(self, func: OpOverload, kind: str, args: tuple, out: Any, outer: list[_Frame]) -> None:
+        direction, nbytes = self._direction(func, kind, args, out)
+        if direction is None:
+            return
+        falling = next((f for f in reversed(outer) if f.fell_back), None)
+        if falling is not None:  # a fallback's results copied back to the device
+            falling.fallback_bytes += nbytes
+        else:
+            self._add(direction, func, nbytes, outer)
 
-    def _add(self, kind: str, func: OpOverload, nbytes: int, *, runs_as: str | None = None) -> None:
+    def _direction(self, func: OpOverload, kind: str, args: tuple, out: Any) -> tuple[str | None, int]:
+        if kind is _LIFT:  # torch.tensor([...], device=...): built on the host, uploaded (unseen) before lift_fresh
+            return ("copy to device", _nbytes(out)) if self._on_device(out) else (None, 0)
+        if kind is _TO_CPU:  # called by the program itself
+            return "copy to host", sum(_nbytes(t) for t in self._device_tensors(args))
+        source_at, destination_at = _ENDS[func]
+        source, destination = (out if at == "out" else args[int(at)] for at in (source_at, destination_at))
+        if not isinstance(source, torch.Tensor) or not isinstance(destination, torch.Tensor):
+            return None, 0
+        if self._on_device(source) and destination.device.type == "cpu":
+            return "copy to host", _nbytes(source)
+        if self._on_device(destination) and source.device.type == "cpu":
+            return "copy to device", _nbytes(source)
+        return None, 0
+
+    def _add(self, kind: str, func: OpOverload, nbytes: int, outer: list[_Frame]) -> None:
         node, module, source = self._where()
-        event = DeviceEvent(kind, name_of(func), nbytes, node, module, source, runs_as)
+        called = name_of(outer[0].func) if outer else None
+        event = DeviceEvent(kind, name_of(func), nbytes, node, module, source, called)
         with self._lock:
             self.events.append(event)
             self._totals.add(event)
@@ -147,11 +227,11 @@ class Accounting(TorchDispatchMode):
             frame = frame.f_back
         return ""
 
-    # --- which tensors are on the device -------------------------------------------------------
+    # --- which values are on the device --------------------------------------------------------
     def _on_device(self, value: Any) -> bool:
         return isinstance(value, torch.Tensor) and value.device.type == self.device_type
 
-    def _device_tensors(self, values: Any) -> Iterator[torch.Tensor]:
+    def _device_tensors(self, values: Iterable[Any]) -> Iterator[torch.Tensor]:
         """The device tensors among an op's arguments (ATen arguments are tensors, lists of tensors or plain values)."""
         for value in values:
             if isinstance(value, (list, tuple)):
@@ -159,8 +239,11 @@ class Accounting(TorchDispatchMode):
             elif self._on_device(value):
                 yield value
 
-    def _any_on_device(self, values: Any) -> bool:
+    def _any_on_device(self, values: Iterable[Any]) -> bool:
         return next(self._device_tensors(values), None) is not None
+
+
+Accounting.__torch_dispatch__ = dispatch_handler(Accounting.__torch_dispatch__)  # type: ignore[method-assign]
 
 
 class _Totals:
@@ -195,28 +278,14 @@ class _Totals:
         )
 
 
+def name_of(func: OpOverload) -> str:
+    """An op as the dispatcher and a backend's log name it: 'aten::addmm' (aten.addmm.default), 'aten::addmm.out'."""
+    schema = func._schema
+    return f"{schema.name}.{schema.overload_name}" if schema.overload_name else schema.name
+
+
 def _nbytes(tensor: Any) -> int:
     return int(tensor.numel() * tensor.element_size()) if isinstance(tensor, torch.Tensor) else 0
-
-
-def _route(func: OpOverload) -> tuple[str, str | None] | None:
-    """What an op costs on the device, decided once per op (and again after ``fallbacks.forget()``):
-    (kind, the host op a fallback runs as), or None for an op that runs on the device."""
-    routes = _ROUTES.get(fallbacks_generation())
-    if routes is None:
-        _ROUTES.clear()
-        routes = _ROUTES[fallbacks_generation()] = {}
-    try:
-        return routes[func]
-    except KeyError:
-        kind = _KINDS.get(func)
-        runs_as = None if kind is not None else host_op(func)
-        route = (kind, None) if kind is not None else (_FALLBACK, runs_as) if runs_as is not None else None
-        routes[func] = route
-        return route
-
-
-_ROUTES: dict[int, dict[OpOverload, tuple[str, str | None] | None]] = {}
 
 
 def _program_frame(frame: Any) -> Any:

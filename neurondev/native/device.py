@@ -11,7 +11,7 @@ import torch.fx
 
 from neurondev.native.accounting import Accounting, DeviceEvent
 from neurondev.runs.counts import Counts
-from neurondev.runs.run_records import Fallback, HostCopy
+from neurondev.runs.run_records import Fallback, HostCopy, Seen, Upload
 
 __all__ = ["NativeDriver"]
 
@@ -70,34 +70,51 @@ class NativeDriver:
 
         return dispatch_mode_keeps_compiled_code()
 
+    @property
+    def needs_counting_call(self) -> bool:
+        return not self.sees_between_graphs
+
     @contextlib.contextmanager
-    def measuring(self, *, compiled: bool = False) -> Iterator[Accounting]:
-        if self.accounting in _active_modes() or (compiled and not self.sees_between_graphs):
-            yield self.accounting
+    def measuring(self, *, compiled: bool = False, whole: bool = False) -> Iterator[Accounting]:
+        """The accounting on around what runs inside. An accounting of this device already on (a watch's, or
+        the one of the run that called this compiled code) counts it instead: a second one on top of it would
+        take the ops from it. Around compiled code only where it sees between graphs, or when asked to count
+        a call ``whole``."""
+        active = self._active()
+        if active is not None or (compiled and not whole and not self.sees_between_graphs):
+            yield active or self.accounting
             return
         with self.accounting:
             yield self.accounting
 
     @contextlib.contextmanager
     def at_node(self, node: torch.fx.Node) -> Iterator[None]:
-        outer, self.accounting.node = self.accounting.node, node
+        accounting = self._active() or self.accounting
+        outer, accounting.node = accounting.node, node
         try:
             yield
         finally:
-            self.accounting.node = outer
+            accounting.node = outer
+
+    def _active(self) -> Accounting | None:
+        """The innermost accounting of this device that is on, if any."""
+        found = [mode for mode in _active_modes() if isinstance(mode, Accounting) and mode.device_type == self._device.type]
+        return found[-1] if found else None
 
     def mark(self) -> int:
         return len(self.accounting.events)
 
-    def located_since(self, mark: int) -> tuple[tuple[HostCopy, ...], tuple[Fallback, ...]]:
+    def located_since(self, mark: int) -> Seen:
         return _grouped(self.accounting.events[mark:])
 
     def unseen(self) -> str | None:
-        if self.sees_between_graphs:
+        """What a program run cannot see: inside graphs that a device's own compiler runs (TorchNeuron's), ops do
+        not pass the dispatcher one by one. A call is otherwise counted whole (torch 2.9: by a call of its own)."""
+        if self._device.type not in _OWN_BACKENDS:
             return None
         return (
-            f"with torch {torch.__version__.split('+')[0]} what runs between compiled graphs is not counted (a dispatch mode on "
-            "around compiled code makes this torch compile again on every call; torch 2.13 on counts it too)"
+            f"inside the graphs {_OWN_BACKENDS[self._device.type]}'s compiler runs, ops do not pass the dispatcher: what falls back "
+            "there is in the backend's own record (torch_neuronx.get_fallback_ops()), not on a line"
         )
 
     def program_backend(self) -> Callable[..., Any]:
@@ -111,27 +128,42 @@ class NativeDriver:
         return interpreting_backend(self)
 
 
-def _grouped(events: list[DeviceEvent]) -> tuple[tuple[HostCopy, ...], tuple[Fallback, ...]]:
-    """Events by line: copies to the host and syncs as HostCopy, fallbacks as Fallback (op, calls, bytes)."""
+def _grouped(events: list[DeviceEvent]) -> Seen:
+    """Events by line: copies to the host and syncs as HostCopy, copies to the device as Upload, fallbacks as
+    Fallback (op, calls, bytes)."""
     copies: dict[tuple[Any, ...], list[DeviceEvent]] = {}
+    uploads: dict[tuple[Any, ...], list[DeviceEvent]] = {}
     fallbacks: dict[tuple[Any, ...], list[DeviceEvent]] = {}
     for event in events:
         if event.kind in ("copy to host", "sync"):
             copies.setdefault((event.node, event.file, event.line), []).append(event)
+        elif event.kind == "copy to device":
+            uploads.setdefault((event.node, event.file, event.line), []).append(event)
         elif event.kind == "fallback":
-            fallbacks.setdefault((event.op, event.node, event.module, event.file, event.line), []).append(event)
-    return tuple(_host_copy(group) for group in copies.values()), tuple(_fallback(group) for group in fallbacks.values())
+            fallbacks.setdefault((event.op, event.called, event.node, event.module, event.file, event.line), []).append(event)
+    return Seen(
+        tuple(_host_copy(group) for group in copies.values()),
+        tuple(_upload(group) for group in uploads.values()),
+        tuple(_fallback(group) for group in fallbacks.values()),
+    )
 
 
 def _host_copy(group: list[DeviceEvent]) -> HostCopy:
     first = group[0]
     copies = [e for e in group if e.kind == "copy to host"]
-    return HostCopy(first.node or "", first.op, len(copies), len(group) - len(copies), sum(e.bytes for e in copies), first.source)
+    return HostCopy(
+        first.node or "", first.op, len(copies), len(group) - len(copies), sum(e.bytes for e in copies), first.source, first.module
+    )
+
+
+def _upload(group: list[DeviceEvent]) -> Upload:
+    first = group[0]
+    return Upload(first.node or "", first.op, len(group), first.source, sum(e.bytes for e in group), first.module)
 
 
 def _fallback(group: list[DeviceEvent]) -> Fallback:
     first = group[0]
-    return Fallback(first.op, len(group), sum(e.bytes for e in group), first.node, first.module, first.source)
+    return Fallback(first.op, len(group), sum(e.bytes for e in group), first.node, first.module, first.source, first.called)
 
 
 def _active_modes() -> list[Any]:

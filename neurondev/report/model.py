@@ -215,8 +215,10 @@ class ExplanationData:
         return tuple(("graph traced on CPU", fallback) for record in self.after for fallback in record.fallbacks)
 
     def fallback_table(self) -> Any:
-        """A pandas.DataFrame, one row per op that fell back to the CPU and line: op, calls, bytes copied (per
-        call), file, line, code, module, the scenario and what to write instead (where the program causes it)."""
+        """A pandas.DataFrame, one row per op that fell back to the CPU and line: op (as the device ran it), the op
+        the program called when it fell back beneath it (``inside``: ``aten::embedding`` for ``aten::index_select``),
+        calls, bytes copied (per call), file, line, code, module, the scenario and what to write instead (where the
+        program causes it)."""
         import pandas
 
         from neurondev.report.advice import fallback_advice
@@ -224,6 +226,7 @@ class ExplanationData:
         rows = [
             {
                 "op": fallback.op,
+                "inside": fallback.inside,
                 "calls": fallback.calls,
                 "bytes_copied": fallback.bytes,
                 "file": fallback.file,
@@ -235,7 +238,7 @@ class ExplanationData:
             }
             for scenario, fallback in self.fallbacks
         ]
-        columns = ["op", "calls", "bytes_copied", "file", "line", "code", "module", "scenario", "instead"]
+        columns = ["op", "inside", "calls", "bytes_copied", "file", "line", "code", "module", "scenario", "instead"]
         return pandas.DataFrame(rows, columns=columns)
 
     @property

@@ -178,6 +178,7 @@ def fallback_findings(explanation: ExplanationData) -> list[Finding]:
             fallback.op,
             fallback.source,
             f"{fallback.op} fell back to the CPU {fallback.calls} time(s) per call ({fallback.bytes} bytes copied)"
+            + (f" inside {fallback.inside}" if fallback.inside else "")
             + (f" in {fallback.module}" if fallback.module else ""),
             fallback_advice(fallback.op),
         )

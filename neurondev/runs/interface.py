@@ -17,7 +17,7 @@ import torch
 import torch.fx
 
 from neurondev.runs.counts import Counts
-from neurondev.runs.run_records import Fallback, HostCopy
+from neurondev.runs.run_records import Seen
 
 __all__ = ["STACKS", "Driver", "no_context"]
 
@@ -55,8 +55,15 @@ class Driver(Protocol):
         """Seed the CPU's and the device's generators alike."""
         ...
 
-    def measuring(self, *, compiled: bool = False) -> contextlib.AbstractContextManager[Any]:
-        """Around everything measured (``compiled``: around calls of compiled code): the counts are kept true inside."""
+    def measuring(self, *, compiled: bool = False, whole: bool = False) -> contextlib.AbstractContextManager[Any]:
+        """Around everything measured (``compiled``: around calls of compiled code): the counts are kept true inside.
+        ``whole``: everything a compiled call does is counted, between its graphs too, even where this torch then
+        compiles the code again (a call made only to be counted: ``needs_counting_call``)."""
+        ...
+
+    @property
+    def needs_counting_call(self) -> bool:
+        """Whether a call of compiled code is counted whole only by a call of its own (``measuring(whole=True)``)."""
         ...
 
     def at_node(self, node: torch.fx.Node) -> contextlib.AbstractContextManager[Any]:
@@ -71,8 +78,8 @@ class Driver(Protocol):
         """A position in what the driver saw, for ``located_since``."""
         ...
 
-    def located_since(self, mark: int) -> tuple[tuple[HostCopy, ...], tuple[Fallback, ...]]:
-        """What was seen since ``mark`` with its lines: copies to the host and syncs, and CPU fallbacks,
+    def located_since(self, mark: int) -> Seen:
+        """What was seen since ``mark`` with its lines: copies to the host and syncs, uploads and CPU fallbacks,
         each grouped by line (a native device; XLA's metrics have no lines: nothing)."""
         ...
 

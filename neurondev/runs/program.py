@@ -25,7 +25,7 @@ from neurondev.fx.graphs import copy_graph
 from neurondev.runs.counts import Counts
 from neurondev.runs.interface import Driver
 from neurondev.runs.program_records import ProgramCall, ProgramFailure, ProgramRun
-from neurondev.runs.run_records import Fallback, HostCopy
+from neurondev.runs.run_records import Fallback, HostCopy, Upload
 from neurondev.runs.state import program_state
 from neurondev.runs.values import Comparison, compare_outputs
 from neurondev.trace.caches import kept_dynamo_caches
@@ -149,6 +149,13 @@ class _Recorder:
 
         return run
 
+    def forget_since(self, count: int) -> None:
+        """Forget the graphs made after the first ``count`` (a call made only to be counted compiled them again)."""
+        self.count = count
+        del self.ends[count:], self.host_calls[count:]
+        if self.keep:
+            del self.graphs[count:], self.inputs[count:]
+
     def capture(self, name: str, moved: list[MovedInput], notes: list[str], device: str, owners: tuple[Any, ...]) -> Capture:
         return Capture(
             name,
@@ -189,29 +196,65 @@ def _calls(
     judge: Callable[[Any, dict[str, Any]], _Judged],
 ) -> tuple[list[ProgramCall], Any, _Judged | None, ProgramFailure | None]:
     """Call the compiled program ``count`` times, each measured; ``judge`` compares the first call's outputs and the
-    state it left with CPU as it returns (None when it failed)."""
+    state it left with CPU as it returns (None when it failed). Where the driver counts a compiled call whole only
+    by a call of its own (torch 2.9 on a native device: a dispatch mode around compiled code makes dynamo compile
+    again), one more call is made to be counted, and its copies, syncs and fallbacks are the last call's."""
     fn, args, kwargs = program
     calls: list[ProgramCall] = []
     outputs = judged = None
     for number in range(1, count + 1):
         graphs = recorder.count
-        with driver.measuring(compiled=True):
-            driver.settle()
-            before, mark, start = driver.counts(), driver.mark(), time.perf_counter()
-            try:
-                result = compiled(*args, **kwargs)
-                driver.sync()
-            except Exception as error:
-                return calls, outputs, judged, _failure(error, recorder, number)
-            seconds, delta = time.perf_counter() - start, driver.counts() - before
-        calls.append(_call_record(recorder.count - graphs, delta, seconds, *driver.located_since(mark)))
+        try:
+            delta, seconds, seen = _measured(lambda: compiled(*args, **kwargs), driver, whole=False)
+        except _CallFailed as failed:
+            return calls, outputs, judged, _failure(failed.error, recorder, number)
+        calls.append(_call_record(recorder.count - graphs, delta, seconds, seen))
         if number == 1:
-            outputs = result
-            judged = judge(result, program_state(fn, args, kwargs))
+            outputs = seen.result
+            judged = judge(seen.result, program_state(fn, args, kwargs))
+    if driver.needs_counting_call and calls:
+        kept = recorder.count
+        try:
+            delta, _, seen = _measured(lambda: compiled(*args, **kwargs), driver, whole=True)
+        except _CallFailed as failed:
+            return calls, outputs, judged, _failure(failed.error, recorder, count + 1)
+        finally:
+            recorder.forget_since(kept)  # what dynamo compiled again for the counting call is not the program's
+        calls[-1] = _counted(calls[-1], delta, seen)
     return calls, outputs, judged, None
 
 
-def _call_record(graphs: int, delta: Counts, seconds: float, copies: tuple[HostCopy, ...], fallbacks: tuple[Fallback, ...]) -> ProgramCall:
+class _CallFailed(Exception):
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class _Measured(NamedTuple):
+    """What a call showed with its lines (the driver's ``Seen``) and what it returned."""
+
+    host_copies: tuple[HostCopy, ...]
+    uploads: tuple[Upload, ...]
+    fallbacks: tuple[Fallback, ...]
+    result: Any
+
+
+def _measured(call: Callable[[], Any], driver: Driver, *, whole: bool) -> tuple[Counts, float, _Measured]:
+    """One call, measured: the device's deltas, seconds, and what was seen with its lines, with its result."""
+    with driver.measuring(compiled=True, whole=whole):
+        driver.settle()
+        before, mark, start = driver.counts(), driver.mark(), time.perf_counter()
+        try:
+            result = call()
+            driver.sync()
+        except Exception as error:
+            raise _CallFailed(error) from error
+        seconds, delta = time.perf_counter() - start, driver.counts() - before
+    return delta, seconds, _Measured(*driver.located_since(mark), result)
+
+
+def _call_record(graphs: int, delta: Counts, seconds: float, seen: _Measured) -> ProgramCall:
+    fallbacks = seen.fallbacks
     if delta.fallbacks and not fallbacks:  # a stack that counts fallbacks without lines (XLA's metrics): the ops, at least
         fallbacks = tuple(Fallback(op, calls, 0) for op, calls in delta.fallbacks)
     return ProgramCall(
@@ -223,8 +266,27 @@ def _call_record(graphs: int, delta: Counts, seconds: float, copies: tuple[HostC
         seconds,
         syncs=delta.syncs,
         fallback_calls=delta.fallback_calls,
-        host_copies=copies,
+        host_copies=seen.host_copies,
         fallbacks=fallbacks,
+        uploads=seen.uploads,
+        bytes_to_host=delta.bytes_to_host,
+        bytes_to_device=delta.bytes_to_device,
+    )
+
+
+def _counted(call: ProgramCall, delta: Counts, seen: _Measured) -> ProgramCall:
+    """``call`` with the copies, syncs and fallbacks of a call counted whole (the counting call's)."""
+    return dataclasses.replace(
+        call,
+        transfers_to_host=delta.transfers_to_host,
+        transfers_to_device=delta.transfers_to_device,
+        syncs=delta.syncs,
+        fallback_calls=delta.fallback_calls,
+        host_copies=seen.host_copies,
+        fallbacks=seen.fallbacks,
+        uploads=seen.uploads,
+        bytes_to_host=delta.bytes_to_host,
+        bytes_to_device=delta.bytes_to_device,
     )
 
 

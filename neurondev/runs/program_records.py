@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from neurondev.runs.run_records import Fallback, HostCopy
+from neurondev.runs.run_records import Fallback, HostCopy, Upload
 from neurondev.runs.values import Comparison
 from neurondev.trace.source import Located, SourceLine
 
@@ -58,7 +58,7 @@ class ProgramFailure(Located):
 class ProgramCall:
     """One call of the compiled program: dynamo graphs compiled during it, and the device's deltas (XLA:
     its compiles and executions; native: copies, syncs and CPU fallbacks, each with its line in
-    ``host_copies`` and ``fallbacks``)."""
+    ``host_copies``, ``uploads`` and ``fallbacks``)."""
 
     graphs: int
     xla_compiles: int
@@ -70,11 +70,15 @@ class ProgramCall:
     fallback_calls: int = 0
     host_copies: tuple[HostCopy, ...] = ()
     fallbacks: tuple[Fallback, ...] = ()
+    uploads: tuple[Upload, ...] = ()
+    bytes_to_host: int = 0
+    bytes_to_device: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         plain = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
         plain["host_copies"] = [copy.to_dict() for copy in self.host_copies]
         plain["fallbacks"] = [fallback.to_dict() for fallback in self.fallbacks]
+        plain["uploads"] = [upload.to_dict() for upload in self.uploads]
         return plain
 
 
@@ -115,6 +119,15 @@ class ProgramRun:
     def host_copies(self) -> tuple[HostCopy, ...]:
         """Where the last call copied to the host or synced (native devices), by line."""
         return self.calls[-1].host_copies if self.calls else ()
+
+    @property
+    def uploads(self) -> tuple[Upload, ...]:
+        """Where the last call copied host data to the device (native devices), by line."""
+        return self.calls[-1].uploads if self.calls else ()
+
+    @property
+    def transfers_to_device(self) -> int:
+        return self.calls[-1].transfers_to_device if self.calls else 0
 
     @property
     def ok(self) -> bool:
@@ -169,6 +182,8 @@ class ProgramRun:
             "syncs": self.syncs,
             "fallbacks": [fallback.to_dict() for fallback in self.fallbacks],
             "host_copies": [copy.to_dict() for copy in self.host_copies],
+            "uploads": [upload.to_dict() for upload in self.uploads],
+            "transfers_to_device": self.transfers_to_device,
             "unseen": self.unseen,
             "warnings": list(self.warnings),
         }

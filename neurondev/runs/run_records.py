@@ -5,14 +5,26 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 from neurondev.errors import InvalidOptionError
 from neurondev.runs.counts import Counts
 from neurondev.runs.values import Comparison
 from neurondev.trace.source import Located, SourceLine
 
-__all__ = ["Crossing", "Fallback", "GraphBreak", "HostCopy", "RunError", "RunRecord", "Upload", "first_device", "place_of", "type_of"]
+__all__ = [
+    "Crossing",
+    "Fallback",
+    "GraphBreak",
+    "HostCopy",
+    "RunError",
+    "RunRecord",
+    "Seen",
+    "Upload",
+    "first_device",
+    "place_of",
+    "type_of",
+]
 
 
 def first_device(device: Any) -> str | None:
@@ -66,6 +78,7 @@ class HostCopy(Located):
     syncs: int
     bytes: int
     source: SourceLine | None = None
+    module: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -74,14 +87,17 @@ class HostCopy(Located):
             "transfers_to_host": self.transfers_to_host,
             "syncs": self.syncs,
             "bytes": self.bytes,
+            "module": self.module,
             **self.source_dict(),
         }
 
 
 @dataclasses.dataclass(frozen=True)
 class Fallback(Located):
-    """An op that ran on the CPU instead of the device at one node: how many calls, the bytes copied
-    for them (native devices), the module it ran in and the line."""
+    """An op that ran on the CPU instead of the device at one node: the op as the device ran it
+    (``aten::index_select``, ``aten::addmm.out``), how many calls, the bytes copied for them (native
+    devices), the module it ran in, the line, and the op the program called there when the one that fell
+    back ran beneath it (``called``: ``aten::embedding``; None when it is the same op or not known)."""
 
     op: str
     calls: int
@@ -89,23 +105,57 @@ class Fallback(Located):
     node: str | None = None
     module: str = ""
     source: SourceLine | None = None
+    called: str | None = None
+
+    @property
+    def inside(self) -> str | None:
+        """The op the program called, when the one that fell back is another op beneath it (not its own out form)."""
+        if self.called is None or self.called.split(".")[0] == self.op.split(".")[0]:
+            return None
+        return self.called
 
     def to_dict(self) -> dict[str, Any]:
-        return {"op": self.op, "calls": self.calls, "bytes": self.bytes, "node": self.node, "module": self.module, **self.source_dict()}
+        return {
+            "op": self.op,
+            "called": self.called,
+            "calls": self.calls,
+            "bytes": self.bytes,
+            "node": self.node,
+            "module": self.module,
+            **self.source_dict(),
+        }
 
 
 @dataclasses.dataclass(frozen=True)
 class Upload(Located):
-    """A node that copies host data to the device on every call (``torch.tensor([...], device=...)``,
-    ``torch.rand``, an empty KV cache): no break, but a transfer per call."""
+    """A node (or, in a program, a line) that copies host data to the device on every call (``torch.tensor([...],
+    device=...)``, ``torch.arange(4).to(x.device)``, ``torch.rand``, an empty KV cache): no break, but a transfer
+    per call; the bytes it moved where the device counts them (native devices) and the module."""
 
     node: str
     function: str
     transfers_to_device: int
     source: SourceLine | None = None
+    bytes: int = 0
+    module: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"node": self.node, "function": self.function, "transfers_to_device": self.transfers_to_device, **self.source_dict()}
+        return {
+            "node": self.node,
+            "function": self.function,
+            "transfers_to_device": self.transfers_to_device,
+            "bytes": self.bytes,
+            "module": self.module,
+            **self.source_dict(),
+        }
+
+
+class Seen(NamedTuple):
+    """What a driver saw with its lines over a stretch of a run: copies to the host and syncs, uploads, CPU fallbacks."""
+
+    host_copies: tuple[HostCopy, ...] = ()
+    uploads: tuple[Upload, ...] = ()
+    fallbacks: tuple[Fallback, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

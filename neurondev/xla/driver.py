@@ -11,7 +11,7 @@ import torch.fx
 
 from neurondev.runs.counts import Counts
 from neurondev.runs.interface import no_context
-from neurondev.runs.run_records import Fallback, HostCopy
+from neurondev.runs.run_records import Seen
 from neurondev.xla import counters, runtime
 
 __all__ = ["XlaDriver"]
@@ -45,8 +45,10 @@ class XlaDriver:
         torch.manual_seed(seed)
         xm.set_rng_state(seed)
 
-    def measuring(self, *, compiled: bool = False) -> contextlib.AbstractContextManager[Any]:
+    def measuring(self, *, compiled: bool = False, whole: bool = False) -> contextlib.AbstractContextManager[Any]:
         return counters.keep_counters()
+
+    needs_counting_call = False  # torch_xla's metrics count every call whole
 
     def at_node(self, node: torch.fx.Node) -> contextlib.AbstractContextManager[Any]:
         return no_context(node)
@@ -59,8 +61,8 @@ class XlaDriver:
     def mark(self) -> int:
         return 0
 
-    def located_since(self, mark: int) -> tuple[tuple[HostCopy, ...], tuple[Fallback, ...]]:
-        return (), ()  # torch_xla's metrics count per process, without lines
+    def located_since(self, mark: int) -> Seen:
+        return Seen()  # torch_xla's metrics count per process, without lines
 
     def unseen(self) -> str | None:
         return None

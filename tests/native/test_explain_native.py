@@ -55,8 +55,8 @@ def test_check_in_strict_mode_names_each_fallback_with_the_line_of_the_linear_ca
     with pytest.raises(neurondev.DevicePinsError) as failed:
         neurondev.check(Net(), torch.randn(2, 16), target=device, fallbacks="error")
     (finding,) = failed.value.findings
-    assert (finding.kind, finding.function, finding.line) == ("fallback", "aten::addmm", line_of(Net.forward, "self.fc(x)"))
-    assert "aten::addmm fell back to the CPU 1 time(s) per call" in str(failed.value) and " in fc" in str(failed.value)
+    assert (finding.kind, finding.function, finding.line) == ("fallback", "aten::addmm.out", line_of(Net.forward, "self.fc(x)"))
+    assert "aten::addmm.out fell back to the CPU 1 time(s) per call" in str(failed.value) and " in fc" in str(failed.value)
     neurondev.host_device()
     assert neurondev.check(Net(), torch.randn(2, 16), target=device, fallbacks="error").name == "Net"
 
@@ -65,10 +65,10 @@ def test_the_fallback_table_of_a_tiny_gpt2_names_each_op_its_module_and_line(dev
     neurondev.host_device(fallback=["aten::addmm", "aten::mm"])
     model, args, kwargs = gpt2
     table = neurondev.explain(model, *args, **kwargs, target=device, quiet=True).fallback_table()
-    addmm = table[table.op == "aten::addmm"]
+    addmm = table[table.op == "aten::addmm.out"]
     assert len(addmm) == 8 and set(addmm.calls) == {1} and set(addmm.file.map(lambda f: Path(f).name)) == {"pytorch_utils.py"}
     assert list(addmm.module[:4]) == [f"transformer.h.0.{m}" for m in ("attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj")]
-    (lm_head,) = table[table.op == "aten::mm"].itertuples()
+    (lm_head,) = table[table.op == "aten::mm.out"].itertuples()
     assert lm_head.module == "lm_head" and Path(lm_head.file).name == "modeling_gpt2.py" and lm_head.bytes_copied > 0
     assert set(table.scenario) == {"your program"} and table.instead.str.startswith("nothing to write instead").all()
 
@@ -80,7 +80,7 @@ def test_the_command_explains_on_the_host_device_and_checks_in_strict_mode(devic
     )
     assert strict.returncode == 1, strict.stderr  # the installed command, in a process of its own
     line = next(i for i, text in enumerate(HARNESS.read_text().splitlines(), 1) if "self.fc(x)" in text)
-    assert "aten::addmm fell back to the CPU 1 time(s) per call" in strict.stdout and f"fallback_model.py:{line}" in strict.stdout
+    assert "aten::addmm.out fell back to the CPU 1 time(s) per call" in strict.stdout and f"fallback_model.py:{line}" in strict.stdout
     assert cli.main(arguments) == 0, capsys.readouterr()  # without --fallbacks error the same model passes (here, in this process)
 
 

@@ -8,8 +8,9 @@
 //   * ops named in set_fallback() have no PrivateUse1 kernel: they reach the backend fallback, which
 //     runs them through at::native::cpu_fallback (inputs copied to a CPU tensor, outputs copied back),
 //     as a backend whose operator table marks them CPU_FALLBACK does;
-//   * every cross-device copy (direction, bytes) and every fallback is recorded in an event log that
-//     Python reads back (the ground truth neurondev's own dispatch-level accounting is tested against).
+//   * every copy through _copy_from (direction: to the host, to the device, or on the device; bytes) and
+//     every fallback is recorded in an event log that Python reads back (the ground truth neurondev's own
+//     accounting is tested against).
 #include <torch/extension.h>
 
 #include <ATen/EmptyTensor.h>
@@ -161,10 +162,7 @@ std::string direction_of(const at::Tensor& source, const at::Tensor& destination
 }
 
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_blocking*/) {
-  std::string direction = direction_of(self, dst);
-  if (direction != "on_device") {
-    record("copy", falling_back, direction, static_cast<int64_t>(self.numel()) * self.element_size());
-  }
+  record("copy", falling_back, direction_of(self, dst), static_cast<int64_t>(self.numel()) * self.element_size());
   on_cpu(dst).copy_(on_cpu(self));
   return dst;
 }

@@ -12,8 +12,8 @@ from typing import Any
 
 import torch
 
+from neurondev._compat import forget_kernels
 from neurondev.errors import HostDeviceError, InvalidOptionError
-from neurondev.native.fallbacks import forget
 
 __all__ = ["NAME", "SOURCE", "build_folder", "extension", "host_device", "loaded", "privateuse1_name"]
 
@@ -62,7 +62,7 @@ def host_device(fallback: Any = ()) -> torch.device:
         module = extension()
         _register(module)
         unknown, composite = module.set_fallback(wanted)
-        forget()  # which ops have a device kernel changed
+        forget_kernels()  # which ops have a device kernel changed
     if unknown:
         raise InvalidOptionError(
             f"fallback names ATen ops, and torch has no {', '.join(map(repr, unknown))}; e.g. 'aten::addmm', 'aten::mm'"

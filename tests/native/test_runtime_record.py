@@ -1,0 +1,333 @@
+"""neurondev's native accounting against the runtime's own record, op by op: the host device's C++ log and
+torch.profiler's nested ATen events, eager and compiled, on both torches.
+
+Each case is a line of a user's function with one ATen op made to fall back to the CPU (an op called directly,
+or one that a composite op calls beneath it: Embedding's index_select, stack's cat, sdpa's softmax), or a copy
+or a sync. Per call, the fallbacks (op and bytes), the copies to the host and to the device (count and bytes)
+and the syncs that neurondev counts equal what the device logged and what the profiler recorded; the strict
+check fails on each fallback with the case's own line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import neurondev
+from neurondev.devices.host.loader import extension
+from neurondev.native.device import NativeDriver
+from tests.helpers import line_of
+
+
+def linear(x):
+    return F.linear(x, x[:4], x[0, :4])
+
+
+def matmul(x):
+    return x @ x.T
+
+
+def bmm(x):
+    return torch.bmm(x[None], x.T[None])
+
+
+def embedding(x):
+    ids = torch.arange(3, device=x.device)
+    return F.embedding(ids, x)
+
+
+def stack(x):
+    return torch.stack([x, x])
+
+
+def masked_fill(x):
+    return x.masked_fill(x > 0, 0.0)
+
+
+def attention(x):
+    q = x[None, None]
+    return F.scaled_dot_product_attention(q, q, q)
+
+
+def cumsum(x):
+    return torch.cumsum(x, dim=1)
+
+
+def cumprod(x):
+    return torch.cumprod(x, dim=1)
+
+
+def sort(x):
+    return torch.sort(x, dim=1).values
+
+
+def sum_dim(x):
+    return x.sum(dim=1)
+
+
+def mean_dim(x):
+    return x.mean(dim=1)
+
+
+def softmax(x):
+    return torch.softmax(x, dim=-1)
+
+
+def log_softmax(x):
+    return F.log_softmax(x, dim=-1)
+
+
+def gelu(x):
+    return F.gelu(x)
+
+
+def topk(x):
+    return torch.topk(x, 2, dim=1).values
+
+
+def argmax(x):
+    return torch.argmax(x, dim=1)
+
+
+def where(x):
+    return torch.where(x > 0, x, -x)
+
+
+def gather(x):
+    index = torch.zeros(4, 2, dtype=torch.long, device=x.device)
+    return torch.gather(x, 1, index)
+
+
+def index_add(x):
+    index = torch.arange(4, device=x.device)
+    return x.index_add(0, index, x)
+
+
+def tanh(x):
+    return torch.tanh(x)
+
+
+def to_host(x):
+    return (x * 2).cpu()
+
+
+def into_host_tensor(x):
+    out = torch.empty(4, 8)
+    out.copy_(x * 2)
+    return out
+
+
+def upload(x):
+    return x + torch.arange(8).to(x.device)
+
+
+def literal(x):
+    return x * torch.tensor([1.0, 2.0, 3.0, 4.0], device=x.device)[:, None]
+
+
+def item(x):
+    return x * x.sum().item()
+
+
+def truth(x):
+    return x if bool((x > 0).any()) else -x
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    fn: Callable[[torch.Tensor], torch.Tensor]
+    fallback: tuple[str, ...] = ()  # the ATen ops made to fall back
+    text: str = "return"  # what the op's line holds
+    costs: str = "fallback"  # what the case must cost each call: "fallback", "to host", "to device" or "sync"
+    compiled_costs: str | None = None  # what it costs compiled, where that differs ("nothing")
+
+    def cost(self, compiled: bool) -> str:
+        return self.compiled_costs if compiled and self.compiled_costs else self.costs
+
+
+# torch 2.9's aot_autograd leaves a graph's constant on the host and uploads it on every call (PyTorch issue
+# 178019); torch 2.13 puts it on the device once
+OLD_AOT = tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2]) < (2, 13)
+
+
+CASES = [
+    Case(linear, ("aten::addmm",)),
+    Case(matmul, ("aten::mm",)),
+    Case(bmm, ("aten::bmm",)),
+    Case(embedding, ("aten::index_select",), "F.embedding"),
+    Case(stack, ("aten::cat",)),
+    Case(masked_fill, ("aten::masked_fill_",)),
+    Case(attention, ("aten::_softmax",), "scaled_dot_product_attention"),
+    Case(cumsum, ("aten::cumsum",)),
+    Case(cumprod, ("aten::cumprod",)),
+    Case(sort, ("aten::sort",)),
+    Case(sum_dim, ("aten::sum",)),
+    Case(mean_dim, ("aten::mean",)),
+    Case(softmax, ("aten::_softmax",)),
+    Case(log_softmax, ("aten::_log_softmax",)),
+    Case(gelu, ("aten::gelu",)),
+    Case(topk, ("aten::topk",)),
+    Case(argmax, ("aten::argmax",)),
+    Case(where, ("aten::where",)),
+    Case(gather, ("aten::gather",), "torch.gather"),
+    Case(index_add, ("aten::index_add",), "x.index_add"),
+    Case(tanh, ("aten::tanh",)),
+    Case(to_host, costs="to host"),
+    Case(into_host_tensor, text="out.copy_", costs="to host"),
+    Case(upload, costs="to device"),
+    Case(literal, costs="to device", compiled_costs="to device" if OLD_AOT else "nothing"),
+    Case(item, costs="sync"),
+    Case(truth, text="bool(", costs="sync"),
+]
+FALLING = [case for case in CASES if case.fallback]
+
+
+@dataclasses.dataclass(frozen=True)
+class Record:
+    """One call as counted: every copy outside fallbacks (on the device too: the device logs those), fallbacks
+    by op with their bytes, copies between host and device by direction (count, bytes), syncs."""
+
+    copies: int | None
+    fallbacks: dict[str, int]
+    fallback_bytes: int
+    to_host: tuple[int, int]
+    to_device: tuple[int, int]
+    syncs: int | None
+
+
+def device_log(start: int) -> Record:
+    log = extension().events(start)
+    fallbacks: dict[str, int] = {}
+    for kind, op, _, _ in log:
+        if kind == "fallback":
+            fallbacks[op] = fallbacks.get(op, 0) + 1
+    moved = [(direction, nbytes) for kind, op, direction, nbytes in log if kind == "copy" and not op]
+    return Record(
+        len(moved),
+        fallbacks,
+        sum(nbytes for kind, op, _, nbytes in log if kind == "copy" and op),
+        (sum(d == "to_host" for d, _ in moved), sum(n for d, n in moved if d == "to_host")),
+        (sum(d == "to_device" for d, _ in moved), sum(n for d, n in moved if d == "to_device")),
+        None,  # the device logs copies and fallbacks; a host read is no copy of its own
+    )
+
+
+def counted(counts) -> Record:
+    return Record(
+        None,
+        dict(counts.fallbacks),
+        counts.fallback_bytes,
+        (counts.transfers_to_host, counts.bytes_to_host),
+        (counts.transfers_to_device, counts.bytes_to_device),
+        counts.syncs,
+    )
+
+
+def profiled(profile) -> tuple[int, int, int]:
+    """(fallbacks, copies outside fallbacks, syncs) in torch.profiler's nested events: cpu_fallback moves an op's
+    device inputs with aten::_to_cpu (the op is its parent); each copy on the host device reaches aten::_copy_from.
+    Where a dispatch mode is on, torch 2.13 records each op it handles twice (the call, and the mode's call of
+    it, under a "PythonDispatchMode" event): the second is the same op."""
+    events = [event for event in profile.events() if event.name != "PythonDispatchMode"]
+    first = [event for event in events if not _again(event)]
+    falling = {id(_outermost(_parent(event))) for event in first if event.name == "aten::_to_cpu"}
+
+    def inside(event, names) -> bool:
+        return any(id(parent) in falling or parent.name in names for parent in _parents(event))
+
+    copies = [e for e in first if e.name in _COPIES and not inside(e, ("aten::_to_cpu", *_COPIES)) and id(_outermost(e)) not in falling]
+    syncs = [event for event in first if event.name == "aten::_local_scalar_dense"]
+    return len(falling), len(copies), len(syncs)
+
+
+_COPIES = ("aten::_copy_from", "aten::_copy_from_and_resize")
+
+
+def _parent(event):
+    event = event.cpu_parent
+    while event is not None and event.name == "PythonDispatchMode":
+        event = event.cpu_parent
+    return event
+
+
+def _parents(event):
+    event = _parent(event)
+    while event is not None:
+        yield event
+        event = _parent(event)
+
+
+def _again(event) -> bool:
+    parent = _parent(event)
+    return parent is not None and parent.name == event.name
+
+
+def _outermost(event):
+    """The outermost of a run of events of one name (an op, and the same op called again beneath it)."""
+    while (parent := _parent(event)) is not None and parent.name == event.name:
+        event = parent
+    return event
+
+
+def measure(call, driver: NativeDriver, *, compiled: bool):
+    """One call measured three ways at once: neurondev's accounting, the device's log, torch.profiler. A compiled
+    call is counted whole, as a program run counts it (torch 2.9: a call of its own, which dynamo compiles again)."""
+    start = extension().event_count()
+    whole = compiled and driver.needs_counting_call
+    with (
+        torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile,
+        driver.measuring(compiled=compiled, whole=whole),
+    ):
+        before = driver.counts()
+        call()
+        ours = counted(driver.counts() - before)
+    return ours, device_log(start), profiled(profile)
+
+
+@pytest.fixture
+def device():
+    yield neurondev.host_device()
+    neurondev.host_device()
+
+
+def run_case(case: Case, device: torch.device, *, compiled: bool):
+    neurondev.host_device(fallback=case.fallback)
+    driver = NativeDriver(device)
+    x = torch.randn(4, 8).to(device)
+    fn = torch.compile(case.fn, backend=driver.program_backend()) if compiled else case.fn
+    try:
+        with driver.measuring(compiled=True, whole=compiled and driver.needs_counting_call):
+            fn(x)  # compiled on the first call (eager: the same warm-up); torch 2.9 compiles again under the accounting
+        mark = driver.mark()
+        ours, logged, profiled_ = measure(lambda: fn(x), driver, compiled=compiled)
+        return ours, logged, profiled_, driver.accounting.events[mark:]
+    finally:
+        torch._dynamo.reset()  # no compiled code carried to the next case
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("case", CASES, ids=[case.fn.__name__ for case in CASES])
+def test_each_fallback_copy_and_sync_is_counted_as_the_device_logged_it_and_the_profiler_recorded_it(case, compiled, device):
+    ours, logged, (fallbacks, copies, syncs), events = run_case(case, device, compiled=compiled)
+    assert (ours.fallbacks, ours.fallback_bytes) == (logged.fallbacks, logged.fallback_bytes)
+    assert (ours.to_host, ours.to_device) == (logged.to_host, logged.to_device)
+    assert (sum(ours.fallbacks.values()), logged.copies, ours.syncs) == (fallbacks, copies, syncs)
+    cost = {"fallback": sum(ours.fallbacks.values()), "to host": ours.to_host[0], "to device": ours.to_device[0], "sync": ours.syncs}
+    if case.cost(compiled) == "nothing":
+        assert set(cost.values()) == {0} and events == []
+        return
+    assert cost[case.cost(compiled)] >= 1, f"{case.fn.__name__} cost nothing that was counted: {ours}"
+    line = line_of(case.fn, case.text)
+    assert {event.line for event in events} == {line}, [(event.kind, event.op, event.where) for event in events]
+
+
+@pytest.mark.parametrize("case", FALLING, ids=[case.fn.__name__ for case in FALLING])
+def test_the_strict_check_fails_on_each_fallback_with_the_line_that_made_it(case, device):
+    neurondev.host_device(fallback=case.fallback)
+    with pytest.raises(neurondev.DevicePinsError) as failed:
+        neurondev.check(case.fn, torch.randn(4, 8), target=device, fallbacks="error")
+    assert {finding.line for finding in failed.value.findings if finding.kind == "fallback"} == {line_of(case.fn, case.text)}
