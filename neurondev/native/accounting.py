@@ -81,7 +81,7 @@ class _Frame:
 
     def __init__(self, func: OpOverload) -> None:
         self.func = func
-        self.kind = _KINDS.get(func)
+        self.kind = _kind_of(func)
         self.fell_back = False
         self.fallback_bytes = 0
 
@@ -123,8 +123,8 @@ class Accounting(TorchDispatchMode):
         frame = _Frame(func)
         running.append(frame)
         try:
-            if frame.kind is not None or (func.is_view and func.overloadpacket is not _TO):
-                out = func(*args, **kwargs)  # a copy or a sync is counted whole; a view aliases its input
+            if frame.kind in _MOVES or (func.is_view and func.overloadpacket is not _TO):
+                out = func(*args, **kwargs)  # a copy is counted whole; a view aliases its input
             else:
                 out = run_below_mode(self, func, args, kwargs, key=self._key if where is _DEVICE else None)
         finally:
@@ -167,8 +167,8 @@ class Accounting(TorchDispatchMode):
             parent.fallback_bytes += sum(_nbytes(t) for t in self._device_tensors(args))
         elif any(f.kind in _MOVES for f in outer):  # a copy inside a copy: counted once, at the outermost
             return
-        elif kind is _SYNC:
-            if self._any_on_device(args):
+        elif kind is _SYNC:  # once, at the outermost host read, unless the op fell back (its copies wait already)
+            if not frame.fell_back and not any(f.kind is _SYNC for f in outer) and _reads_data(frame.func, args, self._on_device):
                 self._add("sync", frame.func, 0, outer)
         elif kind is not _LIFT or not outer:  # inside lift_fresh_copy, a graph's constant already on the device
             self._copy(frame.func, kind, args, out, outer)
@@ -244,6 +244,31 @@ class Accounting(TorchDispatchMode):
 
 
 Accounting.__torch_dispatch__ = dispatch_handler(Accounting.__torch_dispatch__)  # type: ignore[method-assign]
+
+
+@functools.lru_cache(maxsize=4096)
+def _kind_of(func: OpOverload) -> str | None:
+    """What an op is to the accounting: a copy, an upload, the fallback's move to the host, a sync (a host read of a
+    device value, or an op whose output's size depends on its data: PyTorch's own tags; the device must finish
+    and hand the size to the host, as CUDA's nonzero does inside its kernel), or nothing (None)."""
+    kind = _KINDS.get(func)
+    if kind is None and _SIZED_BY_DATA & set(func.tags):
+        return _SYNC
+    return kind
+
+
+_SIZED_BY_DATA = {torch.Tag.data_dependent_output, torch.Tag.dynamic_output_shape}
+_INDEXING = {_aten.index.Tensor, _aten.index_put.default, _aten.index_put_.default, _aten._index_put_impl_.default}
+
+
+def _reads_data(func: OpOverload, args: tuple, on_device: Any) -> bool:
+    """Whether a sync-kind op read a device value on the host here: a device tensor among its arguments, and for
+    indexing, a boolean mask among the indices (integer indices give a size known without the data)."""
+    tensors = [value for value in args if on_device(value)]
+    if func in _INDEXING:
+        indices = args[1] if len(args) > 1 and isinstance(args[1], (list, tuple)) else ()
+        return any(isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in indices) and bool(tensors)
+    return bool(tensors) or any(on_device(item) for value in args if isinstance(value, (list, tuple)) for item in value)
 
 
 class _Totals:

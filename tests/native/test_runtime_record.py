@@ -137,6 +137,18 @@ def truth(x):
     return x if bool((x > 0).any()) else -x
 
 
+def nonzero(x):
+    return torch.nonzero(x > 0)
+
+
+def masked_select(x):
+    return torch.masked_select(x, x > 0)
+
+
+def mask_index(x):
+    return x[x > 0]
+
+
 @dataclasses.dataclass(frozen=True)
 class Case:
     fn: Callable[[torch.Tensor], torch.Tensor]
@@ -182,6 +194,9 @@ CASES = [
     Case(literal, costs="to device", compiled_costs="to device" if OLD_AOT else "nothing"),
     Case(item, costs="sync"),
     Case(truth, text="bool(", costs="sync"),
+    Case(nonzero, costs="sync"),  # the size of its result is read on the host (CUDA syncs inside the kernel)
+    Case(masked_select, costs="sync"),
+    Case(mask_index, costs="sync"),
 ]
 FALLING = [case for case in CASES if case.fallback]
 
@@ -231,8 +246,8 @@ def profiled(profile) -> tuple[int, int, int]:
     """(fallbacks, copies outside fallbacks, syncs) in torch.profiler's nested events: cpu_fallback moves an op's
     device inputs with aten::_to_cpu (the op is its parent); each copy on the host device reaches aten::_copy_from.
     Where a dispatch mode is on, torch 2.13 records each op it handles twice (the call, and the mode's call of
-    it, under a "PythonDispatchMode" event): the second is the same op."""
-    events = [event for event in profile.events() if event.name != "PythonDispatchMode"]
+    it, under a "PythonDispatchMode" event): the second is the same op. What dynamo ran while compiling is left out."""
+    events = [event for event in profile.events() if event.name != "PythonDispatchMode" and not _compiling(event)]
     first = [event for event in events if not _again(event)]
     falling = {id(_outermost(_parent(event))) for event in first if event.name == "aten::_to_cpu"}
 
@@ -240,8 +255,16 @@ def profiled(profile) -> tuple[int, int, int]:
         return any(id(parent) in falling or parent.name in names for parent in _parents(event))
 
     copies = [e for e in first if e.name in _COPIES and not inside(e, ("aten::_to_cpu", *_COPIES)) and id(_outermost(e)) not in falling]
-    syncs = [event for event in first if event.name == "aten::_local_scalar_dense"]
+    syncs = [event for event in first if _sized_by_data(event.name) and not any(_sized_by_data(p.name) for p in _parents(event))]
     return len(falling), len(copies), len(syncs)
+
+
+def _sized_by_data(name: str) -> bool:
+    """An op PyTorch tags as reading its data on the host (``_local_scalar_dense``) or sizing its result by it (``nonzero``)."""
+    namespace, _, op = name.partition("::")
+    packet = getattr(getattr(torch.ops, namespace, None), op, None) if namespace == "aten" else None
+    tags = {torch.Tag.data_dependent_output, torch.Tag.dynamic_output_shape}
+    return packet is not None and any(tags & set(getattr(packet, overload).tags) for overload in packet.overloads())
 
 
 _COPIES = ("aten::_copy_from", "aten::_copy_from_and_resize")
@@ -259,6 +282,11 @@ def _parents(event):
     while event is not None:
         yield event
         event = _parent(event)
+
+
+def _compiling(event) -> bool:
+    """An op dynamo ran while it compiled (on fake values, torch 2.9's counting call compiles again), not the call's."""
+    return any("dynamo_timed" in parent.name for parent in _parents(event))
 
 
 def _again(event) -> bool:
