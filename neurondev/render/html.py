@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import html
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from neurondev.render.drawing import DrawBudget, svg_or_reason
@@ -21,7 +21,7 @@ from neurondev.render.text import (
 )
 from neurondev.report.advice import LIBRARY_NOTE, short_fix
 from neurondev.runs.run_records import RunRecord, place_of
-from neurondev.trace.source import SourceLine, is_user_file
+from neurondev.trace.source import Located, SourceLine, is_user_file
 
 if TYPE_CHECKING:
     from neurondev.fx.pins import DevicePin
@@ -145,12 +145,22 @@ _PROGRAM_ROWS: list[tuple[str, Callable[[ProgramRun], str]]] = [
 ]
 
 
+def _at(count: int, located: Sequence[Located]) -> str:
+    """'2 (model.py:9, model.py:12)': a count and the lines it was seen at."""
+    wheres = list(dict.fromkeys(item.where for item in located if item.source is not None))
+    return f"{count} ({', '.join(wheres[:3])}{', ...' if len(wheres) > 3 else ''})" if wheres else str(count)
+
+
 _NATIVE_PROGRAM_ROWS: list[tuple[str, Callable[[ProgramRun], str]]] = [
     ("outcome", _program_outcome),
     ("values vs CPU", _program_values),
     ("dynamo graphs", lambda r: str(r.graphs)),
-    ("copies to the host per call", lambda r: str(r.transfers_to_host) if r.calls else "—"),
-    ("syncs per call", lambda r: str(r.syncs) if r.calls else "—"),
+    (
+        "copies to the host per call",
+        lambda r: _at(r.transfers_to_host, [c for c in r.host_copies if c.transfers_to_host]) if r.calls else "—",
+    ),
+    ("copies to the device per call", lambda r: _at(r.transfers_to_device, r.uploads) if r.calls else "—"),
+    ("syncs per call", lambda r: _at(r.syncs, [c for c in r.host_copies if c.syncs]) if r.calls else "—"),
     ("CPU fallbacks per call", lambda r: ", ".join(f"{f.op} at {f.where} ×{f.calls}" for f in r.fallbacks) or "0" if r.calls else "—"),
     ("compiles again on call 2", lambda r: ("yes" if r.recompiled else "no") if len(r.calls) > 1 else "—"),
 ]
@@ -389,9 +399,10 @@ def _native(explanation: ExplanationData) -> str:
             f"<td><code>{_e(', '.join(d.cpu_ops))}</code></td><td><code>{_e(', '.join(d.xla_ops))}</code></td></tr>"
             for d in native.differences
         )
-        parts.append(f'<table class="nd-native"><tr><th>line</th><th>code</th><th>CPU trace</th><th>XLA trace</th></tr>{rows}</table>')
+        place = _e(explanation.place)
+        parts.append(f'<table class="nd-native"><tr><th>line</th><th>code</th><th>CPU trace</th><th>{place} trace</th></tr>{rows}</table>')
     if native.native_failure is not None:
-        parts.append(f'<p class="nd-bad">The native graph fails on XLA: {_e(native.native_failure)}</p>')
+        parts.append(f'<p class="nd-bad">The native graph fails on {_e(explanation.place)}: {_e(describe(native.native_failure))}</p>')
     for section in explanation.sections:
         timing = section.native
         if timing is not None:

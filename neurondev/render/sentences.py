@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import textwrap
+from collections.abc import Sequence
 from typing import Any
 
 from neurondev.errors import InvalidOptionError
@@ -12,7 +13,7 @@ from neurondev.report.fixes.records import Fix
 from neurondev.report.verdicts import Verdict
 from neurondev.runs.first_difference import NodeDifference
 from neurondev.runs.program_records import ProgramFailure, ProgramRun
-from neurondev.runs.run_records import RunRecord, place_of
+from neurondev.runs.run_records import RunError, RunRecord, place_of
 from neurondev.runs.traces import LineDifference, TraceComparison
 from neurondev.runs.values import Comparison
 from neurondev.trace.inputs import HostValue
@@ -50,6 +51,11 @@ def comparison_text(comparison: Comparison) -> str:
 
 
 @describe.register
+def run_error_text(error: RunError) -> str:
+    return str(error)
+
+
+@describe.register
 def host_value_text(value: HostValue) -> str:
     article = "an" if value.kind == "attribute" else "a"
     return f"{value.origin} ({article} {value.kind}, on {value.device}, used at {value.where})"
@@ -64,8 +70,8 @@ def node_difference_text(difference: NodeDifference) -> str:
 
 
 @describe.register
-def line_difference_text(difference: LineDifference) -> str:
-    return f"{difference.where} `{difference.code}`: CPU trace {list(difference.cpu_ops)}, XLA trace {list(difference.xla_ops)}"
+def line_difference_text(difference: LineDifference, place: str = "XLA") -> str:
+    return f"{difference.where} `{difference.code}`: CPU trace {list(difference.cpu_ops)}, {place} trace {list(difference.xla_ops)}"
 
 
 @describe.register
@@ -89,7 +95,7 @@ def traces_text(traces: TraceComparison) -> str:
         where = f" at {failure.where}" if failure is not None and failure.source is not None else ""
         kind = f"{failure.kind}: " if isinstance(failure, ProgramFailure) else ""  # its line is said once, here
         parts.append(f"the native trace fails to run{where}: {kind}{traces.native_error}")
-    lines = "; ".join(describe(d) for d in traces.differences[:3])
+    lines = "; ".join(line_difference_text(d, place) for d in traces.differences[:3])
     return f"{traces.name}: " + ", ".join(parts) + (f". {lines}" if lines else "")
 
 
@@ -115,11 +121,29 @@ def program_text(run: ProgramRun) -> str:
         return program_failure_text(run.failure)
     steady = f"{run.transfers_to_host} transfer(s) to the host per call"
     if run.stack == "native":
-        fallbacks = run.calls[-1].fallback_calls if run.calls else 0
-        steady = f"{run.transfers_to_host} copy(ies) to the host, {run.syncs} sync(s), {fallbacks} CPU fallback(s) per call"
+        steady = native_costs_text(run) + " per call"
     again = ", compiles again on the second call" if run.recompiled else ""
     joint = "but" if run.matches_cpu is False else "and" if run.matches_cpu else "with"
     return f"runs ({run.graphs} graph(s), {steady}{again}) {joint} {values_text(run)}"
+
+
+def native_costs_text(run: ProgramRun) -> str:
+    """'1 copy(ies) to the host (f.py:9), 1 to the device (f.py:10), 0 sync(s), 1 CPU fallback(s) (aten::index_select at f.py:9)'."""
+    call = run.calls[-1] if run.calls else None
+    if call is None:
+        return "nothing measured"
+
+    def at(located: Sequence[Any]) -> str:
+        wheres = list(dict.fromkeys(item.where for item in located if item.source is not None))
+        return f" ({', '.join(wheres[:3])}{', ...' if len(wheres) > 3 else ''})" if wheres else ""
+
+    copies = [c for c in call.host_copies if c.transfers_to_host]
+    syncs = [c for c in call.host_copies if c.syncs]
+    fallbacks = ", ".join(f"{f.op} at {f.where}" for f in call.fallbacks[:3]) + (", ..." if len(call.fallbacks) > 3 else "")
+    return (
+        f"{call.transfers_to_host} copy(ies) to the host{at(copies)}, {call.transfers_to_device} to the device{at(call.uploads)}, "
+        f"{call.syncs} sync(s){at(syncs)}, {call.fallback_calls} CPU fallback(s)" + (f" ({fallbacks})" if fallbacks else "")
+    )
 
 
 def values_text(run: ProgramRun) -> str:

@@ -116,6 +116,10 @@ def _stops_text(records: Sequence[RunRecord]) -> str:
     moved = sum(c.transfers_to_host for c in copies)
     named = "; ".join(f"{c.node} at {c.where}" for c in copies if c.transfers_to_host)[:200]
     parts.append(f"{moved} copy(ies) to the host on {device}" + (f" ({named})" if named else ""))
+    uploads = [u for r in records for u in r.uploads]
+    if uploads:
+        named = "; ".join(f"{u.node} at {u.where}" for u in uploads[:_NAMED])
+        parts.append(f"{sum(u.transfers_to_device for u in uploads)} copy(ies) to the device per call ({named})")
     syncs = sum(r.syncs for r in records)
     if syncs:
         at = "; ".join(f"{c.node} at {c.where}" for c in copies if c.syncs)

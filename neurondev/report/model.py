@@ -157,7 +157,7 @@ class ExplanationData:
     ``neurondev.Explanation`` adds them). It holds graphs and tensors: equal only to itself.
 
     ``pin_table()`` lists the pins as a DataFrame, ``fallback_table()`` the ops that fell back to the
-    CPU, ``totals("before")`` sums the runs. Two scenarios, kept apart: ``program`` is your
+    CPU, ``transfer_table()`` every copy between host and device by line, ``totals("before")`` sums the runs. Two scenarios, kept apart: ``program`` is your
     whole function under ``torch.compile`` on XLA, as written (openxla) and rewritten (the neurondev
     backend), ``program_skipped`` says why it was not run; ``before``/``after`` hold one RunRecord
     per graph traced on CPU and moved to XLA (a backend's view, the seed's scenario), empty when
@@ -240,6 +240,18 @@ class ExplanationData:
         ]
         columns = ["op", "inside", "calls", "bytes_copied", "file", "line", "code", "module", "scenario", "instead"]
         return pandas.DataFrame(rows, columns=columns)
+
+    def transfer_table(self) -> Any:
+        """A pandas.DataFrame, one row per place that copies between the host and the device on every call:
+        scenario (your program as written or with the neurondev backend; the graphs traced on CPU, before or
+        after the pass), direction ("to host" / "to device"), copies and bytes per call (None where the device
+        does not count bytes: XLA), file, line, code, module, and the node or op that copies (an XLA program's
+        transfers have no line: torch_xla counts them per process)."""
+        import pandas
+
+        from neurondev.report.transfers import COLUMNS, copy_sites
+
+        return pandas.DataFrame([site.row() for site in copy_sites(self)], columns=list(COLUMNS))
 
     @property
     def frozen(self) -> Any:

@@ -44,7 +44,7 @@ def findings_of(explanation: ExplanationData) -> list[Finding]:
             value.placeholder,
             value.origin,
             value.source,
-            f"{describe(value)} stays on the CPU when the model moves to XLA",
+            f"{describe(value)} stays on the CPU when the model moves to {explanation.place}",
             value.fix,
         )
         for value in explanation.host_values
@@ -61,7 +61,7 @@ def findings_of(explanation: ExplanationData) -> list[Finding]:
                 f"line {d.line}",
                 "",
                 d.source,
-                f"traced as {list(d.cpu_ops)} on CPU but {list(d.xla_ops)} on XLA",
+                f"traced as {list(d.cpu_ops)} on CPU but {list(d.xla_ops)} on {explanation.place}",
                 _SPECIALISED_FIX,
             )
             for d in explanation.traces.differences
@@ -72,28 +72,28 @@ def findings_of(explanation: ExplanationData) -> list[Finding]:
 _PROGRAM_FIXES = {
     "mixed devices at compile time": "keep every tensor the code reads on the device: pass it in, or register it as a buffer of the module",
     "host-only call between graphs": "keep .numpy(), .tolist() and Python numbers of tensors out of the compiled function (use torch ops, or do it after)",
-    "wrong device at run time": "move every input and the module to the XLA device (model.to(device), x.to(device)) before the call",
-    "other": "see the message; run it yourself with torch.compile(fn, backend='openxla') on XLA inputs",
+    "wrong device at run time": "move every input and the module to the device (model.to(device), x.to(device)) before the call",
+    "other": "see the message; run it yourself with torch.compile(fn, backend='{backend}') on inputs on {place}",
 }
 
 
 def _program_findings(explanation: ExplanationData) -> list[Finding]:
-    """Your program failing on XLA as written, and, where the fix would not mend it, rewritten too."""
+    """Your program failing on the device as written, and, where the fix would not mend it, rewritten too."""
     programs = explanation.program
     if programs is None:
         return []
     found: list[Finding] = []
-    for label, run in (("as written (openxla)", programs.as_written), ("with the neurondev backend", programs.rewritten)):
+    place = explanation.place
+    written = f"as written ({programs.as_written.backend})"
+    for label, run in ((written, programs.as_written), ("with the neurondev backend", programs.rewritten)):
         failure = run.failure
         if failure is None or (run is programs.rewritten and found and found[-1].where == failure.where):
             continue
         host = next((v for v in explanation.host_values if v.file == failure.file and v.line == failure.line), None)
         fix = host.fix if host is not None and failure.kind == "mixed devices at compile time" else _PROGRAM_FIXES[failure.kind]
-        found.append(
-            Finding(
-                "program", f"program {run.backend}", failure.kind, failure.source, f"your program on XLA {label} {describe(failure)}", fix
-            )
-        )
+        fix = fix.format(backend=programs.as_written.backend, place=place)
+        detail = f"your program on {place} {label} {describe(failure)}"
+        found.append(Finding("program", f"program {run.backend}", failure.kind, failure.source, detail, fix))
     return found
 
 
@@ -222,10 +222,10 @@ def _spellings(rule: str) -> list[str]:
 
 _HEADINGS = {
     "pin": "device pin(s) frozen into the graph of {name} when traced on CPU:",
-    "host value": "host value(s) of {name} that stay on the CPU when the model moves to XLA:",
+    "host value": "host value(s) of {name} that stay on the CPU when the model moves to {place}:",
     "cpu kernel": "CPU kernel(s) chosen while tracing {name} on CPU:",
-    "program": "failure(s) of {name} run as a program under torch.compile on XLA:",
-    "device-specialised": "line(s) of {name} traced differently on XLA (device-specialised code):",
+    "program": "failure(s) of {name} run as a program under torch.compile on {place}:",
+    "device-specialised": "line(s) of {name} traced differently on {place} (device-specialised code):",
     "fallback": "op(s) of {name} that fell back to the CPU on the device (fallbacks='error'):",
 }
 
@@ -235,7 +235,7 @@ def _message(explanation: ExplanationData, findings: list[Finding], *, suggest: 
     for kind, heading in _HEADINGS.items():
         of_kind = [f for f in findings if f.kind == kind]
         if of_kind:
-            parts.append(f"{len(of_kind)} " + heading.format(name=explanation.name))
+            parts.append(f"{len(of_kind)} " + heading.format(name=explanation.name, place=explanation.place))
             parts += [describe(f) + (_suggestion(explanation, f) if suggest else "") for f in of_kind]
     example = findings[0].where
     parts.append(f'Fix them, or allow one: neurondev.check(..., allow=["{example}"])')

@@ -284,7 +284,9 @@ def _graph_break(node: torch.fx.Node, delta: Counts) -> GraphBreak:
 
 
 def _host_copy(node: torch.fx.Node, delta: Counts) -> HostCopy:
-    return HostCopy(node.name, function_name(node), delta.transfers_to_host, delta.syncs, delta.bytes_to_host, source_of(node))
+    return HostCopy(
+        node.name, function_name(node), delta.transfers_to_host, delta.syncs, delta.bytes_to_host, source_of(node), module_path(node)
+    )
 
 
 def _fallbacks(node: torch.fx.Node, delta: Counts) -> list[Fallback]:
@@ -297,7 +299,7 @@ def _fallbacks(node: torch.fx.Node, delta: Counts) -> list[Fallback]:
 
 
 def _upload(node: torch.fx.Node, delta: Counts) -> Upload:
-    return Upload(node.name, function_name(node), delta.transfers_to_device, source_of(node))
+    return Upload(node.name, function_name(node), delta.transfers_to_device, source_of(node), delta.bytes_to_device, module_path(node))
 
 
 def _devices(value: Any) -> Any:

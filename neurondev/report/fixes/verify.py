@@ -24,6 +24,7 @@ from neurondev.report.fixes.edits import Edit, FileEdits, dedented
 from neurondev.report.fixes.rebuild import rebuilt
 from neurondev.report.fixes.records import Fix
 from neurondev.runs.program_records import ProgramFailure, ProgramRun
+from neurondev.runs.run_records import place_of
 from neurondev.runs.values import compare_outputs
 from neurondev.trace.copies import kept_global_state, traced_copies
 from neurondev.trace.generators import reachable_generators
@@ -393,18 +394,20 @@ def _xla_failures(
 
     everyone = lambda reason: {id(e): reason for _, e in spelled}  # noqa: E731
     driver = driver_for(target)
+    place = place_of(driver.device())
     subject = ProgramSubject(fixed_fn, *call)
-    run, native = run_program(subject, driver.program_backend(), driver=driver, label="openxla", keep_graphs=True, calls=1)
+    backend, label = driver.program_backend(), driver.program_label
+    run, native = run_program(subject, backend, driver=driver, label=label, keep_graphs=True, calls=2)  # call 2: what each call costs
     was = original.program.failure if original.program is not None else None
     if run.failure is not None and (was is None or (was.kind, was.message) != (run.failure.kind, run.failure.message)):
         written = "as written it ran" if was is None else f"as written it failed otherwise ({was.kind}: {was.message})"
         return everyone(
-            f"not verified: the fixed code fails on XLA under torch.compile: {run.failure.kind}: {run.failure.message}; {written}"
+            f"not verified: the fixed code fails on {place} under torch.compile: {run.failure.kind}: {run.failure.message}; {written}"
         ), ""
     assert native is not None
     if not native.graphs:
         return everyone(
-            f"not verified: your program does not compile on XLA, fixed or not ({_failed(run.failure)}), so nothing can be checked there"
+            f"not verified: your program does not compile on {place}, fixed or not ({_failed(run.failure)}), so nothing can be checked there"
         ), ""
     traces = compare_captures(fixed, native, device=driver.device())
     copies = {original_path: copy for copy, original_path in originals.items()}
@@ -415,13 +418,22 @@ def _xla_failures(
         differs = [d for d in traces.differences if d.source is not None and d.source.file == path and first <= (d.line or 0) <= last]
         if differs:
             failures[id(edit)] = (
-                f"not verified: traced on XLA the fixed statement makes {list(differs[0].xla_ops)}, on CPU {list(differs[0].cpu_ops)}"
+                f"not verified: traced on {place} the fixed statement makes {list(differs[0].xla_ops)}, on CPU {list(differs[0].cpu_ops)}"
             )
             continue
         host = _host_values_made(native.graphs, path, first, last, target)
         if host:
-            failures[id(edit)] = f"not verified: traced on XLA the fixed statement still makes {host} on the host"
-    return failures, "; on XLA under torch.compile the fixed code runs, its statements make the same ops, on the device"
+            failures[id(edit)] = f"not verified: traced on {place} the fixed statement still makes {host} on the host"
+            continue
+        uploads = [u for u in run.uploads if u.source is not None and u.source.file == path and first <= (u.line or 0) <= last]
+        if uploads:
+            copied = sum(u.transfers_to_device for u in uploads)
+            failures[id(edit)] = (
+                f"not verified: on {place} the fixed statement still copies host data to the device on every call ({copied} copy(ies), "
+                f"{sum(u.bytes for u in uploads)} bytes): a value built from Python data is uploaded whatever its spelling; make it once, "
+                "outside the step (a buffer of the module), or compute it on the device"
+            )
+    return failures, f"; on {place} under torch.compile the fixed code runs, its statements make the same ops, on the device"
 
 
 def _host_values_made(graphs: Sequence[torch.fx.GraphModule], path: str, first: int, last: int, target: torch.device) -> str:
