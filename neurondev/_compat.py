@@ -232,9 +232,9 @@ def _route(op: str, key: Any) -> Any:
     return next((composite for composite in _COMPOSITES if torch._C._dispatch_has_kernel_for_dispatch_key(op, composite)), key)
 
 
-def backend_key(device: torch.device | str) -> Any:
-    """The dispatch key below Python of a device's dense tensors (PrivateUse1 for a PrivateUse1 backend, CUDA for CUDA)."""
-    keys = torch._C._dispatch_keys(torch.empty(0, device=device)) & _BELOW_PYTHON
+def backend_key(tensor: torch.Tensor) -> Any:
+    """The dispatch key below Python of a device tensor (PrivateUse1 for a PrivateUse1 backend's, CUDA for CUDA's)."""
+    keys = torch._C._dispatch_keys(tensor) & _BELOW_PYTHON
     return keys.highestPriorityTypeId()
 
 

@@ -11,6 +11,7 @@ from neurondev.loops.recorder import CompileEvent, Recorder
 from neurondev.loops.steps import Step, cut, step_kind
 from neurondev.loops.verdict import SteadyState, program_advice, steady_state
 from neurondev.runs.counts import Counts
+from neurondev.runs.run_records import Seen
 from neurondev.trace.source import Located, SourceLine, is_program_file, source_line
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "WatchRecord",
     "snapshot",
     "with_checked_advice",
+    "device_lines",
 ]
 
 SYNC_ADVICE = ("lazy state growing", "xla programs")  # advice whose mechanical fix is a torch_xla.sync() per step
@@ -57,12 +59,28 @@ STEP_COLUMNS = (
     "transfers_to_host",
     "transfers_to_device",
     "copies_to_host",
+    "copies_to_device",
     "syncs",
     "fallbacks",
+    "device_lines",
     "xla_triggers",
     "seconds",
 )
-CALL_COLUMNS = ("call", "compiled", "graphs", "xla_compiles", "executions", "transfers_to_host", "transfers_to_device", "seconds")
+CALL_COLUMNS = (
+    "call",
+    "compiled",
+    "graphs",
+    "xla_compiles",
+    "executions",
+    "transfers_to_host",
+    "transfers_to_device",
+    "copies_to_host",
+    "copies_to_device",
+    "syncs",
+    "fallbacks",
+    "device_lines",
+    "seconds",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,6 +174,7 @@ class WatchRecord:
                     for k in ("executions", "transfers_to_host", "transfers_to_device")
                 },
                 "xla_compiles": step.xla_compiles,
+                **_native_columns(step),
                 "seconds": step.seconds,
             }
             for step in self.steps
@@ -163,7 +182,7 @@ class WatchRecord:
 
 
 def _step_row(step: Step) -> dict[str, Any]:
-    xla, native = step.xla, step.native
+    xla = step.xla
     triggers = "; ".join(f"{p.kind} at {p.where}" if p.source else p.kind for p in step.programs)
     return {
         "step": step.number,
@@ -177,19 +196,40 @@ def _step_row(step: Step) -> dict[str, Any]:
         "executions": xla.executions if xla else None,
         "transfers_to_host": xla.transfers_to_host if xla else None,
         "transfers_to_device": xla.transfers_to_device if xla else None,
-        "copies_to_host": native.transfers_to_host if native else None,
-        "syncs": native.syncs if native else None,
-        "fallbacks": native.fallback_calls if native else None,
+        **_native_columns(step),
         "xla_triggers": triggers or None,
         "seconds": step.seconds,
     }
+
+
+def _native_columns(step: Step) -> dict[str, Any]:
+    """A native device's copies (both ways), syncs and fallbacks in a step, and the lines they were seen at (None
+    where no native accounting was on)."""
+    native = step.native
+    return {
+        "copies_to_host": native.transfers_to_host if native else None,
+        "copies_to_device": native.transfers_to_device if native else None,
+        "syncs": native.syncs if native else None,
+        "fallbacks": native.fallback_calls if native else None,
+        "device_lines": device_lines(step.seen) if step.seen is not None else None,
+    }
+
+
+def device_lines(seen: Seen) -> str | None:
+    """'copy to host at f.py:9; 2 sync(s) at f.py:12; aten::index_select at f.py:14': where a step's device costs were."""
+    parts = [f"{c.transfers_to_host} copy(ies) to host at {c.where}" for c in seen.host_copies if c.transfers_to_host]
+    parts += [f"{u.transfers_to_device} copy(ies) to device at {u.where}" for u in seen.uploads]
+    parts += [f"{c.syncs} sync(s) at {c.where}" for c in seen.host_copies if c.syncs]
+    parts += [f"{f.calls} x {f.op} at {f.where}" for f in seen.fallbacks]
+    return "; ".join(parts) or None
 
 
 def snapshot(recorder: Recorder, *, name: str, watched_function: bool, notes: dict[str, str | None], raised: Raised | None) -> WatchRecord:
     """The frozen record of what ``recorder`` holds now."""
     events, marks = tuple(recorder.events), tuple(recorder.marks)
     kind = step_kind(marks, watched_function)
-    steps = cut(marks, events, recorder.analysis, kind=kind) if len(marks) >= 2 else ()
+    device_events = recorder.native.events if recorder.native is not None else None
+    steps = cut(marks, events, recorder.analysis, kind=kind, device_events=device_events) if len(marks) >= 2 else ()
     compiles = _read(events, marks, steps)
     steady = steady_state(steps, events, marks)
     advice = _advice(compiles, steps, steady, analysed=recorder.analysis is not None, unit="call" if watched_function else "step")

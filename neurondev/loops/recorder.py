@@ -76,6 +76,7 @@ class Mark:
     native: Any = None
     analysis: int = 0
     function: str | None = None
+    native_events: int = 0  # how many events the native accounting had seen
 
 
 class Recorder:
@@ -85,7 +86,7 @@ class Recorder:
         self.events: list[CompileEvent] = []
         self.marks: list[Mark] = []
         self.hits = 0
-        self.native = native  # the native device's accounting, when one is on for the loop
+        self.native = native  # the native device's accounting, when one is on for the loop (or once the loop loads its device)
         self.analysis = analysis  # torch_xla's analysis log, when it is on
         self.sync_each_step = sync_each_step
         self._original: Callable[..., Any] | None = None
@@ -124,8 +125,9 @@ class Recorder:
         if kind not in ("start", "stop"):
             settled()
         native = self.native.counts() if self.native is not None else None
+        seen = len(self.native.events) if self.native is not None else 0
         offset = self.analysis.size() if self.analysis is not None else 0
-        self.marks.append(Mark(kind, time.perf_counter(), len(self.events), self.hits, xla_counts(), native, offset, function))
+        self.marks.append(Mark(kind, time.perf_counter(), len(self.events), self.hits, xla_counts(), native, offset, function, seen))
 
     def _guarded(self, hit: bool) -> bool:
         self.hits += bool(hit)

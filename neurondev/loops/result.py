@@ -39,6 +39,7 @@ class WatchData:
         self._fn = fn
         self._options = {"sync_each_step": sync_each_step, "xla_analysis": xla_analysis}
         self._recorder: Recorder | None = None
+        self._unhook: Callable[[], None] = _nothing
         self._notes: dict[str, str | None] = {}
         self._state = "new"
         self._record: WatchRecord | None = None
@@ -93,11 +94,23 @@ class WatchData:
             self._recorder = self._new_recorder()
         if self._recorder.native is not None:
             self._recorder.native.__enter__()
+        else:
+            self._unhook = _when_a_device_loads(self._device_loaded)
         self._recorder.start()
         self._state = "recording"
 
+    def _device_loaded(self) -> None:
+        """The watched code loaded a native device (renamed PrivateUse1, as TorchNeuron's import and
+        neurondev.host_device() do): its accounting starts now, for what runs on it from here."""
+        native, self._notes["native"] = _native_accounting()
+        if native is not None and self._recorder is not None and self._recorder.native is None and self._state == "recording":
+            native.__enter__()
+            self._recorder.native = native
+
     def _stop(self, error: BaseException | None) -> None:
         settled()  # the block's (or the call's) executions counted as its own (it waits, and changes no value)
+        self._unhook()
+        self._unhook = _nothing
         recorder = self._recorder
         assert recorder is not None
         recorder.stop()
@@ -190,6 +203,29 @@ class WatchData:
         return (
             f"<Watch of {self.name}: {len(record.compiles)} compile(s), {len(record.steps)} step(s), steady state: {record.steady_state}>"
         )
+
+
+def _nothing() -> None:
+    pass
+
+
+def _when_a_device_loads(loaded: Callable[[], None]) -> Callable[[], None]:
+    """Call ``loaded`` after the watched code renames PrivateUse1 (a native device loading); returns the undo."""
+    import torch.utils
+    import torch.utils.backend_registration as registration
+
+    original = registration.rename_privateuse1_backend
+
+    def rename_privateuse1_backend(backend_name: str) -> None:
+        original(backend_name)
+        loaded()
+
+    registration.rename_privateuse1_backend = torch.utils.rename_privateuse1_backend = rename_privateuse1_backend
+
+    def undo() -> None:
+        registration.rename_privateuse1_backend = torch.utils.rename_privateuse1_backend = original
+
+    return undo
 
 
 def _native_accounting() -> tuple[Any, str | None]:

@@ -16,6 +16,7 @@ from typing import Any
 
 from neurondev.loops.recorder import CompileEvent, Mark
 from neurondev.runs.counts import Counts
+from neurondev.runs.run_records import Seen
 from neurondev.trace.source import Located, SourceLine, is_program_file, source_line
 
 __all__ = ["STEP_KINDS", "Step", "XlaProgram", "cut", "step_kind"]
@@ -52,6 +53,7 @@ class Step:
     native: Counts | None
     programs: tuple[XlaProgram, ...]
     seconds: float
+    seen: Seen | None = None  # a native device's copies, syncs and fallbacks in the step, by line
 
     @property
     def dynamo_compiles(self) -> int:
@@ -75,8 +77,11 @@ def step_kind(marks: Sequence[Mark], watched_function: bool) -> str:
     return next((kind for kind, mark in (("mark", "step"), ("compiled call", "call"), ("sync", "sync")) if mark in kinds), "block")
 
 
-def cut(marks: Sequence[Mark], events: Sequence[CompileEvent], analysis: Any, *, kind: str) -> tuple[Step, ...]:
-    """The steps of a recorded loop (``analysis``: torch_xla's analysis log, or None)."""
+def cut(
+    marks: Sequence[Mark], events: Sequence[CompileEvent], analysis: Any, *, kind: str, device_events: Sequence[Any] | None = None
+) -> tuple[Step, ...]:
+    """The steps of a recorded loop (``analysis``: torch_xla's analysis log, or None; ``device_events``: the native
+    accounting's events, or None)."""
     steps = []
     for number, (start, end) in enumerate(_intervals(marks, kind), 1):
         first, last = marks[start], marks[end]
@@ -95,9 +100,19 @@ def cut(marks: Sequence[Mark], events: Sequence[CompileEvent], analysis: Any, *,
                 _delta(first.native, last.native),
                 programs,
                 last.at - first.at,
+                _seen(device_events, first, last),
             )
         )
     return tuple(steps)
+
+
+def _seen(device_events: Sequence[Any] | None, first: Mark, last: Mark) -> Seen | None:
+    """What the native device did between two marks, grouped by line (None: no native accounting)."""
+    if device_events is None or last.native is None:
+        return None
+    from neurondev.native.device import grouped
+
+    return grouped(list(device_events[first.native_events : last.native_events]))
 
 
 def _intervals(marks: Sequence[Mark], kind: str) -> list[tuple[int, int]]:

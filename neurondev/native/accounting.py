@@ -105,11 +105,6 @@ class Accounting(TorchDispatchMode):
     def ignore_compile_internals(cls) -> bool:
         return True
 
-    def __enter__(self) -> Accounting:
-        if self._key is None:
-            self._key = backend_key(self.device_type)
-        return super().__enter__()
-
     def counts(self) -> Counts:
         with self._lock:
             return self._totals.reading()
@@ -126,7 +121,7 @@ class Accounting(TorchDispatchMode):
             if frame.kind in _MOVES or (func.is_view and func.overloadpacket is not _TO):
                 out = func(*args, **kwargs)  # a copy is counted whole; a view aliases its input
             else:
-                out = run_below_mode(self, func, args, kwargs, key=self._key if where is _DEVICE else None)
+                out = run_below_mode(self, func, args, kwargs, key=self._device_key(args, kwargs) if where is _DEVICE else None)
         finally:
             running.pop()
         self._account(frame, running, args, out)
@@ -147,6 +142,12 @@ class Accounting(TorchDispatchMode):
         if isinstance(named, torch.device) and named.type == self.device_type:
             return _MIXED
         return _HOST if not device else _MIXED if other else _DEVICE
+
+    def _device_key(self, args: tuple, kwargs: dict) -> Any:
+        """The device's dispatch key, read once from the first device tensor an op gets."""
+        if self._key is None:
+            self._key = backend_key(next(self._device_tensors((*args, *kwargs.values()))))
+        return self._key
 
     def _stack(self) -> list[_Frame]:
         running = getattr(self._running, "frames", None)

@@ -13,7 +13,7 @@ from neurondev.native.accounting import Accounting, DeviceEvent
 from neurondev.runs.counts import Counts
 from neurondev.runs.run_records import Fallback, HostCopy, Seen, Upload
 
-__all__ = ["NativeDriver"]
+__all__ = ["NativeDriver", "grouped"]
 
 # Devices whose backend compiles programs itself: the program as written goes through it.
 _OWN_BACKENDS = {"neuron": "neuron"}
@@ -105,7 +105,7 @@ class NativeDriver:
         return len(self.accounting.events)
 
     def located_since(self, mark: int) -> Seen:
-        return _grouped(self.accounting.events[mark:])
+        return grouped(self.accounting.events[mark:])
 
     def unseen(self) -> str | None:
         """What a program run cannot see: inside graphs that a device's own compiler runs (TorchNeuron's), ops do
@@ -128,7 +128,7 @@ class NativeDriver:
         return interpreting_backend(self)
 
 
-def _grouped(events: list[DeviceEvent]) -> Seen:
+def grouped(events: list[DeviceEvent]) -> Seen:
     """Events by line: copies to the host and syncs as HostCopy, copies to the device as Upload, fallbacks as
     Fallback (op, calls, bytes)."""
     copies: dict[tuple[Any, ...], list[DeviceEvent]] = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 from typing import TYPE_CHECKING
 
+from neurondev.loops.record import device_lines
 from neurondev.render.html import escape as _e
 
 if TYPE_CHECKING:
@@ -132,7 +133,13 @@ def _native_total(record: WatchRecord) -> str:
     delta = record.native_total
     if delta is None:
         return f"({record.native_note}.) " if record.native_note else ""
-    return f"On the native device: {delta.transfers_to_host} copy(ies) to the host, {delta.syncs} sync(s), {delta.fallback_calls} CPU fallback(s). "
+    text = (
+        f"On the native device: {delta.transfers_to_host} copy(ies) to the host, {delta.transfers_to_device} to the device, "
+        f"{delta.syncs} sync(s), {delta.fallback_calls} CPU fallback(s)"
+    )
+    last = record.steps[-1].seen if record.steps else None
+    lines = device_lines(last) if last is not None else None
+    return text + (f"; the last step: {lines}. " if lines else ". ")
 
 
 # --- the chart -----------------------------------------------------------------------------------

@@ -251,7 +251,8 @@ class ExplanationData:
 
         from neurondev.report.transfers import COLUMNS, copy_sites
 
-        return pandas.DataFrame([site.row() for site in copy_sites(self)], columns=list(COLUMNS))
+        sites = copy_sites(self.program, ((section.before, section.after) for section in self.sections))
+        return pandas.DataFrame([site.row() for site in sites], columns=list(COLUMNS))
 
     @property
     def frozen(self) -> Any:

@@ -95,21 +95,27 @@ def explain(
 
 def rerun(explanation: ExplanationData, *, target: str | torch.device, on_step: Callable[[], None] | None = None) -> ExplanationData:
     """The graph stages after the trace again, for ``target``: a new Explanation from the same graphs.
-    ``target`` is checked as explain checks it. The program runs are the original's (they compile
-    the user's function, which an Explanation does not hold)."""
+    ``target`` is checked as explain checks it. The program runs and the native trace are the original's
+    (they compile the user's function, which an Explanation does not hold): for another kind of device
+    they are not carried over, and say so (they ran on the original's device)."""
     options = ExplainOptions.checked(
         target, run=True, quiet=True, rtol=explanation.rtol, atol=explanation.atol, native=False, level=explanation.level
     )
     stages = Stages((), quiet=True, on_step=on_step)
     on_meta = explanation.capture.device == "meta"
     traced = tuple(TracedGraph(s.key, s.traced, s.inputs, s.host_values, on_meta) for s in explanation.sections)
-    program = ProgramStage(explanation.program, None, explanation.program_skipped)
+    same = options.target.type == explanation.target.type
+    elsewhere = f"ran on {explanation.place} for the original; explain the function again with target={str(options.target)!r}"
+    program = ProgramStage(explanation.program, None, explanation.program_skipped) if same else ProgramStage(skipped=elsewhere)
     with kept_global_state(), stages:
         pinned = pin_stage(traced, options.target, stages)
         runtime = runtime_stage(stages, options.target)
         rewritten = rewrite_stage(pinned, options.target, stages, runtime)
         runs = run_stage(rewritten, runtime, options, stages)
-        native = Native(explanation.traces, explanation.traces_skipped, native_timings(explanation.traces, rewritten, runs))
+        if same:
+            native = Native(explanation.traces, explanation.traces_skipped, native_timings(explanation.traces, rewritten, runs))
+        else:  # the native trace's graphs hold the original device's values: never run them on another
+            native = Native(skipped=f"the native trace {elsewhere}")
         verdicts = verdict_stage(rewritten, runs, options, stages)
     made = Made(options, explanation.capture, runtime, pinned, rewritten, runs, program, explanation.fixes, native, verdicts)
     return _assemble(made, stages)

@@ -217,6 +217,9 @@ def program_stage(
     random = next((r for gm in captured.graphs if generator and (r := random_reason(gm, None, generator)) is not None), None)
     compared = {"reference": captured.output, "not_comparable": random, "rtol": options.rtol, "atol": options.atol}
     compared["reference_state"] = program_state(*captured.owners) if captured.owners else None
+    drawn = "draws from the CPU's generator, seeded as CPU's run was; compiled code may draw in another order"
+    compared["random"] = next((r for gm in captured.graphs if (r := random_reason(gm, None, drawn)) is not None), None)
+    compared["rng_state"] = captured.rng_state
     as_written, _ = run_program(subject, driver.program_backend(), driver=driver, label=driver.program_label, **compared)
     stages.advance()
     rewriting = functools.partial(backend, inner=driver.program_backend())  # the measured driver's backend, after the pass

@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Iterator
 
-from neurondev.runs.program_records import ProgramRun
+from neurondev.runs.program_records import ProgramRun, Programs
 from neurondev.runs.run_records import RunRecord
 from neurondev.trace.source import Located, SourceLine
-
-if TYPE_CHECKING:
-    from neurondev.report.model import ExplanationData
 
 __all__ = ["COLUMNS", "DIRECTIONS", "CopySite", "copy_sites"]
 
@@ -48,16 +44,15 @@ class CopySite(Located):
         }
 
 
-def copy_sites(explanation: ExplanationData) -> tuple[CopySite, ...]:
-    """The copy sites of the program's two runs, then of the graphs traced on CPU, before and after the pass."""
-    return (*_program_sites(explanation), *_graph_sites(explanation))
+def copy_sites(program: Programs | None, graphs: Iterable[tuple[RunRecord | None, RunRecord | None]]) -> tuple[CopySite, ...]:
+    """The copy sites of the program's two runs, then of each graph traced on CPU, run before and after the pass."""
+    return (*_program_sites(program), *_graph_sites(graphs))
 
 
-def _program_sites(explanation: ExplanationData) -> Iterator[CopySite]:
-    if explanation.program is None:
+def _program_sites(program: Programs | None) -> Iterator[CopySite]:
+    if program is None:
         return
-    runs = (("your program as written", explanation.program.as_written), ("your program, neurondev backend", explanation.program.rewritten))
-    for scenario, run in runs:
+    for scenario, run in (("your program as written", program.as_written), ("your program, neurondev backend", program.rewritten)):
         yield from _program_run(scenario, run)
 
 
@@ -78,12 +73,9 @@ def _program_run(scenario: str, run: ProgramRun) -> Iterator[CopySite]:
         yield CopySite(scenario, "to device", call.transfers_to_device, None, "XLA program")
 
 
-def _graph_sites(explanation: ExplanationData) -> Iterator[CopySite]:
-    for section in explanation.sections:
-        for scenario, record in (
-            ("graph traced on CPU, before the pass", section.before),
-            ("graph traced on CPU, after the pass", section.after),
-        ):
+def _graph_sites(graphs: Iterable[tuple[RunRecord | None, RunRecord | None]]) -> Iterator[CopySite]:
+    for before, after in graphs:
+        for scenario, record in (("graph traced on CPU, before the pass", before), ("graph traced on CPU, after the pass", after)):
             if record is not None and record.error is None:
                 yield from _graph_run(scenario, record)
 

@@ -69,6 +69,8 @@ def run_program(
     keep_graphs: bool = False,
     calls: int = _CALLS,
     reference_state: dict[str, Any] | None = None,
+    rng_state: torch.Tensor | None = None,
+    random: str | None = None,
 ) -> tuple[ProgramRun, Capture | None]:
     """Call ``subject`` compiled with ``backend`` on the XLA device twice; compare the first call with
     ``reference`` (the eager CPU result) unless ``not_comparable`` says why not.
@@ -80,6 +82,9 @@ def run_program(
     call on CPU (``neurondev.runs.state.program_state``): the state after its first call here is compared
     with it (``ProgramRun.state``). Both are compared the moment the first call returns: the second may
     change what the first returned (a cache passed in, grown in place). Nothing of the user's is touched.
+    ``rng_state``: the CPU generator's state the reference drew from; the first call starts from it too (a
+    device that draws from the CPU's generator then draws the same). ``random``: the program's random ops,
+    named: values that still differ are not a difference (compiled code may draw in another order).
     """
     device = driver.device()
     moved: list[MovedInput] = []
@@ -93,9 +98,13 @@ def run_program(
             refused = ProgramFailure("other", "inputs", type(error).__name__, message_of(error), None, None, 1)
             return ProgramRun(label, refused, None, "not compared: the program did not run", stack=driver.stack, device=str(device)), None
         compiled = torch.compile(_entry(fn), backend=recorder)
+        if rng_state is not None:
+            torch.set_rng_state(rng_state)
         with quiet_dynamo(), kept_dynamo_caches(), warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            judge = lambda outputs, state: _judge(outputs, state, reference, reference_state, not_comparable, rtol, atol)  # noqa: E731
+            judge = lambda outputs, state: _random(  # noqa: E731
+                _judge(outputs, state, reference, reference_state, not_comparable, rtol, atol), random
+            )
             made, outputs, judged, failure = _calls(compiled, (fn, args, kwargs), recorder, calls, driver, judge)
     comparison, not_compared, state = judged or _FAILED
     record = ProgramRun(
@@ -365,6 +374,14 @@ class _Judged(NamedTuple):
 
 
 _FAILED = _Judged(None, "not compared: the program failed", None)
+
+
+def _random(judged: _Judged, random: str | None) -> _Judged:
+    """Values of a program with random ops that differ from CPU's are not compared: the ops are named instead."""
+    differs = judged.comparison is not None and judged.comparison.matches is False
+    if random is None or not differs:
+        return judged
+    return _Judged(None, f"not comparable: {random}", judged.state)
 
 
 def _judge(

@@ -82,7 +82,8 @@ class Capture:
     on the host when the user's model moves to XLA (see ``neurondev.trace.inputs``).
     ``owners``: the traced copies (function state, arguments); dynamo's graphs read some of
     their tensors as attributes held weakly (an optimizer's parameters), so they live as long
-    as the capture.
+    as the capture. ``rng_state``: the CPU generator's state the traced call started from (what
+    ``output`` drew from: a run compared with it draws from there too).
     """
 
     name: str
@@ -97,6 +98,7 @@ class Capture:
     device: str = "cpu"
     host_values: tuple[HostValue, ...] = ()
     owners: tuple[Any, ...] = dataclasses.field(default=(), repr=False, compare=False)
+    rng_state: torch.Tensor | None = dataclasses.field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for name in ("graphs", "dynamo_breaks", "moved_inputs", "notes", "aten_graphs", "host_values"):
@@ -130,6 +132,7 @@ def capture(fn: Callable, *args: Any, level: str = "dynamo", **kwargs: Any) -> C
     """
     recorder = _Recorder(aten=check_level(level) == "aten")
     device = trace_device(fn, args, kwargs)
+    state = torch.get_rng_state()
     with kept_global_state(reachable_generators(fn, args, kwargs)):
         output, moved, notes = _trace(fn, args, kwargs, recorder, device=device)
     if device.type == "meta":
@@ -137,7 +140,7 @@ def capture(fn: Callable, *args: Any, level: str = "dynamo", **kwargs: Any) -> C
     if not recorder.graphs:
         notes.append(_why_no_graph(args, kwargs))
         warn_user(f"capture of {display_name(fn)} recorded no graph: {notes[-1]}", NoGraphWarning)
-    return recorder.capture(display_name(fn), output, moved, notes, level=level, device=str(device))
+    return recorder.capture(display_name(fn), output, moved, notes, level=level, device=str(device), rng_state=state)
 
 
 _META_NOTE = (

@@ -96,3 +96,35 @@ def test_a_host_tensor_meeting_a_device_one_is_a_failure_with_its_line_as_on_xla
     failure = ex.program.as_written.failure
     assert (failure.kind, failure.stage, failure.line) == ("mixed devices at compile time", "compile", line_of(reads_a_global, "TABLE"))
     assert "stays on the host while your inputs are on hostdev:0" in ex.summary()
+
+
+@pytest.mark.xla
+def test_an_xla_explanation_rerun_on_the_host_device_runs_its_graphs_there_and_leaves_xla_s_program_and_trace_behind(seed_explained):
+    again = seed_explained.rerun(target=neurondev.host_device())  # ran XLA's native graphs on the host device: SIGSEGV
+    assert again.runtime["device"] == "hostdev:0" and again.after[0].output_devices == ("hostdev:0",) and again.after[0].ok
+    assert again.program is None and "ran on XLA for the original" in again.program_skipped
+    assert again.traces is None and "explain the function again with target='hostdev:0'" in again.traces_skipped
+    assert "Your program on hostdev:0: not run (ran on XLA for the original" in again.summary()
+
+
+def noisy(x):
+    return x + torch.rand_like(x)
+
+
+class Dropped(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.drop = torch.nn.Dropout(0.5)
+        self.fc = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.drop(self.fc(x))
+
+
+@pytest.mark.parametrize("subject", [noisy, Dropped().train()], ids=["rand_like", "dropout"])
+def test_a_program_with_random_ops_draws_as_cpu_did_and_never_differs_for_it(device, subject):
+    x = torch.randn(4, 8)
+    ex = neurondev.explain(subject, x, target=device, quiet=True)
+    for run in (ex.program.as_written, ex.program.rewritten):
+        assert run.ok and run.matches_cpu is True, (run.comparison, run.not_compared)  # seeded from the state CPU's call drew from
+    assert "DIFFERS" not in ex.summary()

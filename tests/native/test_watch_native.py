@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -27,6 +31,58 @@ def test_each_step_counts_its_syncs_and_fallbacks_or_says_why_not(device):
         assert list(w.steps["syncs"]) == [1, 1, 1, 1]  # .item() after each step
         assert list(w.steps["fallbacks"]) == [1, 1, 1, 1]  # aten::addmm, run on the host
         assert list(w.steps["copies_to_host"]) == [0, 0, 0, 0]
-        assert "On the native device: 0 copy(ies) to the host, 4 sync(s), 4 CPU fallback(s)" in w.summary()
+        assert "On the native device: 0 copy(ies) to the host, 0 to the device, 4 sync(s), 4 CPU fallback(s)" in w.summary()
     else:
         assert set(w.steps["syncs"]) == {None} and "counted from torch 2.13" in w.record.native_note
+
+
+SCRIPT = """
+import torch
+import neurondev
+
+device = neurondev.host_device(fallback=("aten::index_select",))  # the script loads its device itself
+embedding = torch.nn.Embedding(10, 4).to(device)
+step = torch.compile(lambda ids: embedding(ids.to(device)).sum(), backend="neurondev")
+for _ in range(3):
+    print(step(torch.tensor([1, 2, 3])).item())
+"""
+
+
+def test_the_command_counts_a_device_the_script_loads_itself_each_cost_on_its_line(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT)
+    report = tmp_path / "watch.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "neurondev", "watch", "--json", str(report), str(script)], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr
+    record = json.loads(report.read_text())
+    steps = record["steps"]
+    numbered = SCRIPT.splitlines()
+    at = {name: f"train.py:{next(i for i, text in enumerate(numbered, 1) if name in text)}" for name in ("lambda", ".item()")}
+    if dispatch_mode_keeps_compiled_code():
+        assert [(s["fallbacks"], s["copies_to_device"], s["syncs"]) for s in steps[1:]] == [(1, 1, 1)] * 2  # the first: the model too
+        last = steps[-1]["device_lines"]
+        assert (
+            f"1 x aten::index_select at {at['lambda']}" in last
+            and f"to device at {at['lambda']}" in last
+            and f"sync(s) at {at['.item()']}" in last
+        )
+    else:  # torch 2.9 recompiles under a dispatch mode: not counted, and said
+        assert {(s["fallbacks"], s["syncs"]) for s in steps} == {(None, None)} and "counted from torch 2.13" in record["native_note"]
+
+
+def test_a_watched_function_on_a_native_device_has_its_calls_costs_in_the_native_columns(device):
+    embedding = torch.nn.Embedding(10, 4).to(device)
+
+    def forward(ids):
+        return embedding(ids).sum()
+
+    neurondev.host_device(fallback=("aten::index_select",))
+    watched = neurondev.watch(forward)
+    for _ in range(2):
+        watched(torch.tensor([1, 2, 3]).to(device))
+    calls = watched.calls
+    assert {"copies_to_host", "copies_to_device", "syncs", "fallbacks", "device_lines"} <= set(calls.columns)
+    if dispatch_mode_keeps_compiled_code():
+        assert list(calls.fallbacks) == [1, 1] and all("aten::index_select" in text for text in calls.device_lines)

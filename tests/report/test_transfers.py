@@ -52,7 +52,9 @@ def test_the_program_counts_the_copies_the_device_made(device):
 @pytest.mark.xla
 def test_on_xla_the_graph_breaks_and_uploads_are_copy_sites_with_their_lines_and_the_program_has_none(seed_explained):
     table = seed_explained.transfer_table()
-    assert rows(table, "graph traced on CPU, before the pass", "to host") == [(1, None, line_of(neurondev.examples.seed_function, "out.copy_"))]
+    assert rows(table, "graph traced on CPU, before the pass", "to host") == [
+        (1, None, line_of(neurondev.examples.seed_function, "out.copy_"))
+    ]
     assert rows(table, "graph traced on CPU, after the pass", "to host") == []
     assert set(table.direction) <= {"to host", "to device"} and list(table.columns) == [
         "scenario",
