@@ -56,6 +56,7 @@ __all__ = [
     "reset_code",
     "resumed_function",
     "run_below_mode",
+    "without_default_device",
     "dispatch_handler",
     "forget_kernels",
     "backend_key",
@@ -255,6 +256,26 @@ def _backend_key(func: OpOverload, args: tuple, kwargs: dict) -> Any:
         keys = keys.remove(_BACKEND_SELECT)
     key = keys.highestPriorityTypeId()
     return None if key == _UNDEFINED else key
+
+
+@contextlib.contextmanager
+def without_default_device() -> Iterator[None]:
+    """The user's default device (``torch.set_default_device``, ``with torch.device(...)``: a DeviceContext on the
+    torch function mode stack) set aside while inside, and put back as it was. Factory calls without a device
+    then make CPU tensors, and no ``device=`` is written into a traced graph for them."""
+    from torch.utils._device import DeviceContext
+
+    stack = [torch._C._pop_torch_function_stack() for _ in range(torch._C._len_torch_function_stack())][::-1]
+    try:
+        for mode in stack:
+            if not isinstance(mode, DeviceContext):
+                torch._C._push_on_torch_function_stack(mode)
+        yield
+    finally:
+        for _ in range(torch._C._len_torch_function_stack()):
+            torch._C._pop_torch_function_stack()
+        for mode in stack:
+            torch._C._push_on_torch_function_stack(mode)
 
 
 def dispatch_mode_keeps_compiled_code() -> bool:

@@ -10,6 +10,7 @@ produced; nothing draws here (pictures are made when the result is displayed).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -41,6 +42,7 @@ from neurondev.runs.program import ProgramSubject
 from neurondev.trace.capture import Capture, capture, required_inputs
 from neurondev.trace.copies import kept_global_state
 from neurondev.trace.generators import reachable_generators
+from neurondev.trace.source import lines_of
 
 __all__ = ["ExplainOptions", "explain", "explain_with", "rerun"]
 
@@ -149,7 +151,8 @@ def _explain(subject: Any, options: ExplainOptions, call: tuple[tuple, dict] | N
         exported = isinstance(subject, torch.export.ExportedProgram)
         runnable = subject.module() if exported else subject  # an exported program runs as the module it unlifts to
         program_subject = None if call is None else ProgramSubject(runnable, *call, name=name)
-        made = replace(made, program=program_stage(program_subject, captured, runtime, options, stages))
+        with lines_of(runnable) if exported else contextlib.nullcontext():  # the module's code is torch.fx's: its nodes' lines
+            made = replace(made, program=program_stage(program_subject, captured, runtime, options, stages))
         source_call = None if exported else call  # an exported graph's lines are the exporter's: nothing to verify a fix against
         made = replace(made, fixes=fix_stage(made, None if source_call is None else subject, source_call, stages))
         made = replace(made, native=_exported_native() if exported else native_stage(made, subject, call, stages))

@@ -71,6 +71,10 @@ def findings_of(explanation: ExplanationData) -> list[Finding]:
 
 _PROGRAM_FIXES = {
     "mixed devices at compile time": "keep every tensor the code reads on the device: pass it in, or register it as a buffer of the module",
+    "default device ignored under torch.compile": (
+        "torch.compile on this torch makes this factory call's tensor on the CPU, not on the default device you set "
+        "(PyTorch issue 175953): pass the device (device=x.device), or use a torch that applies it (2.13 does)"
+    ),
     "host-only call between graphs": "keep .numpy(), .tolist() and Python numbers of tensors out of the compiled function (use torch ops, or do it after)",
     "wrong device at run time": "move every input and the module to the device (model.to(device), x.to(device)) before the call",
     "other": "see the message; run it yourself with torch.compile(fn, backend='{backend}') on inputs on {place}",
@@ -124,7 +128,9 @@ def check(
     written and with the neurondev backend: a program that fails there is a finding with its line.
     ``fallbacks="error"`` is the strict mode of a native device's CI: the program runs on the device
     (``program`` implied) and every op that fell back to the CPU is a finding, with its op, calls and line
-    (``"ignore"``, the default, leaves them to the card). ``level``, ``rtol`` and ``atol`` are explain's.
+    (``"ignore"``, the default, leaves them to the card). With a default device set (``torch.set_default_device``)
+    the program runs too: torch.compile may leave a factory call on the CPU (PyTorch issue 175953), a finding
+    with its line. ``level``, ``rtol`` and ``atol`` are explain's.
     Nothing is drawn.
     """
     passed = {name: kwargs.pop(name) for name in _EXPLAIN_OPTIONS if name in kwargs}  # explain's options, given to check
@@ -146,7 +152,7 @@ def check(
         atol=passed.get("atol"),
         native=native,
         level=passed.get("level", "dynamo"),
-        program=value_of(program) or strict,
+        program=value_of(program) or strict or _default_device_set(),
     )
     options = dataclasses.replace(options, fixes=value_of(suggest))
     explanation = explain_with(fn, args, kwargs, options) if callable(fn) else explain(fn, *args, **kwargs)
@@ -155,6 +161,12 @@ def check(
     if left:
         raise DevicePinsError(_message(explanation, left, suggest=value_of(suggest)), left)
     return explanation
+
+
+def _default_device_set() -> bool:
+    """A default device other than the CPU is set (``torch.set_default_device``): torch.compile may not apply it
+    to every factory call (PyTorch issue 175953), which only the program's own run shows: it runs then."""
+    return torch.get_default_device().type != "cpu"
 
 
 def _strict(fallbacks: Any) -> bool:

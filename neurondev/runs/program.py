@@ -343,6 +343,8 @@ def _from_dynamo(error: BaseException) -> bool:
 
 def _kind(error: BaseException, stage: str, source: SourceLine | None) -> str:
     text = _messages(error)
+    if _MIXED.search(text) and stage == "compile" and torch.get_default_device().type != "cpu":
+        return "default device ignored under torch.compile"  # PyTorch issue 175953: a factory call left on the CPU
     if _MIXED.search(text):
         return "mixed devices at compile time" if stage == "compile" else "wrong device at run time"
     if _HOST_ONLY_CODE.search(source.code if source else "") or _HOST_ONLY_MESSAGE.search(text):

@@ -13,12 +13,13 @@ __all__ = ["DEVICE_MISMATCH", "FAILURE_KINDS", "ProgramCall", "ProgramFailure", 
 
 FAILURE_KINDS = (
     "mixed devices at compile time",  # dynamo's fake tensors met a host tensor and an XLA tensor in one op
+    "default device ignored under torch.compile",  # the same, a factory call left on the CPU despite set_default_device
     "host-only call between graphs",  # .numpy(), a Python scalar of an array, ... on an XLA value
     "wrong device at run time",  # a compiled graph got a tensor on the host where XLA was expected
     "other",
 )
 # The kinds in which the device refused a tensor left on the host (where host values end up).
-DEVICE_MISMATCH = (FAILURE_KINDS[0], FAILURE_KINDS[2])
+DEVICE_MISMATCH = (FAILURE_KINDS[0], FAILURE_KINDS[1], FAILURE_KINDS[3])
 
 
 @dataclasses.dataclass(frozen=True)

@@ -150,8 +150,20 @@ def _ops_by_line(gm: torch.fx.GraphModule) -> dict[tuple[str | None, int | None]
         source = source_of(node)
         key = (source.file, source.line) if source else (None, None)
         ops, _ = lines.setdefault(key, ([], source))
-        ops.append(function_name(node))
+        ops.append(_spelled_alike(function_name(node)))
     return lines
+
+
+# One op, two spellings: dynamo writes `x + y` as operator.add, or as Tensor.add where a torch function mode
+# (a `torch.device` context, torch.set_default_device) handles the call
+_OPERATORS = {"add": "add", "sub": "sub", "mul": "mul", "div": "truediv", "floor_divide": "floordiv", "remainder": "mod", "pow": "pow"}
+_OPERATORS |= {"matmul": "matmul", "neg": "neg"}
+_ALIKE = {f"Tensor.{method}": f"operator.{operator}" for method, operator in _OPERATORS.items()}
+_ALIKE |= {f"Tensor.__{operator}__": f"operator.{operator}" for operator in _OPERATORS.values()}
+
+
+def _spelled_alike(name: str) -> str:
+    return _ALIKE.get(name, name)
 
 
 def _line_differences(index: int, cpu: torch.fx.GraphModule, native: torch.fx.GraphModule) -> list[LineDifference]:

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from neurondev._compat import concrete, dynamo_break_of, tree_leaves
+from neurondev._compat import concrete, dynamo_break_of, tree_leaves, without_default_device
 from neurondev.errors import (
     CaptureInputError,
     InvalidOptionError,
@@ -195,7 +195,7 @@ def _trace(
         traced_fn, copied_args, copied_kwargs = traced_copies(fn, args, kwargs, device, moved, notes, namespaces)
         recorder.owners = (traced_fn, copied_args, copied_kwargs)
         try:
-            with quiet_dynamo(), kept_dynamo_caches():
+            with quiet_dynamo(), kept_dynamo_caches(), _made_on(device):
                 output = _compiled_entry(traced_fn, recorder)(*copied_args, **copied_kwargs)
                 if recorder.aten is not None and not recorder.aten.has_backward:
                     run_backward(output)  # the function did not back-propagate itself
@@ -210,6 +210,12 @@ def _trace(
                 f"tracing {display_name(fn)} on {device.type.upper()} raised {type(error).__name__}{where}: {message}"
                 + _what_to_do(error, device)
             ) from error
+
+
+def _made_on(device: torch.device) -> Any:
+    """A trace on the host (CPU, meta) makes what the code makes without a device on the CPU, whatever default
+    device the user set (``torch.set_default_device``, ``with torch.device(...)``); a trace on a device keeps it."""
+    return without_default_device() if device.type in ("cpu", "meta") else contextlib.nullcontext()
 
 
 def _what_to_do(error: Exception, device: torch.device) -> str:

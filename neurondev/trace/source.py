@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import linecache
 import os
 import re
 import sysconfig
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -131,16 +133,50 @@ def source_of(node: torch.fx.Node) -> SourceLine | None:
     """The user source line a node was traced from (from ``node.meta['stack_trace']``), or None.
 
     Inputs (placeholders) and the graph's output have no line of their own; frames inside
-    neurondev (the entry function a capture compiles) are never the user's line.
+    neurondev (the entry function a capture compiles) are never the user's line, and torch's own
+    frames (``nn.Linear.forward`` in an exported program, a ``torch.device`` context's
+    ``__torch_function__``) only when the trace has no frame of the program's.
     """
     trace = node.meta.get("stack_trace")
     if not trace or node.op in ("placeholder", "output", "get_attr"):
         return None
+    return _line_in(trace)
+
+
+def _line_in(trace: str) -> SourceLine | None:
     frames = [frame for frame in _FRAME.finditer(trace) if not _in_neurondev(frame["file"])]
     if not frames:
         return None
-    last = frames[-1]
+    last = next((frame for frame in reversed(frames) if _is_users(frame["file"])), frames[-1])
+    generated = _generated_trace(last["file"], int(last["line"]))
+    if generated is not None:
+        return _line_in(generated)
     return source_line(last["file"], int(last["line"]), last["function"], last["code"])
+
+
+_GENERATED: dict[str, str] = {}  # while a GraphModule's own code runs as the program: its node names -> their stack traces
+_ASSIGNED = re.compile(r"^\s*(?P<name>\w+)\s*=")
+
+
+@contextlib.contextmanager
+def lines_of(gm: torch.fx.GraphModule) -> Iterator[None]:
+    """While inside, a line of the code torch.fx generated for ``gm`` (or a copy of it: the same node names), which
+    dynamo traces when the program is ``gm`` itself (an exported program's module), is read as the line its node
+    was traced from."""
+    saved = dict(_GENERATED)
+    _GENERATED.update({node.name: node.meta["stack_trace"] for node in gm.graph.nodes if node.meta.get("stack_trace")})
+    try:
+        yield
+    finally:
+        _GENERATED.clear()
+        _GENERATED.update(saved)
+
+
+def _generated_trace(file: str, line: int) -> str | None:
+    if not _GENERATED or not file.startswith("<eval_with_key>"):
+        return None
+    match = _ASSIGNED.match(linecache.getline(file, line))
+    return _GENERATED.get(match["name"]) if match else None
 
 
 def user_line_of_error(error: BaseException) -> SourceLine | None:

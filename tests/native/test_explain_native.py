@@ -128,3 +128,47 @@ def test_a_program_with_random_ops_draws_as_cpu_did_and_never_differs_for_it(dev
     for run in (ex.program.as_written, ex.program.rewritten):
         assert run.ok and run.matches_cpu is True, (run.comparison, run.not_compared)  # seeded from the state CPU's call drew from
     assert "DIFFERS" not in ex.summary()
+
+
+def test_the_fallbacks_of_an_exported_program_are_on_the_users_line_not_in_torch_nn(device):
+    neurondev.host_device(fallback=["aten::addmm"])
+    exported = torch.export.export(Net(), (torch.randn(2, 16),))
+    table = neurondev.explain(exported, torch.randn(2, 16), target=device, quiet=True).fallback_table()
+    assert set(table.line) == {line_of(Net.forward, "self.fc(x)")} and set(table.op) == {"aten::addmm.out"}
+
+
+DEFAULT_DEVICE = """
+import torch, neurondev
+device = neurondev.host_device()
+torch.set_default_device(device)
+
+def f(x):
+    return x + torch.randn(4)
+
+x = torch.randn(4)
+ex = neurondev.explain(f, x, target=device, quiet=True)
+failure = ex.program.as_written.failure
+print("failure:", None if failure is None else (failure.kind, failure.line))
+try:
+    neurondev.check(f, x, target=device)
+    print("check: passes")
+except neurondev.DevicePinsError as error:
+    print("check:", [(finding.kind, finding.function, finding.line) for finding in error.findings])
+print("default device kept:", torch.get_default_device())
+"""
+
+
+def test_a_default_device_torch_compile_ignores_is_a_finding_with_its_line_and_the_cpu_trace_ignores_it_too(tmp_path):
+    from neurondev._compat import dispatch_mode_keeps_compiled_code
+
+    script = tmp_path / "default_device.py"
+    script.write_text(DEFAULT_DEVICE)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    printed = done.stdout.splitlines()
+    assert printed[-1] == "default device kept: hostdev:0"  # the user's setting is theirs again after explain and check
+    if dispatch_mode_keeps_compiled_code():  # torch 2.13 applies the default device to torch.randn: nothing to find
+        assert printed[:2] == ["failure: None", "check: passes"]
+    else:  # torch 2.9 leaves torch.randn on the CPU under torch.compile (PyTorch issue 175953)
+        kind = "default device ignored under torch.compile"
+        assert printed[:2] == [f"failure: ('{kind}', 7)", f"check: [('program', '{kind}', 7)]"]
