@@ -478,9 +478,9 @@ def _checked(record: Any, script: Path, options: argparse.Namespace) -> Any:
     steps = len(again["steps"])
     if again["reached_steady_state"]:
         verdict = f"verified: run again with torch_xla.sync() at the end of each step, it was steady after step {again['steady_state']} of {steps}"
-    else:
-        verdict = f"checked, not enough: with a sync per step it still compiles from step {again['since_step']} of {steps}"
-    return with_checked_advice(record, SYNC_ADVICE, verdict)
+        return with_checked_advice(record, SYNC_ADVICE, verdict)
+    verdict = f"checked, not enough: with a sync per step it still compiles from step {again['since_step']} of {steps}"
+    return with_checked_advice(record, SYNC_ADVICE, verdict, enough=False)
 
 
 def _doctor(options: argparse.Namespace) -> int:

@@ -148,6 +148,7 @@ class WatchRecord:
     native_note: str | None = None
     raised: Raised | None = None
     sync_each_step: bool = False
+    tried: tuple[Advice, ...] = ()  # advice run again with its fix applied that did not make the loop steady
 
     @property
     def steady_state(self) -> int | str:
@@ -300,10 +301,14 @@ def _total(first: Any, last: Any) -> Any:
     return last - (first if first is not None else Counts())
 
 
-def with_checked_advice(record: WatchRecord, causes: tuple[str, ...], verdict: str) -> WatchRecord:
-    """A new record whose advice for ``causes`` says how a second run with the fix applied went."""
-    advice = tuple(dataclasses.replace(a, verified=verdict) if a.cause in causes else a for a in record.advice)
-    return dataclasses.replace(record, advice=advice)
+def with_checked_advice(record: WatchRecord, causes: tuple[str, ...], verdict: str, *, enough: bool = True) -> WatchRecord:
+    """A new record whose advice for ``causes`` says how a second run with the fix applied went; advice that was
+    not enough leaves ``advice`` for ``tried`` (it is no longer something to do)."""
+    checked = [dataclasses.replace(a, verified=verdict) if a.cause in causes else a for a in record.advice]
+    if enough:
+        return dataclasses.replace(record, advice=tuple(checked))
+    kept = tuple(a for a in checked if a.cause not in causes)
+    return dataclasses.replace(record, advice=kept, tried=record.tried + tuple(a for a in checked if a.cause in causes))
 
 
 def raised_by(error: BaseException | None, compiles: int) -> Raised | None:

@@ -7,8 +7,9 @@ top-level call (torch.compile's own wrapper called it) from a resumed frame afte
 dynamo's guard-complete hook counts each run of compiled code (chained to any hook already set); each
 call of a compiled function is seen at torch.compile's wrapper, also once dynamo's recompile limit has
 it run uncompiled (no compile, no guard then).
-When torch_xla is loaded, its step marker (``torch_xla.sync()``, ``xm.mark_step()``) is seen too, told
-apart from the syncs torch_xla's dynamo bridge makes itself. At each of these moments (after waiting for
+When torch_xla is loaded (or once the watched code imports it), its step marker (``torch_xla.sync()``,
+``xm.mark_step()``) is seen too, told apart from the syncs torch_xla's dynamo bridge makes itself, and so is
+each step of any optimizer (torch's global post-step hook). At each of these moments (after waiting for
 the programs in flight, so that each execution is counted in the step that launched it) the device's
 counts are read (torch_xla's metrics; a native device's accounting where it can be on) with the place
 in torch_xla's analysis file. Nothing else is changed: no dynamo reset, no config, no logging; the
@@ -20,12 +21,12 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import os
 import re
 import sys
 import time
 import types
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 from neurondev import _compat
@@ -33,7 +34,7 @@ from neurondev import _compat
 __all__ = ["CompileEvent", "Mark", "Recorder", "active", "known_as", "settled", "xla_counts"]
 
 _GUARDED = re.compile(r"^\s*(?:\d+/\d+:\s*)?(?P<expression>.+?)\s*==\s*(?P<value>[^#\n]+?)\s*(?:#|$)", re.M)
-_TORCH_PARTS = (f"{Path('torch', '')}", f"{Path('torch_xla', '')}")
+_TORCH_PARTS = (f"{os.sep}torch{os.sep}", f"{os.sep}torch_xla{os.sep}")  # a folder of torch's, not a name holding "torch"
 _active: Recorder | None = None
 
 
@@ -64,8 +65,8 @@ class CompileEvent:
 @dataclasses.dataclass(frozen=True)
 class Mark:
     """A moment the recorder read the device's counts: ``kind`` is 'start', 'call' (a top-level call of
-    compiled code, ``function`` naming it), 'sync' (the user's torch_xla.sync / mark_step), 'step' (the
-    user's ``w.step()``), 'call end' (a watched function's call returned) or 'stop'; ``compiles`` is how
+    compiled code, ``function`` naming it), 'sync' (the user's torch_xla.sync / mark_step), 'optimizer' (an
+    optimizer's step), 'step' (the user's ``w.step()``), 'call end' (a watched function's call returned) or 'stop'; ``compiles`` is how
     many compile events came before it, ``analysis`` where torch_xla's analysis file stood."""
 
     kind: str
@@ -93,6 +94,8 @@ class Recorder:
         self._previous_hook: Callable[[bool], bool] | None = None
         self._step_marker: Any = None
         self._put_back_calls: Callable[[], None] | None = None
+        self._put_back_import: Callable[[], None] | None = None
+        self._optimizer_hook: Any = None
         self._wrapper_code = _compat.compile_wrapper_code()
 
     # --- the hooks ------------------------------------------------------------------------------
@@ -104,6 +107,9 @@ class Recorder:
         self._previous_hook = _compat.set_guard_complete_hook(self._guarded)
         self._put_back_calls = _compat.observe_compiled_calls(lambda wrapper: self._called(_wrapped_name(wrapper)))
         self._step_marker = _wrap_step_marker(self)
+        if self._step_marker is None:  # the watched code may import torch_xla itself: its syncs are seen from then
+            self._put_back_import = _after_import("torch_xla", self._torch_xla_loaded)
+        self._optimizer_hook = _optimizer_steps(self)
         _active = self
         self.mark("start")
 
@@ -115,6 +121,9 @@ class Recorder:
         if self._put_back_calls is not None:
             self._put_back_calls()
         _unwrap_step_marker(self._step_marker)
+        if self._put_back_import is not None:
+            self._put_back_import()
+        self._optimizer_hook.remove()
         _active = None
 
     def mark(self, kind: str, function: str | None = None) -> None:
@@ -129,6 +138,10 @@ class Recorder:
         offset = self.analysis.size() if self.analysis is not None else 0
         self.marks.append(Mark(kind, time.perf_counter(), len(self.events), self.hits, xla_counts(), native, offset, function, seen))
 
+    def _torch_xla_loaded(self) -> None:
+        if self._step_marker is None:
+            self._step_marker = _wrap_step_marker(self)
+
     def _guarded(self, hit: bool) -> bool:
         self.hits += bool(hit)
         return self._previous_hook(hit) if self._previous_hook is not None else hit
@@ -137,6 +150,11 @@ class Recorder:
         if self.sync_each_step and any(mark.kind == "call" for mark in self.marks):
             _sync()  # the advice applied: the step before this call ends with a sync
         self.mark("call", function)
+
+    def optimizer_stepped(self) -> None:
+        if self.sync_each_step and "torch_xla" in sys.modules:
+            _sync()  # the advice applied: each optimizer step ends with a sync
+        self.mark("optimizer")
 
     def synced(self) -> None:
         """The user's torch_xla.sync(): one of torch_xla's dynamo bridge's own syncs is not one."""
@@ -216,6 +234,39 @@ def _wrap_step_marker(recorder: Recorder) -> Any:
 
     torch_xla._XLAC._xla_step_marker = step_marker
     return original
+
+
+def _optimizer_steps(recorder: Recorder) -> Any:
+    """Mark each step of any optimizer (torch's global post-step hook); the handle removes it."""
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    return register_optimizer_step_post_hook(lambda optimizer, args, kwargs: recorder.optimizer_stepped())
+
+
+def _after_import(name: str, loaded: Callable[[], None]) -> Callable[[], None]:
+    """Call ``loaded`` once module ``name`` has been imported (by anyone, later); returns the undo."""
+    import importlib.abc
+    import importlib.machinery
+
+    class Finder(importlib.abc.MetaPathFinder):
+        def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+            if fullname != name:
+                return None
+            spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+            if spec is None or spec.loader is None:
+                return spec
+            execute = spec.loader.exec_module
+
+            def exec_module(module: Any) -> None:
+                execute(module)
+                loaded()
+
+            spec.loader.exec_module = exec_module  # type: ignore[method-assign]
+            return spec
+
+    finder = Finder()
+    sys.meta_path.insert(0, finder)
+    return lambda: sys.meta_path.remove(finder) if finder in sys.meta_path else None
 
 
 def _unwrap_step_marker(original: Any) -> None:

@@ -10,6 +10,7 @@ analysis gives (when it is on) and a native device's copies, syncs and fallbacks
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 from collections.abc import Sequence
 from typing import Any
@@ -21,7 +22,7 @@ from neurondev.trace.source import Located, SourceLine, is_program_file, source_
 
 __all__ = ["STEP_KINDS", "Step", "XlaProgram", "cut", "step_kind"]
 
-STEP_KINDS = ("call", "mark", "compiled call", "sync", "block")
+STEP_KINDS = ("call", "mark", "compiled call", "sync", "optimizer step", "block")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,11 +71,26 @@ class Step:
 
 
 def step_kind(marks: Sequence[Mark], watched_function: bool) -> str:
-    """How the loop's steps are cut (one of ``STEP_KINDS``)."""
+    """How the loop's steps are cut (one of ``STEP_KINDS``): the user's marks; else the calls of the compiled
+    function the loop calls most (called more than once: a validation call made once is no step); else the
+    user's torch_xla.sync() calls; else the optimizer's steps; else the whole block."""
     if watched_function:
         return "call"
     kinds = {mark.kind for mark in marks}
-    return next((kind for kind, mark in (("mark", "step"), ("compiled call", "call"), ("sync", "sync")) if mark in kinds), "block")
+    if "step" in kinds:
+        return "mark"
+    if _stepping_function(marks) is not None:
+        return "compiled call"
+    return next((kind for kind, mark in (("sync", "sync"), ("optimizer step", "optimizer")) if mark in kinds), "block")
+
+
+def _stepping_function(marks: Sequence[Mark]) -> str | None:
+    """The compiled function called most often (the first of equals), when it was called more than once."""
+    calls = collections.Counter(mark.function for mark in marks if mark.kind == "call" and mark.function is not None)
+    if not calls:
+        return None
+    function, count = max(calls.items(), key=lambda item: item[1])  # max keeps the first of equals: dicts keep order
+    return function if count > 1 else None
 
 
 def cut(
@@ -85,7 +101,7 @@ def cut(
     steps = []
     for number, (start, end) in enumerate(_intervals(marks, kind), 1):
         first, last = marks[start], marks[end]
-        function = next((mark.function for mark in marks[start:end] if mark.kind == "call"), None) if kind == "compiled call" else None
+        function = _stepping_function(marks) if kind == "compiled call" else None
         programs = _programs(analysis, first.analysis, last.analysis)
         compiles = tuple(range(first.compiles, last.compiles))
         graphs = sum(events[i].graphs for i in compiles)
@@ -126,12 +142,12 @@ def _intervals(marks: Sequence[Mark], kind: str) -> list[tuple[int, int]]:
     if kind == "mark":
         bounds = [0] + [i for i, mark in enumerate(marks) if mark.kind == "step"] + [end]
     elif kind == "compiled call":
-        function = next(mark.function for mark in marks if mark.kind == "call")
+        function = _stepping_function(marks)
         calls = [i for i, mark in enumerate(marks) if mark.kind == "call" and mark.function == function]
         bounds = [0] + calls[1:] + [end]
-    elif kind == "sync":
-        syncs = [i for i, mark in enumerate(marks) if mark.kind == "sync"]
-        bounds = [0] + syncs + ([end] if _moved(marks[syncs[-1]], marks[end]) else [])
+    elif kind in ("sync", "optimizer step"):
+        cuts = [i for i, mark in enumerate(marks) if mark.kind == ("sync" if kind == "sync" else "optimizer")]
+        bounds = [0] + cuts + ([end] if _moved(marks[cuts[-1]], marks[end]) else [])
     else:
         bounds = [0, end]
     bounds = sorted(set(bounds))

@@ -1,8 +1,11 @@
 """Is the loop steady, and if not who keeps compiling from which step; what the XLA programs compiled each step say.
 
 A loop is steady when, for every function it called compiled, its last calls compiled nothing, dynamo or
-XLA, and its last step compiled nothing: a new XLA program is a neuronx-cc compile of minutes on
-Trainium, so XLA's programs count as much as dynamo's graphs. One step cannot show a steady state.
+XLA, and its last steps compiled nothing for as long as the longest gap between recompiles seen: a new XLA
+program (one torch_xla has no compiled program for: a graph hash it has not seen) is a neuronx-cc compile of
+minutes on Trainium, so XLA's programs count as much as dynamo's graphs, and one that recurs every k steps
+(gradient accumulation without a sync) is never steady, whatever step the loop ends at. One step cannot
+show a steady state.
 """
 
 from __future__ import annotations
@@ -22,16 +25,20 @@ ONE_STEP = "one step"
 @dataclasses.dataclass(frozen=True)
 class SteadyState:
     """``after``: the step after which nothing compiled (0: nothing compiled at all), ``"never"`` (the last
-    step compiled, or a function's last call did, or dynamo gave up at its recompile limit) or ``ONE_STEP``;
+    step compiled, or a function's last call did, or dynamo gave up at its recompile limit, or the clean
+    steps at the end are no more than the longest gap between compiles seen) or ``ONE_STEP``;
     ``side``: what keeps compiling ('dynamo', 'XLA', 'dynamo and XLA'); ``since``: from which step it
     compiles on to the end; ``functions``: functions whose last call compiled; ``limit_step``: the step where
-    dynamo reached its recompile limit (the function runs uncompiled after it)."""
+    dynamo reached its recompile limit (the function runs uncompiled after it); ``period``: compiles recur
+    every ``period`` steps (a new program every k steps); ``tail``: the clean steps at the end, too few."""
 
     after: int | str
     side: str | None = None
     since: int | None = None
     functions: tuple[str, ...] = ()
     limit_step: int | None = None
+    period: int | None = None  # a new program every ``period`` steps, to the end
+    tail: int | None = None  # clean steps after the last compile, when too few to call it steady
 
     @property
     def reached(self) -> bool:
@@ -52,9 +59,45 @@ def steady_state(steps: Sequence[Step], events: Sequence[CompileEvent], marks: S
     last = steps[-1]
     if last.compiled or late:
         if last.dynamo_compiles > 0 or late:  # dynamo compiles again (XLA's programs follow its new graphs)
-            return SteadyState("never", "dynamo", _since(steps, lambda s: s.dynamo_compiles > 0), tuple(late))
-        return SteadyState("never", "XLA", _since(steps, _xla_alone), ())  # XLA compiles programs of its own, step after step
-    return SteadyState(compiling[-1])
+            return SteadyState("never", "dynamo", _since(steps, lambda s: s.dynamo_compiles > 0), tuple(late), period=_period(compiling))
+        return SteadyState("never", "XLA", _since(steps, _xla_alone), (), period=_period(compiling))  # XLA's own programs, step after step
+    return _tail_verdict(steps, compiling)
+
+
+def _tail_verdict(steps: Sequence[Step], compiling: list[int]) -> SteadyState:
+    """The last steps compiled nothing: steady only when they reach the step where the longest gap between two
+    recompiles seen would have brought the next one (a new program every k steps, the loop ending between two of
+    them, is not steady). The first compile is the warm-up: a gap is measured between the compiles after it."""
+    recompiles = compiling[1:]
+    gaps = [later - earlier for earlier, later in zip(recompiles, recompiles[1:])]
+    tail = len(steps) - compiling[-1]
+    if not gaps or tail >= max(gaps):
+        return SteadyState(compiling[-1])
+    recurring = [step for step in steps if step.number in compiling[1:]]
+    side = "dynamo" if any(step.dynamo_compiles for step in recurring) else "XLA"
+    period = _period(compiling)
+    return SteadyState("never", side, _recurring_since(compiling, period), period=period, tail=tail)
+
+
+def _recurring_since(compiling: list[int], period: int | None) -> int:
+    """The first compiling step of the run of recompiles ``period`` apart that reaches the last (the first recompile
+    without a period)."""
+    if period is None:
+        return compiling[1]
+    since = compiling[-1]
+    for earlier, later in zip(reversed(compiling[:-1]), reversed(compiling[1:])):
+        if later - earlier != period:
+            break
+        since = earlier
+    return since
+
+
+def _period(compiling: list[int]) -> int | None:
+    """k when the last three compiling steps (or more) are k steps apart, k > 1: a new program every k steps."""
+    if len(compiling) < 3:
+        return None
+    gaps = [later - earlier for earlier, later in zip(compiling, compiling[1:])]
+    return gaps[-1] if gaps[-1] > 1 and gaps[-1] == gaps[-2] else None
 
 
 def _xla_alone(step: Step) -> bool:
@@ -98,8 +141,10 @@ def program_advice(steps: Sequence[Step], steady: SteadyState, *, analysed: bool
         return []
     late = [step for step in steps if steady.since is not None and step.number >= steady.since]
     programs = [program for step in late for program in step.programs]
-    per_step = sorted({step.xla_compiles or 0 for step in late})
+    per_step = sorted({step.xla_compiles or 0 for step in late if step.compiled})
     counted = f"{'/'.join(map(str, per_step))} program(s) on every {unit} from {unit} {steady.since}"
+    if steady.period is not None:
+        counted = f"a new program every {steady.period} {unit}s from {unit} {steady.since}"
     if not analysed:
         return [Advice("xla programs", _UNANALYSED.format(counted=counted))]
     advice = []

@@ -112,8 +112,9 @@ def explanation_dict(explanation: ExplanationData) -> dict[str, Any]:
 
 def watch_dict(record: WatchRecord) -> dict[str, Any]:
     """A watch's plain data: ``compiles``, ``steps`` and ``calls`` (rows as the tables have them), ``steady_state``
-    (with ``recompile_limit_step``: where dynamo gave up, the function running uncompiled after it),
-    ``advice`` ([{cause, text, file, line, code, where}]), ``summary``, the notes, ``raised``, ``seconds``."""
+    (with ``recompile_limit_step``: where dynamo gave up, the function running uncompiled after it; ``period``: a new
+    program every k steps), how steps were cut (``step_kind``), ``advice`` ([{cause, text, file, line, code, where}]),
+    ``tried`` (advice run again with its fix and not enough), ``summary``, the notes, ``raised``, ``seconds``."""
     from neurondev.render.watch import watch_summary
 
     raised = record.raised
@@ -126,7 +127,10 @@ def watch_dict(record: WatchRecord) -> dict[str, Any]:
         "keeps_compiling": record.steady.side,
         "since_step": record.steady.since,
         "recompile_limit_step": record.steady.limit_step,
+        "period": record.steady.period,
+        "step_kind": record.step_kind,
         "advice": [a.to_dict() for a in record.advice],
+        "tried": [a.to_dict() for a in record.tried],
         "summary": watch_summary(record),
         "xla_note": record.xla_note,
         "analysis_note": record.analysis_note,

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import collections
+from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from neurondev.loops.record import device_lines
 from neurondev.render.html import escape as _e
+from neurondev.trace.source import is_user_file
 
 if TYPE_CHECKING:
+    from neurondev.loops.causes import Advice
     from neurondev.loops.record import Compile, WatchRecord
     from neurondev.loops.steps import Step
 
@@ -44,7 +48,12 @@ def _after_the_limit(record: WatchRecord, limit: int, unit: str) -> str:
 def watch_summary(record: WatchRecord) -> str:
     """What compiled, how often and why, the XLA programs, the steady state (or the error), and the advice."""
     read = record.compiles
-    parts = [_function_line(function, compiles) for function, compiles in _by_function(read).items()]
+    library = [c for c in read if _library_frame(c)]
+    parts = [_function_line(function, compiles) for function, compiles in _by_function([c for c in read if c not in library]).items()]
+    if library:
+        files = list(dict.fromkeys(_short(c.event.file) for c in library))
+        shown = ", ".join(files[:4]) + (", ..." if len(files) > 4 else "")
+        parts.append(f"{len(library)} compile(s) of library frames after graph breaks ({shown})")
     text = f"Watched {_subject(record)}: " + ("; ".join(parts) if parts else "nothing compiled by dynamo") + ". "
     text += _xla_total(record) + _native_total(record) + steady_text(record)
     named = _causes_said_once(read)
@@ -54,6 +63,8 @@ def watch_summary(record: WatchRecord) -> str:
         first = record.advice[0]
         checked = f" [{first.verified}]" if first.verified != "not verified" else ""
         text += f" Advice ({len(record.advice)}): {first.text}" + (f" ({first.where})" if first.source else "") + f"{checked}."
+    if record.tried:
+        text += " Tried, not enough: " + "; ".join(f"{a.cause} ({a.verified})" for a in record.tried) + "."
     return text
 
 
@@ -73,14 +84,31 @@ def steady_text(record: WatchRecord) -> str:
         side = steady.side or "compiling"
         since = f" from {unit} {steady.since}" if steady.since else ""
         limit = "; dynamo's recompile limit was reached" if "the recompile limit" in steady.functions else ""
-        return f"No steady state: {side} keeps compiling{since} to the end ({unit} {len(record.steps)}){limit}."
+        every = f", a new program every {steady.period} {unit}s," if steady.period is not None else ""
+        tail = (
+            f": the {steady.tail} clean {unit}(s) at the end are no more than the gap between compiles, which recur"
+            if steady.tail is not None
+            else ""
+        )
+        return f"No steady state: {side} keeps compiling{since}{every} to the end ({unit} {len(record.steps)}){tail}{limit}."
     if steady.after == 0:
         return "Nothing compiled at all: steady from the start."
     measured = "dynamo or XLA" if record.xla_note is None else "by dynamo (no XLA figures in this loop)"
     return f"Steady state after {unit} {steady.after}: nothing compiled after it, {measured}."
 
 
-def _by_function(read: tuple[Compile, ...]) -> dict[str, list[Compile]]:
+def _short(file: str) -> str:
+    path = Path(file)
+    return f"{path.parent.name}/{path.name}" if path.name == "__init__.py" else path.name
+
+
+def _library_frame(compile_: Compile) -> bool:
+    """A frame of a library (typing, logging, ...) dynamo compiled because a graph break's code called it: not a
+    call of a function the user compiled, and not in the user's files."""
+    return not compile_.event.top and not is_user_file(compile_.event.file) and " (after the break at line" not in compile_.event.function
+
+
+def _by_function(read: Sequence[Compile]) -> dict[str, list[Compile]]:
     grouped: dict[str, list[Compile]] = collections.defaultdict(list)
     for compile_ in read:
         grouped[compile_.event.function].append(compile_)
@@ -241,13 +269,15 @@ def _programs_table(record: WatchRecord) -> str:
 
 
 def _advice(record: WatchRecord) -> str:
-    if not record.advice:
-        return ""
-    items = "".join(
-        f"<li>{_e(a.text)}{f' <span class=nd-muted>({_e(a.where)})</span>' if a.source else ''} <span class=nd-muted>[{_e(a.verified)}]</span></li>"
-        for a in record.advice
-    )
-    return f'<h4>What to write instead</h4><ul class="nd-advice">{items}</ul>'
+    def items(advice: Sequence[Advice]) -> str:
+        return "".join(
+            f"<li>{_e(a.text)}{f' <span class=nd-muted>({_e(a.where)})</span>' if a.source else ''} <span class=nd-muted>[{_e(a.verified)}]</span></li>"
+            for a in advice
+        )
+
+    shown = f'<h4>What to write instead</h4><ul class="nd-advice">{items(record.advice)}</ul>' if record.advice else ""
+    tried = f'<h4>Tried, not enough</h4><ul class="nd-advice nd-tried">{items(record.tried)}</ul>' if record.tried else ""
+    return shown + tried
 
 
 def watch_card(record: WatchRecord) -> str:

@@ -21,8 +21,10 @@ __all__ = [
     "Located",
     "SourceLine",
     "display_name",
+    "in_neurondev",
     "is_program_file",
     "is_user_file",
+    "lines_of",
     "judge_kind",
     "short_location",
     "source_line",
@@ -144,7 +146,7 @@ def source_of(node: torch.fx.Node) -> SourceLine | None:
 
 
 def _line_in(trace: str) -> SourceLine | None:
-    frames = [frame for frame in _FRAME.finditer(trace) if not _in_neurondev(frame["file"])]
+    frames = [frame for frame in _FRAME.finditer(trace) if not in_neurondev(frame["file"])]
     if not frames:
         return None
     last = next((frame for frame in reversed(frames) if _is_users(frame["file"])), frames[-1])
@@ -202,7 +204,7 @@ def is_program_file(file: str) -> bool:
 
 
 def _is_users(file: str) -> bool:
-    if _in_neurondev(file) or file.startswith("<frozen"):
+    if in_neurondev(file) or file.startswith("<frozen"):
         return False
     return not any(part in file for part in (f"{os.sep}torch{os.sep}", f"{os.sep}torch_xla{os.sep}", _STDLIB))
 
@@ -217,8 +219,8 @@ def is_user_file(file: str | None) -> bool:
     return _is_users(file) and not any(part in file for part in ("site-packages", "dist-packages"))
 
 
-def _in_neurondev(file: str) -> bool:
-    """Frames of neurondev's own machinery (the capture's entry function), not of the gallery."""
+def in_neurondev(file: str) -> bool:
+    """Frames of neurondev's own machinery (the capture's entry function, a watch's wrappers), not of the gallery."""
     return file.startswith(_PACKAGE_DIR) and not file.replace("\\", "/").endswith(_USER_CODE_IN_PACKAGE)
 
 

@@ -17,6 +17,8 @@ import re
 import sys
 from pathlib import Path
 
+from neurondev.trace.source import in_neurondev
+
 __all__ = ["CAUSES", "Analysis", "AnalysisLog", "enable", "open_log", "parse", "status"]
 
 LEVEL, FILE, FRAMES = "PT_XLA_DEBUG_LEVEL", "PT_XLA_DEBUG_FILE", "PT_XLA_DEBUG_MAX_FRAME"
@@ -65,6 +67,9 @@ def _analysis(phase: str, body: str) -> Analysis:
     kind = next((kind for words, kind in CAUSES.items() if words in cause.lower()), "other")
     if kind == "host read" and frames and frames[0][0].replace("\\", "/").endswith(_BRIDGE):
         kind = "input sync"  # torch_xla names it a host read, but its dynamo bridge is materialising a graph's lazy inputs
+    if kind == "host read" and any(_is_user_sync(file, function) for file, _, function in frames):
+        kind = "user sync"  # torch_xla reads the innermost frame, which a watch's own wrapper of the step marker can be
+    frames = tuple(frame for frame in frames if not in_neurondev(frame[0]))
     return Analysis(
         phase="compilation" if phase.startswith("comp") else "execution",
         cause=cause,
@@ -74,6 +79,14 @@ def _analysis(phase: str, body: str) -> Analysis:
         outputs=_number(_field(lines, "Number of Graph Outputs")),
         frames=frames,
     )
+
+
+_SYNCS = (("torch_xla/torch_xla.py", "sync"), ("torch_xla/core/xla_model.py", "mark_step"))
+
+
+def _is_user_sync(file: str, function: str) -> bool:
+    path = file.replace("\\", "/")
+    return any(path.endswith(where) and function == name for where, name in _SYNCS)
 
 
 def _after(lines: list[str], heading: str) -> str:

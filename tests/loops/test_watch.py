@@ -388,3 +388,74 @@ def test_a_watch_that_cannot_turn_the_analysis_on_says_so_and_makes_no_folder(de
     with neurondev.watch(xla_analysis=True) as w:
         (torch.ones(2, device=device) * 5).sum().item()
     assert w.record.analysis_note and not list(tmp_path.glob("neurondev-*"))
+
+
+def test_a_new_program_every_k_steps_is_never_steady_whatever_step_the_loop_ends_at(device):
+    import torch_xla.debug.metrics as metrics
+
+    for steps, width in ((14, 4), (17, 5)):  # ends two steps after a new program, and one (three short of the next)
+        before = (metrics.metric_data("CompileTime") or (0,))[0]
+        with neurondev.watch() as w:
+            loops.growing_history(device, steps=steps, every=4, width=width)  # XLA caches programs: a width of its own
+        assert sum(w.steps["xla_compiles"]) == metrics.metric_data("CompileTime")[0] - before  # torch_xla's own count
+        steady = w.record.steady
+        assert (w.steady_state, steady.side, steady.period, steady.since) == ("never", "XLA", 4, 4)
+        assert list(w.steps["xla_compiles"])[3::4] == [1] * (steps // 4) and "a new program every 4 steps" in w.summary()
+        assert "a new program every 4 steps" in w.advice[0].text
+
+
+def test_one_compiled_validation_call_is_no_step_the_loop_is_cut_at_its_optimizer_steps(device):
+    with neurondev.watch() as w:
+        loops.validate_then_train(device, steps=5)
+    assert w.record.step_kind == "optimizer step" and len(w.steps) >= 5  # before: the validation call made it one step
+    assert w.steady_state == "never" and w.record.steady.side == "XLA" and all(n >= 1 for n in w.steps["xla_compiles"][:5])
+    assert "torch_xla.sync()" in w.advice[0].text
+    torch._dynamo.reset()
+    with neurondev.watch(sync_each_step=True) as fixed:  # the advice applied at each optimizer step
+        loops.validate_then_train(device, steps=5)
+    assert fixed.reached_steady_state and fixed.steady_state < len(fixed.steps)
+
+
+VALIDATE = """
+import sys
+sys.path.insert(0, {root!r})
+import torch_xla
+from tests.loops import loops
+loops.validate_then_train(torch_xla.device(), steps=5)
+"""
+
+OWN_SYNCS = """
+import torch, torch_xla  # the script imports torch_xla itself, after the watch started
+weights = torch.ones(4, device=torch_xla.device())
+for _ in range(4):
+    weights = weights * 0.5 + 1
+    torch_xla.sync()
+"""
+
+
+def test_the_command_sees_a_scripts_own_syncs_and_checks_the_sync_advice_of_a_loop_with_one_validation_call(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    scripts = {"validate.py": VALIDATE.format(root=str(Path(__file__).resolve().parents[2])), "own_syncs.py": OWN_SYNCS}
+    reports = {}
+    for name, text in scripts.items():
+        (tmp_path / name).write_text(text)
+        command = [sys.executable, "-m", "neurondev", "watch", "--json", str(tmp_path / f"{name}.json"), str(tmp_path / name)]
+        reports[name] = (subprocess.run(command, capture_output=True, text=True, timeout=600), tmp_path / f"{name}.json")
+    done, path = reports["own_syncs.py"]
+    report = json.loads(path.read_text())
+    assert done.returncode == 0 and report["step_kind"] == "sync" and len(report["steps"]) == 4  # before: one step
+    done, path = reports["validate.py"]
+    report = json.loads(path.read_text())
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert report["step_kind"] == "optimizer step" and report["reached_steady_state"] is False
+    advice = report["advice"][0]
+    assert "torch_xla.sync()" in advice["text"] and advice["verified"].startswith("verified: run again with torch_xla.sync()"), report[
+        "advice"
+    ]
+    again = subprocess.run(
+        [sys.executable, "-m", "neurondev", "watch", "--sync-each-step", str(tmp_path / "validate.py")], capture_output=True, text=True
+    )
+    assert again.returncode == 0, again.stdout[-2000:]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import torch
 
@@ -46,3 +47,45 @@ def test_the_recompile_limit_is_named_and_every_call_after_it_is_a_step_of_its_o
         "No steady state: dynamo compiled until its recompile limit at step 3, then the function ran uncompiled for the 2 step(s) after it"
         in w.summary()
     )
+
+
+def test_advice_run_again_with_its_fix_and_not_enough_leaves_the_advice_for_tried():
+    from neurondev.loops.record import with_checked_advice
+
+    torch._dynamo.reset()  # scaled's compiles start from none
+    step = torch.compile(scaled, backend="eager")
+    with neurondev.watch() as w:
+        for i in range(3):
+            step(torch.randn(8, 4), 0.1 * 0.9**i)
+    (advice,) = w.advice
+    checked = with_checked_advice(w.record, (advice.cause,), "checked, not enough: it still compiles from step 2 of 3", enough=False)
+    assert checked.advice == () and [a.cause for a in checked.tried] == [advice.cause]
+    shown = neurondev.Watch.of(checked)
+    assert "Tried, not enough: python number (checked, not enough" in shown.summary() and "Advice (" not in shown.summary()
+    assert json.loads(shown.to_json())["tried"][0]["verified"].startswith("checked, not enough")
+    assert "Tried, not enough" in shown._repr_html_()
+
+
+LOG = logging.getLogger("neurondev-tests")
+
+
+def logs(x):
+    y = x * 2
+    LOG.warning("scale %s", 2)  # a graph break: dynamo then compiles the logging frames it calls
+    return y + 1
+
+
+def test_library_frames_compiled_after_a_break_are_folded_into_one_part_of_the_summary():
+    step = torch.compile(logs, backend="eager")
+    logging.disable(logging.WARNING)  # quiet, and the frames still run
+    try:
+        with neurondev.watch() as w:
+            for _ in range(3):
+                step(torch.randn(4))
+    finally:
+        logging.disable(logging.NOTSET)
+    library = [c for c in w.compiles_read if "logging" in c.event.file]
+    assert len(library) > 1  # each frame its own compile, as dynamo made them (the table keeps them all)
+    summary = w.summary()
+    assert f"{len(library)} compile(s) of library frames after graph breaks (logging/__init__.py" in summary
+    assert not any(f"{c.event.function} compiled" in summary for c in library)

@@ -46,3 +46,25 @@ print("enabled:", enable({str(tmp_path / "a.txt")!r}), status()[1][:60])
     )
     assert "enabled: False torch_xla's compilation analysis is off in this process" in done.stdout, done.stderr[-1500:]
     assert callable(enable) and callable(status)
+
+
+WATCHED_SYNCS = """
+import torch, torch_xla, neurondev
+d = torch_xla.device()
+with neurondev.watch(xla_analysis=True) as w:
+    acc = torch.zeros(4, device=d)
+    for i in range(3):
+        acc = acc + torch.ones(4, device=d) * i
+        torch_xla.sync()
+programs = [program for step in w.record.steps for program in step.programs]
+print("kinds:", sorted({program.kind for program in programs}))
+print("lines:", sorted({program.line for program in programs}))
+"""
+
+
+def test_under_a_watch_the_users_own_sync_is_a_user_sync_on_its_line_not_a_host_read(tmp_path):
+    program = tmp_path / "program.py"
+    program.write_text(WATCHED_SYNCS)
+    done = run_python(f"import runpy; runpy.run_path({str(program)!r})", PJRT_DEVICE="CPU")
+    assert done.returncode == 0, done.stderr[-1500:]
+    assert "kinds: ['user sync']" in done.stdout and "lines: [8]" in done.stdout, done.stdout
