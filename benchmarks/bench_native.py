@@ -21,7 +21,7 @@ def ratio_of(name: str, rounds: int) -> float | None:
         cpu = neurondev.capture(fn, *args, **kwargs)
         comparison = compare_with_native(cpu, fn, args, kwargs, driver=XlaDriver())
     if not comparison.agree:
-        print(f"{name:>17}: traces differ, no yardstick ({comparison.summary()[:90]})")
+        print(f"{name:>17}: traces differ, no yardstick ({neurondev.describe(comparison)[:90]})")
         return None
     ratios = []
     for index, gm in enumerate(cpu.graphs):

@@ -124,6 +124,30 @@ def check_cases(device: torch.device) -> None:
             torch._dynamo.reset()
 
 
+def written_out(x):
+    out = torch.empty(x.shape, device="cpu")  # the host, written out
+    out.copy_(torch.relu(x) * 2)
+    return out, torch.arange(x.shape[-1]).to(x.device) + x
+
+
+def clean(x):
+    return torch.relu(x) * 2 + x.sum()
+
+
+def explained(device: torch.device) -> None:
+    """explain and the strict check with the device as target: each copy site with its line, no fallback."""
+    import neurondev
+
+    ex = neurondev.explain(written_out, torch.randn(64), target=device, quiet=True)
+    table = ex.transfer_table()
+    print(f"explain on {device}: runtime {ex.runtime.get('device')} ({ex.runtime.get('reason')})")
+    for row in table.itertuples():
+        print(f"  {row.scenario:<38} {row.direction:<10} {row.calls} x {row.bytes} bytes at line {row.line} ({row.what})")
+    print(f"  as written: {neurondev.describe(ex.program.as_written)}")
+    neurondev.check(clean, torch.randn(64), target=device, fallbacks="error")
+    print("  check(clean, fallbacks='error'): passes (no pin, no op fell back)")
+
+
 def bench(device: torch.device) -> None:
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -177,6 +201,7 @@ def main(argv: list[str]) -> int:
         device = torch.device("cuda", 0)
         print(f"device {device}: {torch.cuda.get_device_name(device)}")
     check_cases(device)
+    explained(device)
     try:
         bench(device)
     except ImportError as error:

@@ -88,7 +88,9 @@ CATALOGUE = [
     ("explain-not-callable", lambda: neurondev.explain("f"), neurondev.NotCallableError, TypeError, "pass the function itself"),
     ("explain-int-target", lambda: neurondev.explain(one_input, torch.randn(4), target=0), neurondev.InvalidTargetError, ValueError, "CUDA index"),
     ("explain-target-meta", lambda: neurondev.explain(one_input, torch.randn(4), target="meta"), neurondev.InvalidTargetError, ValueError, "pass target='xla' (or 'xla:N')"),
-    ("explain-target-cuda", lambda: neurondev.explain(one_input, torch.randn(4), target="cuda"), neurondev.InvalidTargetError, ValueError, "DeviceRewriterPass(target='cuda')"),
+    ("explain-target-cuda", lambda: neurondev.explain(one_input, torch.randn(4), target="cuda"), neurondev.InvalidTargetError, ValueError, "torch sees no CUDA device here"),
+    ("explain-target-native-missing-index", lambda: neurondev.explain(one_input, torch.randn(4), target=_host("hostdev:3")), neurondev.InvalidTargetError, ValueError, "this process has hostdev:0"),
+    ("check-target-native-missing-index", lambda: neurondev.check(one_input, torch.randn(4), target=_host("hostdev:1")), neurondev.InvalidTargetError, ValueError, "pass one of those, or 'hostdev'"),
     ("explain-target-missing-index", lambda: neurondev.explain(one_input, torch.randn(4), target="xla:1"), neurondev.InvalidTargetError, ValueError, "this XLA runtime has xla:0"),
     ("check-target-cpu", lambda: neurondev.check(one_input, torch.randn(4), target="cpu"), neurondev.InvalidTargetError, ValueError, "got target 'cpu'"),
     ("explain-rtol-nan", lambda: neurondev.explain(one_input, torch.randn(4), rtol=float("nan"), atol=float("nan")), neurondev.InvalidOptionError, ValueError, "a finite number >= 0"),
@@ -141,6 +143,11 @@ def _other_pin():
 
 def _fixed_explanation():
     return neurondev.explain(examples.get("seed").build()[0], torch.randn(64), run=False, quiet=True)
+
+
+def _host(target):
+    neurondev.host_device()
+    return target
 
 
 def _backend_with_target(target):

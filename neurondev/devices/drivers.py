@@ -7,19 +7,31 @@ import torch
 from neurondev.errors import DeviceUnavailableError
 from neurondev.runs.interface import Driver
 
-__all__ = ["driver_for", "stack_of"]
+__all__ = ["driver_for", "native_device_count", "stack_of"]
 
 
 def stack_of(target: torch.device) -> str:
-    """'xla' for an XLA device, 'native' for the PrivateUse1 backend's device; DeviceUnavailableError otherwise."""
+    """'xla' for an XLA device, 'native' for the PrivateUse1 backend's device or a CUDA device torch sees here;
+    DeviceUnavailableError otherwise."""
     if target.type == "xla":
         return "xla"
     if target.type == torch._C._get_privateuse1_backend_name() and target.type != "privateuseone":
         return "native"
+    if target.type == "cuda" and torch.cuda.is_available():
+        return "native"
+    if target.type == "cuda":
+        raise DeviceUnavailableError("torch sees no CUDA device here (torch.cuda.is_available() is False): run on a machine with one")
     raise DeviceUnavailableError(
-        f"neurondev runs on XLA devices and on the native (PrivateUse1) device loaded in this process; {target} is neither: "
-        "pass target='xla', or a native device such as 'neuron' (TorchNeuron) or 'hostdev' (the host test device)"
+        f"neurondev runs on XLA devices, on the native (PrivateUse1) device loaded in this process and on CUDA; {target} is none of "
+        "them: pass target='xla', or a native device such as 'neuron' (TorchNeuron), 'hostdev' (the host test device) or 'cuda'"
     )
+
+
+def native_device_count(device_type: str) -> int | None:
+    """How many devices of a native type this process has (its device module's ``device_count()``), None when it cannot say."""
+    module = getattr(torch, device_type, None)
+    count = getattr(module, "device_count", None)
+    return int(count()) if callable(count) else None
 
 
 def driver_for(target: torch.device) -> Driver:

@@ -42,7 +42,7 @@ class NativeDriver:
             "runtime": "native",
             "device": str(self._device),
             "backend": self._device.type,
-            "reason": self.reason or f"{self._device.type} is the PrivateUse1 backend loaded in this process",
+            "reason": self.reason or _why(self._device.type),
             "torch": torch.__version__,
         }
 
@@ -126,6 +126,12 @@ class NativeDriver:
         from neurondev.native.interpreter import interpreting_backend
 
         return interpreting_backend(self)
+
+
+def _why(device_type: str) -> str:
+    if device_type == "cuda":
+        return "cuda is torch's own native device here (copies, syncs and fallbacks counted at dispatch)"
+    return f"{device_type} is the PrivateUse1 backend loaded in this process"
 
 
 def grouped(events: list[DeviceEvent]) -> Seen:

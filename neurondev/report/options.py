@@ -109,22 +109,31 @@ def resolved(target: Any) -> torch.device:
 
 
 def check_target(target: torch.device) -> torch.device:
-    """The target of explain: an XLA device that exists here (when the XLA runtime can tell), or the native
-    device of the PrivateUse1 backend loaded in this process (TorchNeuron's ``neuron``, the host test device).
+    """The target of explain: an XLA device that exists here (when the XLA runtime can tell), the native
+    device of the PrivateUse1 backend loaded in this process (TorchNeuron's ``neuron``, the host test device),
+    or a CUDA device torch sees; an index the process does not have is refused.
 
-    explain runs graphs on the device, so its pins are rewritten for it; another device (``meta``,
-    ``cuda``, ``cpu``) would give a graph for somewhere the runs never go.
+    explain runs graphs on the device, so its pins are rewritten for it; another device (``meta``, ``cpu``,
+    a CUDA device on a machine without one) would give a graph for somewhere the runs never go.
     """
-    from neurondev.devices.drivers import stack_of
+    from neurondev.devices.drivers import native_device_count, stack_of
 
     try:
         stack = stack_of(target)
-    except NeurondevError:
+    except NeurondevError as error:
+        why = f"{error}; " if target.type == "cuda" else ""
         raise InvalidTargetError(
-            f"explain rewrites device pins for the device it runs the graphs on, got target {str(target)!r}; pass target='xla' "
-            "(or 'xla:N'), a native device ('neuron' with TorchNeuron, 'hostdev' for the host test device), or None for this "
+            f"explain rewrites device pins for the device it runs the graphs on, got target {str(target)!r}; {why}pass target='xla' "
+            "(or 'xla:N'), a native device ('neuron' with TorchNeuron, 'hostdev' for the host test device, 'cuda'), or None for this "
             f"machine's own. To rewrite a graph for another device, use neurondev.DeviceRewriterPass(target={str(target)!r}) on the graph itself"
         ) from None
+    if stack == "native" and target.index is not None:
+        count = native_device_count(target.type)
+        if count is not None and target.index >= count:
+            have = ", ".join(f"{target.type}:{i}" for i in range(count))
+            raise InvalidTargetError(
+                f"target {str(target)!r} does not exist here: this process has {have}; pass one of those, or {target.type!r}"
+            )
     if stack == "xla" and target.index is not None:
         from neurondev import xla
 

@@ -163,6 +163,9 @@ def check(
     return explanation
 
 
+_UNSEEN_FIX = "check on a device whose compiled graphs pass the dispatcher (the host test device), or read the backend's own record"
+
+
 def _default_device_set() -> bool:
     """A default device other than the CPU is set (``torch.set_default_device``): torch.compile may not apply it
     to every factory call (PyTorch issue 175953), which only the program's own run shows: it runs then."""
@@ -183,7 +186,9 @@ def fallback_findings(explanation: ExplanationData) -> list[Finding]:
     if explanation.program is None:
         reason = explanation.program_skipped or "it was not run"
         return [Finding("fallback", "program", "", None, f"your program did not run on the device ({reason}): no fallback was checked", "")]
-    return [
+    unseen = explanation.program.rewritten.unseen
+    closed = [Finding("fallback", "program", "", None, f"cannot verify fallbacks here: {unseen}", _UNSEEN_FIX)] if unseen else []
+    return closed + [
         Finding(
             "fallback",
             fallback.node or fallback.op,

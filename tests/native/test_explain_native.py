@@ -172,3 +172,16 @@ def test_a_default_device_torch_compile_ignores_is_a_finding_with_its_line_and_t
     else:  # torch 2.9 leaves torch.randn on the CPU under torch.compile (PyTorch issue 175953)
         kind = "default device ignored under torch.compile"
         assert printed[:2] == [f"failure: ('{kind}', 7)", f"check: [('program', '{kind}', 7)]"]
+
+
+def test_the_strict_check_fails_closed_where_the_program_cannot_be_seen_whole(device):
+    import dataclasses
+
+    from neurondev.results.check import fallback_findings
+
+    ex = neurondev.explain(Net(), torch.randn(2, 16), target=device, quiet=True)
+    assert fallback_findings(ex) == []  # every op passed the dispatcher: nothing fell back
+    unseen = "inside the graphs neuron's compiler runs, ops do not pass the dispatcher"  # what a TorchNeuron run says
+    programs = dataclasses.replace(ex.program, rewritten=dataclasses.replace(ex.program.rewritten, unseen=unseen))
+    (finding,) = fallback_findings(dataclasses.replace(ex, program=programs))
+    assert finding.kind == "fallback" and finding.detail.startswith("cannot verify fallbacks here: inside the graphs")
