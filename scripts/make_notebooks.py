@@ -344,7 +344,10 @@ print(result.graph_module.code)""",
 
 `torch.compile(fn, backend="neurondev")` runs the pass on every graph dynamo makes and hands it
 to torch_xla's `openxla` backend. It is for inputs on XLA: there, a graph traced with the XLA
-input has `device=xla:0` for `x.device`, but a literal `device="cpu"` still meets XLA values.""",
+input has `device=xla:0` for `x.device`, but a literal `device="cpu"` still meets XLA values. The
+backend moves that work to XLA, and gives each result back on the device your code gives it: swapping
+`openxla` for `neurondev` changes no result's device (here the host: what you wrote), only where the
+work before it runs.""",
     ),
     (
         "code",

@@ -49,8 +49,9 @@ def backend(
     mix with any device) gets them copied to the device on every call, one upload each, named at WARNING
     on the ``neurondev`` logger once per graph (torch_xla's own warning about host tensors no longer
     fires: this one replaces it). What the program writes into such a host tensor is copied back into it
-    after each call, and a result made from host values only comes back on the host, as the program
-    without neurondev leaves them: the user's host state stays on the host.
+    after each call. Every result comes back on the device the program as written gives it (as traced:
+    ``(x + 1).cpu() * 2`` and a returned ``x.new_zeros(..., device="cpu")`` on the host): the pass may move
+    the work before a result to the device, never the result, so a backend swap changes no result's device.
     """
     settings = {"inner": inner, "target": target, "rewrite_positional": rewrite_positional, **(options or {})}
     placement = input_placement(gm, example_inputs)
@@ -58,13 +59,13 @@ def backend(
         _tell_once_about_cpu_inputs()
         return _inner_backend(settings["inner"], None)(gm, example_inputs)
     device = parse_target(settings["target"]) if settings["target"] is not None else _target_of(example_inputs)
-    host_out = host_results(gm) if placement.host else ()
+    host_out = host_results(gm) if _traced_there(gm, example_inputs) else ()  # before the pass: where the program leaves each result
     result = DeviceRewriterPass(target=device, rewrite_positional=settings["rewrite_positional"])(gm)
     for rewrite in result.rewrites:
         log.info("neurondev backend: %s %s: %r -> %r", rewrite.node, rewrite.location, rewrite.old, rewrite.new)
     inner_backend = _inner_backend(settings["inner"], device)
     if not placement.host or placement.on_host_only:  # every input on the host: where they go is the caller's to say
-        return inner_backend(gm, example_inputs)
+        return _results_where_written(inner_backend(gm, example_inputs), host_out)
     written = written_inputs(gm, placement.host)
     log.warning(
         "neurondev backend: %s are host tensors read by a graph on %s (a global, a closure or a plain attribute): each is "
@@ -73,7 +74,7 @@ def backend(
         device,
         f", and {', '.join(placement.names_of(written))} copied back after it (the graph writes into them)" if written else "",
     )
-    return _uploading(inner_backend, gm, example_inputs, _Uploads(placement.host, written, host_out, device))
+    return _results_where_written(_uploading(inner_backend, gm, example_inputs, _Uploads(placement.host, written, device)), host_out)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,6 +147,17 @@ def _name_of(node: torch.fx.Node) -> str:
     return getattr(node.target, "__name__", "") if node.op == "call_function" else ""
 
 
+def _traced_there(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> bool:
+    """Whether dynamo traced ``gm`` with its inputs where they are now (the program on the device: its results'
+    devices are the program's), not on the host and moved since (a graph traced on CPU: its results follow the target)."""
+    placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
+    for node, value in zip(placeholders, example_inputs):
+        traced = node.meta.get("example_value", node.meta.get("val"))
+        if isinstance(value, torch.Tensor) and value.device.type not in _HOST and isinstance(traced, torch.Tensor):
+            return traced.device.type == value.device.type
+    return False
+
+
 def host_results(gm: torch.fx.GraphModule) -> tuple[int, ...]:
     """Positions (in the flattened output) of results dynamo traced on the host: made from host values
     only, they stay on the host in the program (a host attribute assigned from them keeps its device)."""
@@ -163,13 +175,12 @@ def host_results(gm: torch.fx.GraphModule) -> tuple[int, ...]:
 class _Uploads:
     host: tuple[int, ...]  # host inputs copied up on every call
     written: tuple[int, ...]  # of those, the ones the graph writes into: copied back after the call
-    host_out: tuple[int, ...]  # results that stay on the host
     device: torch.device
 
 
 def _uploading(inner: Callable, gm: torch.fx.GraphModule, example_inputs: list[Any], uploads: _Uploads) -> Callable:
-    """``inner``'s compiled graph, given the host inputs copied to the device on every call, the ones it
-    writes copied back after it, and its host-only results handed back on the host."""
+    """``inner``'s compiled graph, given the host inputs copied to the device on every call, and the ones it
+    writes copied back after it."""
     moved = [value.to(uploads.device) if i in uploads.host else value for i, value in enumerate(example_inputs)]
     compiled = inner(gm, moved)
 
@@ -178,17 +189,24 @@ def _uploading(inner: Callable, gm: torch.fx.GraphModule, example_inputs: list[A
         result = compiled(*placed)
         for index in uploads.written:
             args[index].copy_(placed[index])  # the program wrote into the user's host tensor: so does this call
-        return _results_on_host(result, uploads.host_out)
+        return result
 
     return run
 
 
-def _results_on_host(result: Any, positions: tuple[int, ...]) -> Any:
+def _results_where_written(compiled: Callable, positions: tuple[int, ...]) -> Callable:
+    """``compiled`` giving back on the host the results the program as written leaves there (``x.cpu() * 2``, a
+    returned ``x.new_zeros(..., device="cpu")``): the pass may move the work before them to the device, never the
+    result itself, so swapping the backend changes no result's device."""
     if not positions:
-        return result
-    leaves, spec = tree_flatten(result)
-    moved = [leaf.cpu() if i in positions and isinstance(leaf, torch.Tensor) else leaf for i, leaf in enumerate(leaves)]
-    return tree_unflatten(moved, spec)
+        return compiled
+
+    def run(*args: Any) -> Any:
+        leaves, spec = tree_flatten(compiled(*args))
+        moved = [leaf.cpu() if i in positions and isinstance(leaf, torch.Tensor) else leaf for i, leaf in enumerate(leaves)]
+        return tree_unflatten(moved, spec)
+
+    return run
 
 
 def _tell_once_about_cpu_inputs() -> None:

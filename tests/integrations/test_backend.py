@@ -221,3 +221,45 @@ def test_a_programs_writes_into_host_tensors_stay_with_the_backend_and_host_resu
         assert model.last.device.type == "cpu" and graphs_made() - made == 1  # the host attribute stayed there: no recompile
     finally:
         torch._dynamo.reset()
+
+
+def handed_to_the_host(x):
+    return (x + 1).cpu() * 2
+
+
+def made_on_the_host(x):
+    return x.new_zeros((2, 3), device="cpu"), x * 2
+
+
+@pytest.mark.parametrize("fn", [handed_to_the_host, made_on_the_host])
+def test_swapping_in_the_neurondev_backend_changes_no_results_device_nor_value_on_the_host_device(fn):
+    device = neurondev.host_device()
+    x = torch.randn(4).to(device)
+    results = {}
+    for name in ("aot_eager", "neurondev"):
+        torch._dynamo.reset()
+        out = torch.compile(fn, backend=name)(x)
+        results[name] = out if isinstance(out, tuple) else (out,)
+    assert [t.device for t in results["neurondev"]] == [t.device for t in results["aot_eager"]] and results["aot_eager"][
+        0
+    ].device.type == "cpu"
+    for mine, theirs in zip(results["neurondev"], results["aot_eager"]):
+        torch.testing.assert_close(mine.cpu(), theirs.cpu())
+
+
+@pytest.mark.xla
+@pytest.mark.parametrize("fn", [handed_to_the_host, made_on_the_host])
+def test_swapping_in_the_neurondev_backend_changes_no_results_device_nor_value_on_xla(fn):
+    x = torch.randn(4).to(xla.device())
+    results = {}
+    for name in ("openxla", "neurondev"):
+        torch._dynamo.reset()
+        out = torch.compile(fn, backend=name)(x)
+        results[name] = out if isinstance(out, tuple) else (out,)
+    assert (
+        [t.device.type for t in results["neurondev"]]
+        == [t.device.type for t in results["openxla"]]
+        == (["cpu"] if fn is handed_to_the_host else ["cpu", "xla"])
+    )
+    for mine, theirs in zip(results["neurondev"], results["openxla"]):
+        torch.testing.assert_close(mine.cpu(), theirs.cpu())
