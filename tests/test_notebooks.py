@@ -48,7 +48,7 @@ KEY_TEXT = {
         "('b', 'arg[1]', 'cpu', 'xla'), ('c', 'method', 'cpu', 'xla')",
         "pins left: 0",
         "openxla: output on cpu",
-        "neurondev: output on xla:0",
+        "neurondev: output on cpu",
     ],
     "04_collectives.ipynb": [
         "rank 0: frozen breaks at ('copy_',), rewritten breaks at (), values (100.0, 102.0, 104.0, 106.0)",
