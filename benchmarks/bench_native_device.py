@@ -1,5 +1,6 @@
-"""What the native accounting costs: a model's forward on a native device with neurondev's dispatch-level
-accounting on, against the same forward in plain torch, side by side in one process.
+"""What the native accounting costs: a model's forward on a native device with neurondev's accounting on (a
+dispatch mode that runs each device op's kernel with itself pushed again, seeing the ops beneath it: the
+fallbacks inside composite ops), against the same forward in plain torch, side by side in one process.
 
 The device is neurondev's host test device (host memory behind PyTorch's PrivateUse1 mechanism), with
 aten::addmm falling back to the CPU so that the accounting has events to record (each one attributed to

@@ -56,6 +56,7 @@ __all__ = [
     "reset_code",
     "resumed_function",
     "run_below_mode",
+    "kernel_route",
     "without_default_device",
     "dispatch_handler",
     "forget_kernels",
@@ -183,11 +184,7 @@ def run_below_mode(mode: Any, func: OpOverload, args: tuple, kwargs: dict, *, ke
     ``__torch_dispatch__``; ``key``: the backend's dispatch key when the caller knows it (every tensor argument
     on one device), else worked out from the arguments. The kernel is called through ``OpOverload._op_dk``,
     which binds Python numbers to tensor arguments as the op's own call does (``redispatch`` refuses them)."""
-    if key is None:
-        key = _backend_key(func, args, kwargs)
-    route = _ROUTES.get((func, key), _UNKNOWN)
-    if route is _UNKNOWN:
-        route = _ROUTES[(func, key)] = _route(func.name(), key)
+    route = kernel_route(func, _backend_key(func, args, kwargs) if key is None else key)
     if route is None:
         return func(*args, **kwargs)
     from torch.utils._python_dispatch import _pop_mode, _push_mode
@@ -197,6 +194,15 @@ def run_below_mode(mode: Any, func: OpOverload, args: tuple, kwargs: dict, *, ke
         return func._op_dk(route, *args, **kwargs)
     finally:
         _pop_mode()
+
+
+def kernel_route(func: OpOverload, key: Any) -> Any:
+    """The key whose kernel ``run_below_mode`` runs for ``func`` at backend key ``key`` (None: the op runs as it
+    is, the backend's own kernel), decided once per op and key (until ``forget_kernels``)."""
+    route = _ROUTES.get((func, key), _UNKNOWN)
+    if route is _UNKNOWN:
+        route = _ROUTES[(func, key)] = _route(func.name(), key)
+    return route
 
 
 def dispatch_handler(handler: Callable[..., Any]) -> Callable[..., Any]:

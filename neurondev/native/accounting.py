@@ -27,7 +27,7 @@ import torch
 import torch.fx
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from neurondev._compat import OpOverload, backend_key, dispatch_handler, run_below_mode
+from neurondev._compat import OpOverload, backend_key, dispatch_handler, kernel_route, run_below_mode
 from neurondev.fx.modules import module_path
 from neurondev.runs.counts import Counts
 from neurondev.trace.source import Located, SourceLine, is_program_file, source_line, source_of
@@ -79,9 +79,9 @@ class _Frame:
 
     __slots__ = ("func", "kind", "fell_back", "fallback_bytes")
 
-    def __init__(self, func: OpOverload) -> None:
+    def __init__(self, func: OpOverload, kind: str | None) -> None:
         self.func = func
-        self.kind = _kind_of(func)
+        self.kind = kind
         self.fell_back = False
         self.fallback_bytes = 0
 
@@ -114,14 +114,18 @@ class Accounting(TorchDispatchMode):
         where = self._placement(args, kwargs)
         if where is _HOST:
             return func(*args, **kwargs)
+        kind = _kind_of(func)
+        key = self._device_key(args, kwargs) if where is _DEVICE else None
+        if kind is None and where is _DEVICE and kernel_route(func, key) is None:
+            return func(*args, **kwargs)  # the device's own kernel: nothing beneath it to see, nothing to count
         running = self._stack()
-        frame = _Frame(func)
+        frame = _Frame(func, kind)
         running.append(frame)
         try:
-            if frame.kind in _MOVES or (func.is_view and func.overloadpacket is not _TO):
+            if kind in _MOVES or (func.is_view and func.overloadpacket is not _TO):
                 out = func(*args, **kwargs)  # a copy is counted whole; a view aliases its input
             else:
-                out = run_below_mode(self, func, args, kwargs, key=self._device_key(args, kwargs) if where is _DEVICE else None)
+                out = run_below_mode(self, func, args, kwargs, key=key)
         finally:
             running.pop()
         self._account(frame, running, args, out)
@@ -130,17 +134,26 @@ class Accounting(TorchDispatchMode):
     def _placement(self, args: tuple, kwargs: dict) -> str:
         """Where an op's tensors are: all on the device (_DEVICE), some (_MIXED: a copy, or the device named by
         ``device=``), none (_HOST: the op costs the device nothing, and nothing beneath it does)."""
+        device_type, tensor = self.device_type, torch.Tensor
         device = other = False
-        for value in (*args, *kwargs.values()) if kwargs else args:
-            for item in value if isinstance(value, (list, tuple)) else (value,):
-                if isinstance(item, torch.Tensor):
-                    if item.device.type == self.device_type:
+        for values in (args, kwargs.values()) if kwargs else (args,):
+            for value in values:
+                if isinstance(value, tensor):
+                    if value.device.type == device_type:
                         device = True
                     else:
                         other = True
-        named = kwargs.get("device")
-        if isinstance(named, torch.device) and named.type == self.device_type:
-            return _MIXED
+                elif isinstance(value, (list, tuple)):
+                    for item in value:
+                        if isinstance(item, tensor):
+                            if item.device.type == device_type:
+                                device = True
+                            else:
+                                other = True
+        if kwargs:
+            named = kwargs.get("device")
+            if isinstance(named, torch.device) and named.type == device_type:
+                return _MIXED
         return _HOST if not device else _MIXED if other else _DEVICE
 
     def _device_key(self, args: tuple, kwargs: dict) -> Any:
