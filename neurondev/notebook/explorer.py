@@ -17,7 +17,8 @@ __all__ = ["Explorer"]
 
 class Explorer(widgets.VBox):
     """``ex.explore()``: a pin list (node, function, file:line), the selected pin's details, the graph
-    before or after with a focus radius, the target device and a "Run on XLA" button.
+    before or after with a focus radius, the target device and a "Run on XLA" button (on a native target, "Run on
+    hostdev:0").
 
     ``explanation`` is the one shown; "Run on XLA" replaces it with ``explanation.rerun(target=...)``
     (a new Explanation: the one the user holds is not changed).
@@ -34,7 +35,7 @@ class Explorer(widgets.VBox):
         self.which = widgets.ToggleButtons(options=["before", "after"], value="before", description="graph")
         self.radius = widgets.IntSlider(value=2, min=0, max=8, description="focus radius")
         self.target = widgets.Text(value=str(explanation.target), description="target")
-        self.run_button = widgets.Button(description="Run on XLA", icon="play", button_style="primary")
+        self.run_button = widgets.Button(description=f"Run on {explanation.place}", icon="play", button_style="primary")
         self.progress = widgets.IntProgress(value=0, min=0, max=1, description="", layout=widgets.Layout(visibility="hidden"))
         self.status = widgets.HTML()
         self.metrics = widgets.HTML()
@@ -144,7 +145,7 @@ class Explorer(widgets.VBox):
         return f'<style>{CSS}</style><div class="neurondev-card"><p>{_e(summary(ex))}</p>{body}</div>'
 
     def _program_html(self) -> str:
-        """Your program on XLA, as written and rewritten (the runs explain made; Run on XLA re-runs the graphs)."""
+        """Your program on the device, as written and rewritten (the runs explain made; the run button re-runs the graphs)."""
         from neurondev.render.html import CSS, program_panel
 
         return f'<style>{CSS}</style><div class="neurondev-card nd-explorer-program">{program_panel(self.explanation)}</div>'
@@ -161,6 +162,7 @@ class Explorer(widgets.VBox):
             self.status.value = f'<span style="color:#c62828">{_e(error)}</span>'
         else:
             self.status.value = f"ran: {_e(self.explanation.skipped or 'both graphs, figures below')}"
+            self.run_button.description = f"Run on {self.explanation.place}"
         self.progress.layout.visibility = "hidden"
         self._refresh()
 

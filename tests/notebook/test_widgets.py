@@ -99,3 +99,11 @@ def test_a_fix_that_cannot_be_checked_on_xla_says_why(explorer):
     explorer.pins.value = explorer.pins.options[0][1]
     assert "not verified" in explorer.detail.value and "so nothing can be checked there" in explorer.detail.value
     assert "mixed devices at compile time" in explorer.program.value
+
+
+def test_run_on_the_host_device_names_it_on_the_button_and_runs_there(explorer):
+    assert explorer.run_button.description == "Run on XLA"
+    explorer.target.value = str(neurondev.host_device())
+    explorer.run_button.click()
+    assert explorer.explanation.runtime["device"] == "hostdev:0" and explorer.run_button.description == "Run on hostdev:0"
+    assert explorer.status.value.startswith("ran:") and "XLA" not in explorer.metrics.value.replace("ran on XLA for the original", "")
