@@ -203,7 +203,7 @@ def _widened(t: torch.Tensor) -> torch.Tensor:
 def _difference(a: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
     """|a - e| per element; 0 where both are NaN or both are the same infinity, inf where only one is NaN."""
     same = (a == e) | (torch.isnan(a) & torch.isnan(e))
-    diff = torch.where(same, torch.zeros((), dtype=torch.float64), (a - e).abs().to(torch.float64))
+    diff = torch.where(same, torch.zeros((), dtype=torch.float64, device=a.device), (a - e).abs().to(torch.float64))
     return torch.nan_to_num(diff, nan=float("inf"), posinf=float("inf"))
 
 

@@ -34,7 +34,10 @@ def test_a_copy_into_a_host_tensor_and_an_upload_are_counted_per_call_with_their
     table = ex.transfer_table()
     assert rows(table, "your program as written", "to host") == [(1, 256, copy)]  # aot's functional copy into the host tensor
     assert rows(table, "your program as written", "to device") == [(1, 512, upload)]
-    assert rows(table, "graph traced on CPU, before the pass", "to host") == [(1, 256, copy)]
+    (before,) = ex.before  # traced on CPU, torch.arange(64).to(cpu) meets the device's values: refused, as a real device does
+    assert before.error is not None and "same device" in str(before.error) and before.error.line == upload
+    assert rows(table, "graph traced on CPU, before the pass", "to host") == []  # a run that failed copies nothing
+    assert rows(table, "graph traced on CPU, after the pass", "to device") == [(1, 512, upload)]
     call = ex.program.as_written.calls[-1]
     assert (call.transfers_to_host, call.bytes_to_host, call.transfers_to_device, call.bytes_to_device) == (1, 256, 1, 512)
     summary = ex.summary()

@@ -2,21 +2,31 @@
 
 from __future__ import annotations
 
+import types
+from typing import Any
+
 import torch
 
 __all__ = [
     "current_device",
+    "device",
     "device_count",
+    "get_amp_supported_dtype",
     "get_rng_state",
+    "initial_seed",
     "is_available",
+    "is_bf16_supported",
     "is_initialized",
     "manual_seed",
     "manual_seed_all",
+    "set_device",
     "set_rng_state",
     "synchronize",
 ]
 
-# Its memory is host memory and its random ops run on the CPU's generator: the CPU's state is its state.
+# Its memory is host memory and its random ops run on the CPU's generator by default: the CPU's state is its state
+# (a torch.Generator(device="hostdev") of your own has its own state, as on a real device).
+_NAME = "hostdev"
 
 
 def is_available() -> bool:
@@ -43,12 +53,54 @@ def current_device() -> int:
     return 0
 
 
-def set_device(device: object) -> None:
-    """There is one device (index 0)."""
+def _get_device_index(device: Any, optional: bool = False, allow_cpu: bool = False) -> int:
+    """The index of ``device`` (a str, a torch.device, an int, or None for the current one); there is one: 0."""
+    if device is None:
+        return current_device()
+    if isinstance(device, str):
+        device = torch.device(device)
+    index = device if isinstance(device, int) else device.index
+    if isinstance(device, torch.device) and device.type != _NAME and not (allow_cpu and device.type == "cpu"):
+        raise ValueError(f"expected a {_NAME} device, got {device}")
+    if index is None:
+        return current_device()
+    if index != 0:
+        raise RuntimeError(f"{_NAME} has one device, {_NAME}:0; got index {index}")
+    return index
+
+
+_utils = types.SimpleNamespace(_get_device_index=_get_device_index)  # where torch.serialization looks for it
+
+
+def set_device(device: Any) -> None:
+    """There is one device (index 0): another is refused."""
+    _get_device_index(device)
+
+
+class device:
+    """The device context manager torch asks for (``with torch.hostdev.device(0):``); there is one device."""
+
+    def __init__(self, device: Any) -> None:
+        self.index = _get_device_index(device, optional=True)
+
+    def __enter__(self) -> device:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
 
 
 def synchronize(device: object = None) -> None:
     """Every op finishes before it returns: nothing to wait for."""
+
+
+def get_amp_supported_dtype() -> list[torch.dtype]:
+    """The dtypes autocast may cast to on this device (its kernels are the CPU's: both half types run)."""
+    return [torch.float16, torch.bfloat16]
+
+
+def is_bf16_supported() -> bool:
+    return True
 
 
 def manual_seed(seed: int) -> None:
@@ -58,6 +110,10 @@ def manual_seed(seed: int) -> None:
 def manual_seed_all(seed: int) -> None:
     """Called by ``torch.manual_seed`` (which has seeded the CPU's generator, the device's, already)."""
     torch.default_generator.manual_seed(seed)
+
+
+def initial_seed() -> int:
+    return torch.default_generator.initial_seed()
 
 
 def get_rng_state(device: object = "hostdev") -> torch.Tensor:

@@ -13,6 +13,8 @@
 //     accounting is tested against).
 #include <torch/extension.h>
 
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/autocast_mode.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
@@ -43,6 +45,13 @@ const c10::DispatchKeySet kDeviceKeys(c10::DispatchKey::PrivateUse1);
 
 bool on_device(const at::Tensor& tensor) {
   return tensor.defined() && tensor.device().type() == kDeviceType;
+}
+
+// One device: hostdev:0. An index beyond it is refused, as a real backend refuses an ordinal it does not have.
+void check_index(std::optional<at::Device> device) {
+  if (device.has_value() && device->type() == kDeviceType) {
+    TORCH_CHECK(!device->has_index() || device->index() == 0, "hostdev has one device, hostdev:0; got ", device->str());
+  }
 }
 
 // --- the event log ------------------------------------------------------------------------------
@@ -109,12 +118,14 @@ at::Tensor on_cpu(const at::Tensor& tensor) {
 
 // --- the few kernels of its own -----------------------------------------------------------------
 at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<at::ScalarType> dtype, std::optional<at::Layout>,
-                               std::optional<at::Device>, std::optional<bool>, std::optional<at::MemoryFormat> format) {
+                               std::optional<at::Device> device, std::optional<bool>, std::optional<at::MemoryFormat> format) {
+  check_index(device);
   return at::detail::empty_generic(size, &memory, kDeviceKeys, c10::dtype_or_default(dtype), format);
 }
 
 at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<at::ScalarType> dtype,
-                         std::optional<at::Layout>, std::optional<at::Device>, std::optional<bool>) {
+                         std::optional<at::Layout>, std::optional<at::Device> device, std::optional<bool>) {
+  check_index(device);
   return at::detail::empty_strided_generic(size, stride, &memory, kDeviceKeys, c10::dtype_or_default(dtype));
 }
 
@@ -187,6 +198,74 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from_and_resize", copy_from_and_resize);
 }
 
+// --- recurrent cells ----------------------------------------------------------------------------
+// torch's GRU and LSTM call the fused cells on a PrivateUse1 device (as on CUDA), which have no CPU kernel for a
+// fallback to reach: the device computes them from its other ops, registered above autograd so that autograd
+// differentiates those ops (the workspace, which only the fused backward reads, is the gates).
+at::Tensor with_bias(const at::Tensor& gates, const std::optional<at::Tensor>& bias) {
+  return bias.has_value() && bias->defined() ? gates + *bias : gates;
+}
+
+std::tuple<at::Tensor, at::Tensor> fused_gru_cell(const at::Tensor& input_gates, const at::Tensor& hidden_gates, const at::Tensor& hx,
+                                                  const std::optional<at::Tensor>& input_bias, const std::optional<at::Tensor>& hidden_bias) {
+  auto in = with_bias(input_gates, input_bias).chunk(3, 1);
+  auto hid = with_bias(hidden_gates, hidden_bias).chunk(3, 1);
+  at::Tensor reset = (hid[0] + in[0]).sigmoid();
+  at::Tensor update = (hid[1] + in[1]).sigmoid();
+  at::Tensor fresh = (in[2] + hid[2] * reset).tanh();
+  at::Tensor hy = (hx - fresh) * update + fresh;
+  return {hy, at::cat({reset, update, in[2], hid[2], hx - fresh}, 1)};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell(const at::Tensor& input_gates, const at::Tensor& hidden_gates,
+                                                               const at::Tensor& cx, const std::optional<at::Tensor>& input_bias,
+                                                               const std::optional<at::Tensor>& hidden_bias) {
+  auto gates = (with_bias(hidden_gates, hidden_bias) + with_bias(input_gates, input_bias)).chunk(4, 1);
+  at::Tensor in = gates[0].sigmoid(), forget = gates[1].sigmoid(), cell = gates[2].tanh(), out = gates[3].sigmoid();
+  at::Tensor cy = forget * cx + in * cell;
+  at::Tensor hy = out * cy.tanh();
+  return {hy, cy, at::cat({in, forget, cell, out}, 1)};
+}
+
+TORCH_LIBRARY_IMPL(aten, AutogradPrivateUse1, m) {
+  m.impl("_thnn_fused_gru_cell", fused_gru_cell);
+  m.impl("_thnn_fused_lstm_cell", fused_lstm_cell);
+}
+
+// --- autocast ---------------------------------------------------------------------------------------
+// torch.autocast("hostdev"): as on CUDA, matrix products and convolutions run in the lower precision, ops that
+// need the range in float32; every other op passes through (a backend registers its own policy: torch has none
+// for PrivateUse1).
+TORCH_LIBRARY_IMPL(_, AutocastPrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFallthrough());
+}
+
+TORCH_LIBRARY_IMPL(aten, AutocastPrivateUse1, m) {
+  KERNEL_PRIVATEUSEONE(mm, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(addmm, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(bmm, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(baddbmm, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(addbmm, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(matmul, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(linear, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(conv1d, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(conv2d, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(conv3d, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(prelu, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(_thnn_fused_lstm_cell, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(_thnn_fused_gru_cell, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(scaled_dot_product_attention, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(exp, fp32)
+  KERNEL_PRIVATEUSEONE(log, fp32)
+  KERNEL_PRIVATEUSEONE(pow, Tensor_Scalar, fp32)
+  KERNEL_PRIVATEUSEONE(softmax, int, fp32)
+  KERNEL_PRIVATEUSEONE(log_softmax, int, fp32)
+  KERNEL_PRIVATEUSEONE(layer_norm, fp32)
+  KERNEL_PRIVATEUSEONE(group_norm, fp32)
+  KERNEL_PRIVATEUSEONE(cross_entropy_loss, fp32)
+  KERNEL_PRIVATEUSEONE(mse_loss, fp32)
+}
+
 // Ops whose PrivateUse1 kernel is one of the above: never aliased in bulk, never made to fall back.
 const std::set<std::string> kOwnKernels = {
     "empty.memory_format", "empty_strided", "as_strided", "view", "_reshape_alias", "resize_",
@@ -200,7 +279,34 @@ struct Aliased {
   const void* data;     // where that memory was when the kernel started
 };
 
-c10::IValue to_cpu_value(const c10::IValue& value, std::vector<Aliased>& aliased) {
+// A generator of the device is the CPU's kind of generator (the CPU kernels draw from it) that says it is the device's.
+struct HostGenerator final : at::CPUGeneratorImpl {
+  HostGenerator() {
+    device_ = kDevice;
+    key_set_ = c10::DispatchKeySet(c10::DispatchKey::PrivateUse1);
+  }
+
+ private:
+  HostGenerator* clone_impl() const override {
+    auto copy = new HostGenerator();
+    copy->set_state(*get_state());
+    return copy;
+  }
+};
+
+struct Lent {  // a device generator lent to a CPU kernel as a CPU one, its state given back after
+  at::Generator device;
+  at::Generator host;
+};
+
+c10::IValue to_cpu_value(const c10::IValue& value, std::vector<Aliased>& aliased, std::vector<Lent>& lent) {
+  if (value.isGenerator() && value.toGenerator().defined() && value.toGenerator().device().type() == kDeviceType) {
+    at::Generator device = value.toGenerator();
+    at::Generator host = at::detail::createCPUGenerator();
+    host.set_state(device.get_state());
+    lent.push_back({device, host});
+    return host;
+  }
   if (value.isTensor()) {
     const at::Tensor& tensor = value.toTensor();
     if (!on_device(tensor)) return value;
@@ -210,18 +316,47 @@ c10::IValue to_cpu_value(const c10::IValue& value, std::vector<Aliased>& aliased
   }
   if (value.isTensorList()) {
     c10::List<at::Tensor> list;
-    for (const at::Tensor& tensor : value.toTensorList()) list.push_back(to_cpu_value(tensor, aliased).toTensor());
+    for (const at::Tensor& tensor : value.toTensorList()) list.push_back(to_cpu_value(tensor, aliased, lent).toTensor());
     return list;
   }
   if (value.isOptionalTensorList()) {
     c10::List<std::optional<at::Tensor>> list;
     for (const std::optional<at::Tensor>& tensor : value.toOptionalTensorList()) {
-      list.push_back(tensor.has_value() ? std::optional<at::Tensor>(to_cpu_value(*tensor, aliased).toTensor()) : std::nullopt);
+      list.push_back(tensor.has_value() ? std::optional<at::Tensor>(to_cpu_value(*tensor, aliased, lent).toTensor()) : std::nullopt);
     }
     return list;
   }
-  if (value.isDevice() && value.toDevice().type() == kDeviceType) return c10::Device(c10::kCPU);
+  if (value.isDevice() && value.toDevice().type() == kDeviceType) {
+    check_index(value.toDevice());
+    return c10::Device(c10::kCPU);
+  }
   return value;
+}
+
+// A host tensor of one dimension or more beside a device tensor: what a real backend's kernels refuse ("Expected
+// all tensors to be on the same device"); a 0-dim one is a scalar. Indexing takes host indices, as on CUDA.
+const std::set<std::string> kHostIndicesAllowed = {"index.Tensor", "index_put", "index_put_", "_index_put_impl_", "_unsafe_index.Tensor",
+                                                  "_unsafe_index_put"};
+
+void host_tensors_in(const c10::IValue& value, std::vector<at::Tensor>& found) {
+  if (value.isTensor()) {
+    const at::Tensor& tensor = value.toTensor();
+    if (tensor.defined() && tensor.device().is_cpu() && tensor.dim() > 0) found.push_back(tensor);
+  } else if (value.isTensorList()) {
+    for (const at::Tensor& tensor : value.toTensorList()) host_tensors_in(tensor, found);
+  } else if (value.isOptionalTensorList()) {
+    for (const std::optional<at::Tensor>& tensor : value.toOptionalTensorList()) {
+      if (tensor.has_value()) host_tensors_in(*tensor, found);
+    }
+  }
+}
+
+void refuse_mixed_devices(const c10::OperatorHandle& op, const torch::jit::Stack& stack, size_t first) {
+  std::vector<at::Tensor> host;
+  for (size_t i = first; i < stack.size(); ++i) host_tensors_in(stack[i], host);
+  if (host.empty() || kHostIndicesAllowed.count(op_name(op).substr(6)) > 0) return;
+  TORCH_CHECK(false, "Expected all tensors to be on the same device, but found at least two devices, hostdev:0 and cpu! (when checking ",
+              op_name(op), ": a host tensor of ", host[0].dim(), " dimension(s) beside a device tensor)");
 }
 
 at::Tensor to_device_tensor(const at::Tensor& result, const std::vector<Aliased>& aliased) {
@@ -230,8 +365,10 @@ at::Tensor to_device_tensor(const at::Tensor& result, const std::vector<Aliased>
     if (result.is_same(entry.host)) return entry.original;  // in place, or out=: the caller's own tensor
   }
   for (const Aliased& entry : aliased) {
-    if (result.storage().is_alias_of(entry.host.storage())) {  // a view of an input
-      return entry.original.as_strided(result.sizes(), result.strides(), result.storage_offset());
+    if (result.storage().is_alias_of(entry.host.storage())) {  // a view of an input: its storage, the view's dtype
+      auto impl = c10::make_intrusive<c10::TensorImpl>(c10::Storage(entry.original.storage()), kDeviceKeys, result.dtype());
+      impl->set_sizes_and_strides(result.sizes(), result.strides(), result.storage_offset());
+      return at::Tensor(std::move(impl));
     }
   }
   return alias_on(result, kDevice, kDeviceKeys, &memory);  // a new result: its memory becomes the device's
@@ -250,11 +387,14 @@ c10::IValue to_device_value(const c10::IValue& value, const std::vector<Aliased>
 void run_natively(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const auto& schema = op.schema();
   size_t arguments = schema.arguments().size();
+  refuse_mixed_devices(op, *stack, stack->size() - arguments);
   std::vector<Aliased> aliased;
+  std::vector<Lent> lent;
   for (size_t i = stack->size() - arguments; i < stack->size(); ++i) {
-    (*stack)[i] = to_cpu_value((*stack)[i], aliased);
+    (*stack)[i] = to_cpu_value((*stack)[i], aliased, lent);
   }
   op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+  for (Lent& entry : lent) entry.device.set_state(entry.host.get_state());  // the draws advance the device's generator
   for (const Aliased& entry : aliased) {  // a kernel that grew an output moved it to new memory: follow it
     if (entry.host.storage().data() != entry.data && entry.host.storage().data() != nullptr) {
       entry.original.resize_(entry.host.sizes());
@@ -359,7 +499,7 @@ struct Hooks final : at::PrivateUse1HooksInterface {
   bool isAvailable() const override { return true; }
   bool hasPrimaryContext(c10::DeviceIndex) const override { return true; }
   const at::Generator& getDefaultGenerator(c10::DeviceIndex) const override { return at::detail::getDefaultCPUGenerator(); }
-  at::Generator getNewGenerator(c10::DeviceIndex) const override { return at::detail::createCPUGenerator(); }
+  at::Generator getNewGenerator(c10::DeviceIndex) const override { return at::make_generator<HostGenerator>(); }
   at::Device getDeviceFromPtr(void*) const override { return kDevice; }
   c10::Allocator* getPinnedMemoryAllocator() const override { return c10::GetCPUAllocator(); }
   void resizePrivateUse1Bytes(const c10::Storage& storage, size_t size) const override {
@@ -369,10 +509,14 @@ struct Hooks final : at::PrivateUse1HooksInterface {
 
 struct Guard final : c10::impl::DeviceGuardImplInterface {
   c10::DeviceType type() const override { return kDeviceType; }
-  c10::Device exchangeDevice(c10::Device) const override { return kDevice; }
+  c10::Device exchangeDevice(c10::Device device) const override {
+    check_index(device);
+    return kDevice;
+  }
   c10::Device getDevice() const override { return kDevice; }
-  void setDevice(c10::Device) const override {}
+  void setDevice(c10::Device device) const override { check_index(device); }
   void uncheckedSetDevice(c10::Device) const noexcept override {}
+  void synchronizeDevice(const c10::DeviceIndex) const override {}  // every op finishes before it returns
   c10::Stream getStream(c10::Device device) const noexcept override { return c10::Stream(c10::Stream::DEFAULT, device); }
   c10::Stream getDefaultStream(c10::Device device) const override { return c10::Stream(c10::Stream::DEFAULT, device); }
   c10::Stream exchangeStream(c10::Stream stream) const noexcept override { return stream; }
