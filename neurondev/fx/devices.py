@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
@@ -267,8 +268,10 @@ def rewritten_by(
     ``positional=False`` is the seed document's kwargs-only algorithm, exactly: every ``device=``
     kwarg that is not the target, ``meta`` and results handed back included. The default pass
     also rewrites positional devices, keeps a move to the host whose value only leaves the graph
-    (``keep_host_outputs``), and leaves ``meta`` alone unless the graph was traced on meta (a meta
-    tensor in a CPU-traced graph is a shape-only value the user made on purpose; on XLA it stays one).
+    (``keep_host_outputs``), leaves ``meta`` alone unless the graph was traced on meta (a meta
+    tensor in a CPU-traced graph is a shape-only value the user made on purpose; on XLA it stays one),
+    and keeps an autocast region's device type where the target has no autocast (rewritten, the region
+    would fail there; kept, it runs as it ran: a pin the table names).
     """
     if not is_pin(slot, device, target):
         return False
@@ -276,7 +279,22 @@ def rewritten_by(
         return slot.kind == "kwarg" or (slot.kind == "method" and "device" in node.kwargs)
     if keep_host_outputs and is_output_transfer(node, device):
         return False
+    if slot.kind == "type" and not autocast_available(target.type):
+        return False
     return device.type != "meta" or traced_on_meta
+
+
+@functools.lru_cache(maxsize=32)
+def _autocast_available(device_type: str) -> bool:
+    return bool(torch.amp.is_autocast_available(device_type))
+
+
+def autocast_available(device_type: str) -> bool:
+    """Whether ``torch.autocast(device_type)`` can run here (XLA's, CUDA's, a PrivateUse1 backend that says which dtypes)."""
+    try:
+        return _autocast_available(device_type)
+    except RuntimeError:  # a device type torch does not know here
+        return False
 
 
 def is_output_transfer(node: torch.fx.Node, device: torch.device) -> bool:

@@ -205,6 +205,20 @@ def test_autocast_of_the_traced_device_becomes_autocast_of_the_target_type():
     assert [(r.old, r.new) for r in result.rewrites] == [("cpu", "xla")]  # a device type, never 'xla:0'
 
 
+def test_autocast_is_kept_where_the_target_has_none_and_stays_a_pin_the_table_names():
+    def mixed(x):
+        with torch.autocast(device_type=x.device.type, dtype=torch.bfloat16):
+            return x @ x.T
+
+    gm = neurondev.capture(mixed, torch.randn(4, 4)).graphs[0]
+    assert not torch.amp.is_autocast_available("meta")  # a device with no autocast: a rewritten region would fail there
+    result = DeviceRewriterPass(target="meta")(copy.deepcopy(gm))
+    assert result.rewrites == () and result.modified is False
+    (row,) = neurondev.diagnose(gm, target="meta").itertuples()
+    assert (row.function, row.default_pass) == ("torch.autocast", False)
+    assert [r.new for r in DeviceRewriterPass(target=neurondev.host_device())(copy.deepcopy(gm)).rewrites] == ["hostdev"]  # it has one
+
+
 def test_autocast_on_the_target_type_is_no_pin_for_an_indexed_target_and_check_accepts_the_advice():
     """The advice for autocast is device_type='xla': with target 'xla:0' that is neither a pin nor rewritten."""
 
