@@ -249,3 +249,9 @@ def explained_from_a_checkpoint(kind, folder):
     ex = neurondev.explain(model, torch.randn(2, 5, 8), target=device, quiet=True)
     assert ex.program.as_written.matches_cpu is True and ex.program.rewritten.matches_cpu is True
     return ex
+
+
+def test_the_command_refuses_a_device_index_this_machine_lacks_before_anything_runs(device, capsys):
+    assert cli.main(["explain", f"{HARNESS}:Net", "--input", "randn(2, 16)", "--target", "hostdev:3"]) == 2
+    assert "target 'hostdev:3' does not exist here: this process has hostdev:0" in capsys.readouterr().err
+    neurondev.host_device()  # the harness made aten::addmm fall back
