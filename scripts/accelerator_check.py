@@ -29,43 +29,18 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout, when neurondev is not installed
 
-
-def to_host(x):
-    return (x * 2).cpu()
-
-
-def into_host_tensor(x):
-    out = torch.empty(x.shape)
-    out.copy_(x * 2)
-    return out
-
-
-def upload(x):
-    return x + torch.arange(x.shape[-1]).to(x.device)
-
-
-def literal(x):
-    return x * torch.tensor([1.0, 2.0, 3.0, 4.0], device=x.device)[:, None]
-
-
-def item(x):
-    return x * x.sum().item()
-
-
-def truth(x):
-    return x if bool((x > 0).any()) else -x
-
-
-def nonzero(x):
-    return torch.nonzero(x > 0)
-
-
-def masked_select(x):
-    return torch.masked_select(x, x > 0)
-
-
-def mask_index(x):
-    return x[x > 0]
+# the suite's copy and sync cases (measured there on the host device against its log and torch.profiler)
+from tests.native.test_runtime_record import (  # noqa: E402
+    into_host_tensor,
+    item,
+    literal,
+    mask_index,
+    masked_select,
+    nonzero,
+    to_host,
+    truth,
+    upload,
+)
 
 
 def row_index(x):
