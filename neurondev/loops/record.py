@@ -22,9 +22,9 @@ __all__ = [
     "Compile",
     "Raised",
     "WatchRecord",
+    "device_lines",
     "snapshot",
     "with_checked_advice",
-    "device_lines",
 ]
 
 SYNC_ADVICE = ("lazy state growing", "xla programs")  # advice whose mechanical fix is a torch_xla.sync() per step

@@ -134,22 +134,16 @@ class Accounting(TorchDispatchMode):
     def _placement(self, args: tuple, kwargs: dict) -> str:
         """Where an op's tensors are: all on the device (_DEVICE), some (_MIXED: a copy, or the device named by
         ``device=``), none (_HOST: the op costs the device nothing, and nothing beneath it does)."""
-        device_type, tensor = self.device_type, torch.Tensor
+        device_type, tensor, sequences = self.device_type, torch.Tensor, (list, tuple)
         device = other = False
         for values in (args, kwargs.values()) if kwargs else (args,):
             for value in values:
-                if isinstance(value, tensor):
-                    if value.device.type == device_type:
-                        device = True
-                    else:
-                        other = True
-                elif isinstance(value, (list, tuple)):
-                    for item in value:
-                        if isinstance(item, tensor):
-                            if item.device.type == device_type:
-                                device = True
-                            else:
-                                other = True
+                for item in value if isinstance(value, sequences) else (value,):
+                    if isinstance(item, tensor):
+                        if item.device.type == device_type:
+                            device = True
+                        else:
+                            other = True
         if kwargs:
             named = kwargs.get("device")
             if isinstance(named, torch.device) and named.type == device_type:

@@ -47,7 +47,7 @@ class NativeDriver:
         }
 
     def counts(self) -> Counts:
-        return self.accounting.counts()
+        return self._counting().counts()
 
     def settle(self) -> None:
         module = getattr(torch, self._device.type, None)
@@ -82,19 +82,23 @@ class NativeDriver:
         a call ``whole``."""
         active = self._active()
         if active is not None or (compiled and not whole and not self.sees_between_graphs):
-            yield active or self.accounting
+            yield self._counting()
             return
         with self.accounting:
             yield self.accounting
 
     @contextlib.contextmanager
     def at_node(self, node: torch.fx.Node) -> Iterator[None]:
-        accounting = self._active() or self.accounting
+        accounting = self._counting()
         outer, accounting.node = accounting.node, node
         try:
             yield
         finally:
             accounting.node = outer
+
+    def _counting(self) -> Accounting:
+        """The accounting that counts what runs now: one of this device already on (a watch's), else the driver's own."""
+        return self._active() or self.accounting
 
     def _active(self) -> Accounting | None:
         """The innermost accounting of this device that is on, if any."""
@@ -102,10 +106,10 @@ class NativeDriver:
         return found[-1] if found else None
 
     def mark(self) -> int:
-        return len(self.accounting.events)
+        return len(self._counting().events)
 
     def located_since(self, mark: int) -> Seen:
-        return grouped(self.accounting.events[mark:])
+        return grouped(self._counting().events[mark:])
 
     def unseen(self) -> str | None:
         """What a program run cannot see: inside graphs that a device's own compiler runs (TorchNeuron's), ops do

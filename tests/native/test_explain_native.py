@@ -255,3 +255,13 @@ def test_the_command_refuses_a_device_index_this_machine_lacks_before_anything_r
     assert cli.main(["explain", f"{HARNESS}:Net", "--input", "randn(2, 16)", "--target", "hostdev:3"]) == 2
     assert "target 'hostdev:3' does not exist here: this process has hostdev:0" in capsys.readouterr().err
     neurondev.host_device()  # the harness made aten::addmm fall back
+
+
+def test_explain_inside_a_watch_counts_its_program_in_the_accounting_that_saw_it(device):
+    neurondev.host_device(fallback=["aten::addmm"])
+    with neurondev.watch():  # on torch 2.13 the watch's own accounting is on, and sees the program's ops first
+        ex = neurondev.explain(Net(), torch.randn(2, 16), target=device, quiet=True)
+    assert [(f.op, f.calls, f.line) for f in ex.program.as_written.fallbacks] == [
+        ("aten::addmm.out", 1, line_of(Net.forward, "self.fc(x)"))
+    ]
+    assert ex.program.as_written.calls[-1].fallback_calls == 1
