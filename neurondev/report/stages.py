@@ -213,13 +213,12 @@ def program_stage(
     stages.start("your program on the device", total=2)
     driver = runtime.driver
     assert driver is not None
-    generator = driver.own_generator
-    random = next((r for gm in captured.graphs if generator and (r := random_reason(gm, None, generator)) is not None), None)
-    compared = {"reference": captured.output, "not_comparable": random, "rtol": options.rtol, "atol": options.atol}
+    generator = driver.own_generator  # None: the device draws from the CPU's generator, seeded as the reference was
+    drawn = generator or "draws from the CPU's generator, seeded as CPU's run was; compiled code may draw in another order"
+    random = next((r for gm in captured.graphs if (r := random_reason(gm, None, drawn)) is not None), None)
+    compared = {"reference": captured.output, "not_comparable": random if generator else None, "rtol": options.rtol, "atol": options.atol}
     compared["reference_state"] = program_state(*captured.owners) if captured.owners else None
-    drawn = "draws from the CPU's generator, seeded as CPU's run was; compiled code may draw in another order"
-    compared["random"] = next((r for gm in captured.graphs if (r := random_reason(gm, None, drawn)) is not None), None)
-    compared["rng_state"] = captured.rng_state
+    compared["random"], compared["rng_state"] = random, captured.rng_state
     as_written, _ = run_program(subject, driver.program_backend(), driver=driver, label=driver.program_label, **compared)
     stages.advance()
     rewriting = functools.partial(backend, inner=driver.program_backend())  # the measured driver's backend, after the pass

@@ -16,6 +16,7 @@ from neurondev.report.findings import Finding
 from neurondev.report.model import ExplanationData
 from neurondev.report.options import ExplainOptions, default, refuse_shadowing, value_of
 from neurondev.report.pipeline import explain, explain_with
+from neurondev.runs.program import default_device_set
 from neurondev.trace.capture import check_inputs
 
 __all__ = ["check", "findings_of"]
@@ -152,7 +153,7 @@ def check(
         atol=passed.get("atol"),
         native=native,
         level=passed.get("level", "dynamo"),
-        program=value_of(program) or strict or _default_device_set(),
+        program=value_of(program) or strict or default_device_set(),  # a default device: only the program's run shows 175953
     )
     options = dataclasses.replace(options, fixes=value_of(suggest))
     explanation = explain_with(fn, args, kwargs, options) if callable(fn) else explain(fn, *args, **kwargs)
@@ -164,12 +165,6 @@ def check(
 
 
 _UNSEEN_FIX = "check on a device whose compiled graphs pass the dispatcher (the host test device), or read the backend's own record"
-
-
-def _default_device_set() -> bool:
-    """A default device other than the CPU is set (``torch.set_default_device``): torch.compile may not apply it
-    to every factory call (PyTorch issue 175953), which only the program's own run shows: it runs then."""
-    return torch.get_default_device().type != "cpu"
 
 
 def _strict(fallbacks: Any) -> bool:

@@ -34,7 +34,7 @@ from neurondev.trace.copies import MovedInput, fresh_function, kept_global_state
 from neurondev.trace.generators import reachable_generators
 from neurondev.trace.source import SourceLine, source_line, source_of, user_line_of_error
 
-__all__ = ["ProgramSubject", "locate_failure", "message_of", "run_program"]
+__all__ = ["ProgramSubject", "default_device_set", "locate_failure", "message_of", "run_program"]
 
 _CALLS = 2
 _MIXED = re.compile(
@@ -343,7 +343,7 @@ def _from_dynamo(error: BaseException) -> bool:
 
 def _kind(error: BaseException, stage: str, source: SourceLine | None) -> str:
     text = _messages(error)
-    if _MIXED.search(text) and stage == "compile" and torch.get_default_device().type != "cpu":
+    if _MIXED.search(text) and stage == "compile" and default_device_set():
         return "default device ignored under torch.compile"  # PyTorch issue 175953: a factory call left on the CPU
     if _MIXED.search(text):
         return "mixed devices at compile time" if stage == "compile" else "wrong device at run time"
@@ -352,6 +352,12 @@ def _kind(error: BaseException, stage: str, source: SourceLine | None) -> str:
     if _WRONG_DEVICE.search(text):
         return "wrong device at run time"
     return "other"
+
+
+def default_device_set() -> bool:
+    """A default device other than the CPU is set (``torch.set_default_device``, ``with torch.device(...)``): a
+    torch.compile that does not apply it to every factory call (PyTorch issue 175953) fails only in the program's run."""
+    return torch.get_default_device().type != "cpu"
 
 
 def _messages(error: BaseException) -> str:
