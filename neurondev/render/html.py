@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from neurondev.render.drawing import DrawBudget, svg_or_reason
-from neurondev.render.sentences import describe, values_text, verdict_text
+from neurondev.render.sentences import describe, lines_text, values_text, verdict_text
 from neurondev.render.text import (
     after_text,
     before_text,
@@ -147,8 +147,7 @@ _PROGRAM_ROWS: list[tuple[str, Callable[[ProgramRun], str]]] = [
 
 def _at(count: int, located: Sequence[Located]) -> str:
     """'2 (model.py:9, model.py:12)': a count and the lines it was seen at."""
-    wheres = list(dict.fromkeys(item.where for item in located if item.source is not None))
-    return f"{count} ({', '.join(wheres[:3])}{', ...' if len(wheres) > 3 else ''})" if wheres else str(count)
+    return f"{count}{lines_text(located)}"
 
 
 _NATIVE_PROGRAM_ROWS: list[tuple[str, Callable[[ProgramRun], str]]] = [

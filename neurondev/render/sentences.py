@@ -127,16 +127,18 @@ def program_text(run: ProgramRun) -> str:
     return f"runs ({run.graphs} graph(s), {steady}{again}) {joint} {values_text(run)}"
 
 
+def lines_text(located: Sequence[Any]) -> str:
+    """' (model.py:9, model.py:12)': the lines records were seen at, each once, or '' when none has a line."""
+    wheres = list(dict.fromkeys(item.where for item in located if item.source is not None))
+    return f" ({', '.join(wheres[:3])}{', ...' if len(wheres) > 3 else ''})" if wheres else ""
+
+
 def native_costs_text(run: ProgramRun) -> str:
     """'1 copy(ies) to the host (f.py:9), 1 to the device (f.py:10), 0 sync(s), 1 CPU fallback(s) (aten::index_select at f.py:9)'."""
     call = run.calls[-1] if run.calls else None
     if call is None:
         return "nothing measured"
-
-    def at(located: Sequence[Any]) -> str:
-        wheres = list(dict.fromkeys(item.where for item in located if item.source is not None))
-        return f" ({', '.join(wheres[:3])}{', ...' if len(wheres) > 3 else ''})" if wheres else ""
-
+    at = lines_text
     copies = [c for c in call.host_copies if c.transfers_to_host]
     syncs = [c for c in call.host_copies if c.syncs]
     fallbacks = ", ".join(f"{f.op} at {f.where}" for f in call.fallbacks[:3]) + (", ..." if len(call.fallbacks) > 3 else "")
