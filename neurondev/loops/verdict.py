@@ -73,7 +73,7 @@ def _tail_verdict(steps: Sequence[Step], compiling: list[int]) -> SteadyState:
     tail = len(steps) - compiling[-1]
     if not gaps or tail >= max(gaps):
         return SteadyState(compiling[-1])
-    recurring = [step for step in steps if step.number in compiling[1:]]
+    recurring = [step for step in steps if step.number in recompiles]
     side = "dynamo" if any(step.dynamo_compiles for step in recurring) else "XLA"
     period = _period(compiling)
     return SteadyState("never", side, _recurring_since(compiling, period), period=period, tail=tail)
