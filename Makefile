@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 CURRENT := .venv-current/bin/python
 
-.PHONY: setup demo lint test bench
+.PHONY: setup demo lint docs test bench
 setup:
 	@bash scripts/setup.sh
 
@@ -14,13 +14,17 @@ lint: setup
 	.venv/bin/ruff format --check neurondev tests scripts benchmarks
 	.venv/bin/mypy
 
+# The documentation site into site/, strict: a warning or a broken link fails (mkdocs-material, mkdocstrings, mkdocs-jupyter).
+docs: setup
+	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet
+
 # The whole suite with the tested XLA pair (torch 2.9.0 + torch-xla 2.9.0), then every test that needs no XLA
 # device with today's torch (2.13.0, TorchNeuron's; no torch-xla there). Bytecode is cached even where
 # PYTHONDONTWRITEBYTECODE is set: the suite starts ~30 Pythons (workers, notebook kernels, subprocesses)
 # that would each compile neurondev and rewrite its asserts again.
-test: lint
+test: lint docs
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest
-	PYTHONDONTWRITEBYTECODE= $(CURRENT) -m pytest -m "not xla"
+	PYTHONDONTWRITEBYTECODE= $(CURRENT) -m pytest -m "not xla and not docs"
 
 bench: setup
 	$(PY) benchmarks/bench_pass.py

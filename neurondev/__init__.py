@@ -45,6 +45,7 @@ from neurondev.report.fixes.records import Fix
 from neurondev.report.model import Section, SectionKey
 from neurondev.results.explanation import Explanation, check, explain
 from neurondev.results.watched import Watch, watch
+from neurondev.rulebook import rules
 from neurondev.runs.run_records import RunRecord
 from neurondev.runs.traces import TraceComparison
 from neurondev.trace.capture import Capture, capture
@@ -63,6 +64,7 @@ __all__ = [
     "check",
     "watch",
     "describe",
+    "rules",
     "backend",
     "host_device",
     "DeviceRewriterPass",

@@ -96,6 +96,9 @@ CATALOGUE = [
     ("explain-rtol-nan", lambda: neurondev.explain(one_input, torch.randn(4), rtol=float("nan"), atol=float("nan")), neurondev.InvalidOptionError, ValueError, "a finite number >= 0"),
     ("explain-atol-inf", lambda: neurondev.explain(one_input, torch.randn(4), rtol=0.1, atol=float("inf")), neurondev.InvalidOptionError, ValueError, "a finite number >= 0"),
     ("explain-option-shadows-argument", lambda: neurondev.explain(takes_run, torch.randn(4), run=True), neurondev.OptionShadowsArgumentError, TypeError, "neurondev.explain(fn, run=...)(inputs..., run=...)"),
+    ("check-select-unknown", lambda: neurondev.check(one_input, torch.randn(4), select=("E501",)), neurondev.InvalidOptionError, ValueError, "neurondev.rules() lists them"),
+    ("check-ignore-int", lambda: neurondev.check(one_input, torch.randn(4), ignore=101), neurondev.InvalidOptionError, ValueError, "ignore takes rule codes"),
+    ("check-select-empty-code", lambda: neurondev.check(one_input, torch.randn(4), select=("",)), neurondev.InvalidOptionError, ValueError, "select takes rule codes"),
     ("check-allow-int", lambda: neurondev.check(one_input, torch.randn(4), allow=5), neurondev.InvalidOptionError, ValueError, "allow is a list of strings"),
     ("explain-run-not-bool", lambda: neurondev.explain(one_input, torch.randn(4), run=1), neurondev.InvalidOptionError, ValueError, "run is True or False"),
     ("explain-atol-alone", lambda: neurondev.explain(one_input, torch.randn(4), atol=1e-3), neurondev.InvalidOptionError, ValueError, "atol was given alone"),
@@ -240,8 +243,18 @@ def test_watch_misuse_is_named():
             "is a file, not a folder",
         ),
         (["explain", "neurondev/gallery/patterns.py:seed_function", "--meta", "--input", "randn(64)"], "--meta builds an nn.Module class"),
+        (
+            ["check", "neurondev/gallery/patterns.py:seed_function", "--input", "randn(64)", "--select", "ND1,F401"],
+            "neurondev.rules() lists them",
+        ),
     ],
-    ids=["watch-html-folder", "watch-no-script", "explain-model-explorer-onto-a-file", "explain-meta-on-a-function"],
+    ids=[
+        "watch-html-folder",
+        "watch-no-script",
+        "explain-model-explorer-onto-a-file",
+        "explain-meta-on-a-function",
+        "check-select-ruff-code",
+    ],
 )
 def test_the_command_refuses_bad_input_before_it_runs_anything(argv, phrase, capsys):
     from neurondev import cli

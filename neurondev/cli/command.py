@@ -100,6 +100,10 @@ def _parser() -> argparse.ArgumentParser:
     guard.add_argument("--input", action="append", default=[], metavar="SPEC", help=f"an example input, in order: {SPEC_HELP}")
     guard.add_argument("--allow", action="append", default=[], metavar="RULE", help="a node name, file:line or glob to allow")
     guard.add_argument("--target", default=None, help=_TARGET_HELP)
+    guard.add_argument(
+        "--select", action="append", default=None, metavar="CODES", help="rule codes or prefixes to check, comma-separated: ND1,ND205"
+    )
+    guard.add_argument("--ignore", action="append", default=[], metavar="CODES", help="rule codes or prefixes to leave out: ND109")
     guard.add_argument("--json", action="store_true", help='print the findings as JSON (an error as {"clean": null, "error": ...})')
     guard.add_argument("--suggest", action="store_true", help="put the verified fixed line under each pin")
     guard.add_argument(
@@ -335,11 +339,20 @@ def _package_name(path: Path) -> tuple[Path, str] | None:
     return (folder, ".".join(parts)) if len(parts) > (0 if path.stem == "__init__" else 1) else None
 
 
+def _codes(given: list[str] | None) -> tuple[str, ...] | None:
+    """``--select ND1,ND205 --select ND3`` as ("ND1", "ND205", "ND3"); None when not given."""
+    if given is None:
+        return None
+    return tuple(code.strip() for each in given for code in each.split(",") if code.strip())
+
+
 def _check(options: argparse.Namespace) -> int:
     import json
 
     from neurondev.errors import DevicePinsError
+    from neurondev.render.json import SCHEMA
     from neurondev.results.explanation import check
+    from neurondev.rulebook import rule_named
 
     fn, args = _function_and_inputs(options)
     try:
@@ -351,12 +364,14 @@ def _check(options: argparse.Namespace) -> int:
             suggest=options.suggest,
             program=options.program,
             fallbacks=options.fallbacks,
+            select=_codes(options.select),
+            ignore=_codes(options.ignore) or (),
         )
     except DevicePinsError as error:
-        findings = [f.to_dict() for f in error.findings]
-        print(json.dumps({"clean": False, "findings": findings}, indent=2) if options.json else str(error))
+        findings = [{**f.to_dict(), "url": rule_named(f.rule).url if f.rule else None} for f in error.findings]
+        print(json.dumps({"schema": SCHEMA, "clean": False, "findings": findings}, indent=2) if options.json else str(error))
         return EXIT_FINDINGS
-    print(json.dumps({"clean": True, "findings": []}) if options.json else f"{options.function}: no device pins")
+    print(json.dumps({"schema": SCHEMA, "clean": True, "findings": []}) if options.json else f"{options.function}: no device pins")
     return EXIT_CLEAN
 
 

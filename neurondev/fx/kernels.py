@@ -8,6 +8,7 @@ import re
 import torch.fx
 
 from neurondev._compat import OpOverload, OpOverloadPacket
+from neurondev.rulebook import Ruled
 from neurondev.trace.source import Located, SourceLine, source_of
 
 __all__ = ["CpuKernel", "cpu_kernels"]
@@ -16,9 +17,11 @@ _CPU_KERNEL = re.compile(r"(_for_cpu|_cpu)(\.|$)")
 
 
 @dataclasses.dataclass(frozen=True)
-class CpuKernel(Located):
+class CpuKernel(Located, Ruled):
     """A node that calls an ATen kernel chosen for the CPU while tracing (at ATen level a CPU trace
     picks ``aten._scaled_dot_product_flash_attention_for_cpu``); no device rewrite changes it."""
+
+    RECORD = "cpu kernel"
 
     graph: int
     part: str
@@ -36,6 +39,7 @@ class CpuKernel(Located):
 
     def to_dict(self) -> dict[str, object]:
         return {
+            "rule": self.rule,
             "graph": self.graph,
             "part": self.part,
             "node": self.node,

@@ -25,6 +25,7 @@ from neurondev.fx.devices import (
     slot_device,
 )
 from neurondev.fx.subgraphs import subgraphs
+from neurondev.rulebook import Ruled
 from neurondev.trace.capture import Capture
 from neurondev.trace.source import Located, SourceLine, judge_kind, source_line, source_of
 
@@ -32,7 +33,7 @@ __all__ = ["COLUMNS", "DevicePin", "diagnose", "find_pins", "graphs_of", "pin_ta
 
 
 @dataclasses.dataclass(frozen=True)
-class DevicePin(Located):
+class DevicePin(Located, Ruled):
     """One device pin: a node argument that places a tensor on a device other than the target.
 
     ``function`` is what the node calls (``torch.empty``, ``Tensor.to``); ``device`` the device as
@@ -42,6 +43,8 @@ class DevicePin(Located):
     ``output_transfer``: a move to the host whose value only leaves the graph (results handed
     back on purpose; the default pass keeps it). ``unused``: no node uses the value (it costs nothing).
     """
+
+    RECORD = "pin"
 
     graph: int
     node: str
@@ -68,6 +71,7 @@ class DevicePin(Located):
 
 
 COLUMNS = (
+    "rule",
     "graph",
     "part",
     "node",
@@ -218,6 +222,8 @@ def diagnose(subject: Any, target: str | torch.device = "xla") -> Any:
       graph, part   index of the graph in the capture; 'whole' (or forward/backward at ATen level)
       node          FX node name
       op            FX op: call_function or call_method
+      rule          the finding's code (ND101 frozen, ND102 literal, ND103 variable, ND104 unknown, ND105 assertion;
+                    neurondev.rules() lists them)
       function      what the node calls, readable: torch.empty, Tensor.to, aten.empty.memory_format
       device        the pinned device as written in the graph
       format        how it is written: str, torch.device, int, other

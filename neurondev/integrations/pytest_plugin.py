@@ -31,8 +31,9 @@ _MARKER = "neurondev_check"
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        f"{_MARKER}(fn, *inputs, allow=(), target='xla') or {_MARKER}(fn=fn, inputs=(...), allow=()): fail the test "
-        "when fn has device pins (neurondev.check); without fn, set allow/target for the neurondev_check fixture",
+        f"{_MARKER}(fn, *inputs, allow=(), select=None, ignore=(), target=None) or {_MARKER}(fn=fn, inputs=(...), "
+        "ignore=('ND109',)): fail the test when fn has findings (neurondev.check; select/ignore take rule codes, "
+        "neurondev.rules() lists them); without fn, set allow/select/ignore/target for the neurondev_check fixture",
     )
 
 
@@ -49,9 +50,9 @@ def _run(fn: Callable, args: tuple, kwargs: dict) -> Any:
 
 @pytest.fixture
 def neurondev_check(request: pytest.FixtureRequest) -> Callable[..., Any]:
-    """``neurondev_check(fn, *inputs, allow=(), target="xla")``: fail the test, pytest-style, when
+    """``neurondev_check(fn, *inputs, allow=(), select=None, ignore=(), target=None)``: fail the test, pytest-style, when
     ``fn`` has device pins or device-specialised lines; returns the Explanation otherwise. The
-    test's ``@pytest.mark.neurondev_check(allow=..., target=...)`` gives defaults."""
+    test's ``@pytest.mark.neurondev_check(allow=..., ignore=("ND109",), target=...)`` gives defaults."""
     marker = request.node.get_closest_marker(_MARKER)
     defaults = dict(marker.kwargs) if marker is not None and not _marked_function(marker) else {}
 

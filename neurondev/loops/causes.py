@@ -18,6 +18,7 @@ from typing import Any
 
 from neurondev._compat import guard_reason
 from neurondev.loops.recorder import CompileEvent
+from neurondev.rulebook import Ruled
 from neurondev.trace.source import Located, SourceLine, is_program_file, is_user_file, source_line
 
 __all__ = ["ADVICE", "EXPECTED", "KINDS", "Advice", "Cause", "advice_for", "cause_of"]
@@ -38,12 +39,14 @@ KINDS = ("first", "recompile", "recompile limit reached", "failed")
 
 
 @dataclasses.dataclass(frozen=True)
-class Cause(Located):
+class Cause(Located, Ruled):
     """Why a compile happened: ``kind`` of cause ('first compile', 'python number', 'flag' (a bool: one graph per
     value, expected), 'library value' (a library's own attribute), 'cache growth', 'changing size', 'prompt to
     decode' (generate's second graph: expected), 'recompile limit', 'other'), the value that failed its guard
     (``lr``, ``x``), what it was and what it became, the guard in dynamo's words, and ``source``: the line of
     the program where the value is read, when dynamo says."""
+
+    RECORD = "cause"
 
     kind: str
     value: str | None
@@ -51,6 +54,9 @@ class Cause(Located):
     after: str | None
     words: str
     source: SourceLine | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule, "kind": self.kind, "value": self.value, "before": self.before, "after": self.after, **self.source_dict()}
 
 
 @dataclasses.dataclass(frozen=True)

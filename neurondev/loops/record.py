@@ -97,6 +97,7 @@ class Compile:
     def row(self) -> dict[str, Any]:
         event, cause = self.event, self.cause
         return {
+            "rule": cause.rule,
             "function": event.function,
             "file": event.file,
             "line": event.line,

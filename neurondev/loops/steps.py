@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from neurondev.loops.recorder import CompileEvent, Mark
+from neurondev.rulebook import Ruled
 from neurondev.runs.counts import Counts
 from neurondev.runs.run_records import Seen
 from neurondev.trace.source import Located, SourceLine, is_program_file, source_line
@@ -26,10 +27,12 @@ STEP_KINDS = ("call", "mark", "compiled call", "sync", "optimizer step", "block"
 
 
 @dataclasses.dataclass(frozen=True)
-class XlaProgram(Located):
+class XlaProgram(Located, Ruled):
     """One XLA program compiled in a step, as torch_xla's analysis explains it: the ``kind`` of cause (a host
     read of a lazy value, the user's sync, the bridge syncing a graph's inputs, a dynamo graph), torch_xla's
     words, the graph's hash and numbers of inputs and outputs, and the line of the program that triggered it."""
+
+    RECORD = "xla program"
 
     kind: str
     cause: str
@@ -37,6 +40,17 @@ class XlaProgram(Located):
     inputs: int | None
     outputs: int | None
     source: SourceLine | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "kind": self.kind,
+            "cause": self.cause,
+            "graph_hash": self.graph_hash,
+            "inputs": self.inputs,
+            "outputs": self.outputs,
+            **self.source_dict(),
+        }
 
 
 @dataclasses.dataclass(frozen=True)

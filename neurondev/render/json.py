@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 from neurondev.render.sentences import describe
 from neurondev.render.text import summary
 from neurondev.report.advice import fix_for
+from neurondev.report.findings import explanation_findings, finding_entry, watch_findings
+from neurondev.rulebook import rule_named
 
 if TYPE_CHECKING:
     from neurondev.fx.pins import DevicePin
@@ -17,7 +19,10 @@ if TYPE_CHECKING:
     from neurondev.runs.program_records import Programs
     from neurondev.runs.traces import TraceComparison
 
-__all__ = ["explanation_dict", "plain", "watch_dict"]
+__all__ = ["SCHEMA", "explanation_dict", "findings_list", "plain", "watch_dict"]
+
+# The version of the JSON's layout: 2 added ``schema``, ``findings`` and every finding's ``"rule"``.
+SCHEMA = 2
 
 
 def plain(value: Any) -> Any:
@@ -36,6 +41,7 @@ def plain(value: Any) -> Any:
 def _pin(pin: DevicePin) -> dict[str, Any]:
     data = pin.row()
     data["where"] = pin.where
+    data["url"] = rule_named(pin.rule).url if pin.rule else None
     data["fix"] = fix_for(pin)
     return plain(data)
 
@@ -80,10 +86,16 @@ def _section(section: Section) -> dict[str, Any]:
     )
 
 
+def findings_list(records: list[Any]) -> list[dict[str, Any]]:
+    """Findings as JSON entries: each with its ``rule`` and facts, and the sentence the card prints (``text``)."""
+    return plain([finding_entry(record, describe(record)) for record in records])
+
+
 def explanation_dict(explanation: ExplanationData) -> dict[str, Any]:
     captured = explanation.capture
     return plain(
         {
+            "schema": SCHEMA,
             "name": explanation.name,
             "target": str(explanation.target),
             "level": explanation.level,
@@ -106,6 +118,7 @@ def explanation_dict(explanation: ExplanationData) -> dict[str, Any]:
             "native": _traces(explanation.traces),
             "native_skipped": explanation.traces_skipped,
             "fixes": [fix.to_dict() for fix in explanation.fixes],
+            "findings": findings_list(explanation_findings(explanation)),
         }
     )
 
@@ -119,6 +132,7 @@ def watch_dict(record: WatchRecord) -> dict[str, Any]:
 
     raised = record.raised
     return {
+        "schema": SCHEMA,
         "compiles": [c.row() for c in record.compiles],
         "steps": record.step_rows(),
         "calls": record.call_rows(),
@@ -137,4 +151,5 @@ def watch_dict(record: WatchRecord) -> dict[str, Any]:
         "native_note": record.native_note,
         "raised": None if raised is None else {"exception": raised.exception, "message": raised.message, **raised.source_dict()},
         "seconds": record.seconds,
+        "findings": findings_list(watch_findings(record)),
     }

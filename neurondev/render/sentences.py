@@ -8,14 +8,20 @@ from collections.abc import Sequence
 from typing import Any
 
 from neurondev.errors import InvalidOptionError
+from neurondev.fx.kernels import CpuKernel
+from neurondev.fx.pins import DevicePin
+from neurondev.loops.causes import Cause
+from neurondev.loops.steps import XlaProgram
 from neurondev.report.findings import Finding
 from neurondev.report.fixes.records import Fix
+from neurondev.report.transfers import CopySite
 from neurondev.report.verdicts import Verdict
 from neurondev.runs.first_difference import NodeDifference
 from neurondev.runs.program_records import ProgramFailure, ProgramRun
-from neurondev.runs.run_records import RunError, RunRecord, place_of
+from neurondev.runs.run_records import Fallback, GraphBreak, HostCopy, RunError, RunRecord, place_of
 from neurondev.runs.traces import LineDifference, TraceComparison
 from neurondev.runs.values import Comparison
+from neurondev.trace.capture import DynamoBreak
 from neurondev.trace.inputs import HostValue
 
 __all__ = ["describe", "values_text", "verdict_text"]
@@ -210,7 +216,8 @@ def fix_text(fix: Fix) -> str:
 
 @describe.register
 def finding_text(finding: Finding) -> str:
-    return f"  {finding.where}: {finding.code}\n      {finding.detail}\n      write instead: {finding.fix}"
+    rule = f" [{finding.rule}]" if finding.rule else ""
+    return f"  {finding.where}: {finding.code}\n      {finding.detail}{rule}\n      write instead: {finding.fix}"
 
 
 _REWRITE = {
@@ -247,3 +254,56 @@ def verdict_text(verdict: Verdict, *, figures: bool = False, place: str = "XLA")
 @describe.register
 def _verdict(verdict: Verdict) -> str:
     return verdict_text(verdict)
+
+
+def _at(record: Any) -> str:
+    return f" at {record.where}" if getattr(record, "source", None) is not None else ""
+
+
+@describe.register
+def pin_text(pin: DevicePin) -> str:
+    return f"{pin.node}: {pin.function} pinned to device={pin.device} ({pin.kind}, {pin.location}){_at(pin)}"
+
+
+@describe.register
+def cpu_kernel_text(kernel: CpuKernel) -> str:
+    return f"{kernel.node} calls {kernel.function}, a kernel for the CPU{_at(kernel)}"
+
+
+@describe.register
+def dynamo_break_text(split: DynamoBreak) -> str:
+    return f"dynamo split the graph{_at(split)}: {split.reason}"
+
+
+@describe.register
+def graph_break_text(cut: GraphBreak) -> str:
+    return f"{cut.node} ({cut.function}) forced {cut.executions} execution(s) and {cut.transfers_to_host} transfer(s) to the host{_at(cut)}"
+
+
+@describe.register
+def host_copy_text(copy: HostCopy) -> str:
+    if copy.transfers_to_host:
+        return f"{copy.function} copied {copy.bytes} bytes to the host ({copy.transfers_to_host} copies){_at(copy)}"
+    return f"{copy.function} made the host wait for the device ({copy.syncs} sync(s)){_at(copy)}"
+
+
+@describe.register
+def copy_site_text(site: CopySite) -> str:
+    size = f", {site.bytes} bytes" if site.bytes is not None else ""
+    return f"{site.scenario}: {site.calls} cop{'y' if site.calls == 1 else 'ies'} {site.direction} per call ({site.what}{size}){_at(site)}"
+
+
+@describe.register
+def fallback_text(fallback: Fallback) -> str:
+    inside = f" inside {fallback.inside}" if fallback.inside else ""
+    return f"{fallback.op} fell back to the CPU {fallback.calls} time(s) per call{inside} ({fallback.bytes} bytes copied){_at(fallback)}"
+
+
+@describe.register
+def cause_text(cause: Cause) -> str:
+    return f"{cause.kind}: {cause.words}{_at(cause)}"
+
+
+@describe.register
+def xla_program_text(program: XlaProgram) -> str:
+    return f"a new XLA program ({program.kind}): {program.cause}{_at(program)}"

@@ -1,27 +1,33 @@
-"""Finding: one thing neurondev.check reports, with its line, what it costs and what to write instead."""
+"""Findings: what check reports (``Finding``), and every record a card shows that is a finding, with its rule."""
 
 from __future__ import annotations
 
 import dataclasses
 import fnmatch
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from neurondev.rulebook import rule_named
 from neurondev.trace.source import Located, SourceLine
 
-__all__ = ["Finding"]
+if TYPE_CHECKING:
+    from neurondev.loops.record import WatchRecord
+    from neurondev.report.model import ExplanationData
+
+__all__ = ["Finding", "explanation_findings", "finding_entry", "watch_findings"]
 
 
 @dataclasses.dataclass(frozen=True)
 class Finding(Located):
-    """One thing check reports: a device pin, or a line traced differently on XLA."""
+    """One thing check reports: a device pin, or a line traced differently on XLA; ``rule`` is its code (``ND101``)."""
 
-    kind: str  # "pin", "host value", "cpu kernel", "program", "device-specialised" or "fallback"
+    kind: str  # "pin", "host value", "cpu kernel", "program", "device-specialised", "fallback" or "device"
     node: str
     function: str
     source: SourceLine | None
     detail: str
     fix: str
+    rule: str | None = None
 
     def allowed_by(self, rules: Iterable[str]) -> bool:
         """Allowed by a node name, a file:line (file name or path), or a glob over those, the function or code."""
@@ -32,4 +38,53 @@ class Finding(Located):
 
     def to_dict(self) -> dict[str, Any]:
         source = self.source.to_dict() if self.source else {"file": None, "line": None, "code": None, "where": self.where}
-        return {"kind": self.kind, "node": self.node, "function": self.function, **source, "detail": self.detail, "fix": self.fix}
+        return {
+            "rule": self.rule,
+            "kind": self.kind,
+            "node": self.node,
+            "function": self.function,
+            **source,
+            "detail": self.detail,
+            "fix": self.fix,
+        }
+
+
+def explanation_findings(explanation: ExplanationData) -> list[Any]:
+    """Every record of an explanation that is a finding (it has a ``rule``), in the card's order: the CPU trace's
+    (pins that cost something, host values, CPU kernels, device-specialised lines, dynamo's breaks), then the
+    device's (graph breaks, run errors, copies, syncs, fallbacks, values that differ, the first difference),
+    then the program's failures."""
+    found: list[Any] = [pin for pin in explanation.pins if not pin.unused and not pin.output_transfer]
+    found += [*explanation.host_values, *explanation.cpu_kernels, *explanation.device_specialised]
+    found += list(explanation.capture.dynamo_breaks)
+    for section in explanation.sections:
+        for record in (section.before, section.after):
+            if record is not None:
+                found += [*record.graph_breaks, *([record.error] if record.error is not None else [])]
+                found += [copy for copy in record.host_copies if copy.syncs and not copy.transfers_to_host]
+        found += [v for v in (section.rewrite_verdict, section.cpu_verdict) if v is not None and v.rule is not None]
+    found += list(explanation.transfer_sites())
+    found += [fallback for _, fallback in explanation.fallbacks]
+    if explanation.first_difference is not None:
+        found.append(explanation.first_difference)
+    programs = explanation.program
+    if programs is not None:
+        found += [run.failure for run in (programs.as_written, programs.rewritten) if run.failure is not None]
+        if programs.rewritten.unseen:
+            found.append(Finding("fallback", "program", "", None, programs.rewritten.unseen, "", "ND206"))
+    return [record for record in found if record.rule is not None]
+
+
+def watch_findings(record: WatchRecord) -> list[Any]:
+    """Every compile of a watch with a cause that is a finding (recompiles, the limit) and every XLA program a step
+    compiled after the loop's first two steps, with its trigger."""
+    found: list[Any] = [compile_.cause for compile_ in record.compiles if compile_.cause.rule is not None]
+    found += [program for step in record.steps[2:] for program in step.programs]
+    return found
+
+
+def finding_entry(record: Any, text: str) -> dict[str, Any]:
+    """One finding as JSON data: its rule's code, name and scenario, the record's facts, and the card's ``text``."""
+    rule = rule_named(record.rule)
+    facts = record.to_dict() if hasattr(record, "to_dict") else {**record.row(), "where": record.where}  # a pin: its table row
+    return {**facts, "rule": rule.code, "name": rule.name, "scenario": rule.scenario, "url": rule.url, "text": text}

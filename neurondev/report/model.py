@@ -23,6 +23,7 @@ from neurondev.fx.kernels import CpuKernel
 from neurondev.fx.pins import DevicePin, pin_table
 from neurondev.passes.device_rewriter import Rewrite
 from neurondev.report.fixes.records import Fix
+from neurondev.report.transfers import CopySite, copy_sites
 from neurondev.report.verdicts import Verdict
 from neurondev.runs.first_difference import NodeDifference
 from neurondev.runs.program_records import Programs
@@ -249,10 +250,13 @@ class ExplanationData:
         transfers have no line: torch_xla counts them per process)."""
         import pandas
 
-        from neurondev.report.transfers import COLUMNS, copy_sites
+        from neurondev.report.transfers import COLUMNS
 
-        sites = copy_sites(self.program, ((section.before, section.after) for section in self.sections))
-        return pandas.DataFrame([site.row() for site in sites], columns=list(COLUMNS))
+        return pandas.DataFrame([site.row() for site in self.transfer_sites()], columns=list(COLUMNS))
+
+    def transfer_sites(self) -> tuple[CopySite, ...]:
+        """The rows of ``transfer_table()`` as records (each a finding: ND202 to the host, ND203 to the device)."""
+        return copy_sites(self.program, ((section.before, section.after) for section in self.sections))
 
     @property
     def frozen(self) -> Any:

@@ -30,6 +30,14 @@ class CopySite(Located):
     module: str = ""
     source: SourceLine | None = None
 
+    @property
+    def rule(self) -> str:
+        """ND202 (a copy to the host) or ND203 (an upload)."""
+        return "ND202" if self.direction == "to host" else "ND203"
+
+    def to_dict(self) -> dict[str, object]:
+        return {"rule": self.rule, **self.row(), "where": self.where}
+
     def row(self) -> dict[str, object]:
         return {
             "scenario": self.scenario,

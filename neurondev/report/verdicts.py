@@ -14,6 +14,7 @@ import dataclasses
 import torch.fx
 
 from neurondev.fx.random import random_nodes
+from neurondev.rulebook import rule_of
 from neurondev.runs.first_difference import NodeDifference
 from neurondev.runs.run_records import RunRecord
 from neurondev.runs.values import Comparison, compare_outputs
@@ -47,9 +48,15 @@ class Verdict:
             return True
         return False if self.status == "differ" else None
 
+    @property
+    def rule(self) -> str | None:
+        """ND208 when the values differ; None otherwise (no finding)."""
+        return rule_of("verdict", self.status)
+
     def to_dict(self) -> dict[str, object]:
         comparison = self.comparison.to_dict() if self.comparison is not None else None
         return {
+            "rule": self.rule,
             "question": self.question,
             "status": self.status,
             "matches": self.matches,

@@ -12,10 +12,11 @@ import torch
 from neurondev.errors import DevicePinsError, InvalidOptionError
 from neurondev.render.sentences import describe
 from neurondev.report.advice import fallback_advice, fix_for
-from neurondev.report.findings import Finding
+from neurondev.report.findings import Finding, explanation_findings
 from neurondev.report.model import ExplanationData
 from neurondev.report.options import ExplainOptions, default, refuse_shadowing, value_of
 from neurondev.report.pipeline import explain, explain_with
+from neurondev.rulebook import RULES, rule_named, selected
 from neurondev.runs.program import default_device_set
 from neurondev.trace.capture import check_inputs
 
@@ -35,6 +36,7 @@ def findings_of(explanation: ExplanationData) -> list[Finding]:
             pin.source,
             f"{pin.node}: {pin.function}, device={pin.device} ({pin.kind}, {pin.location})",
             fix_for(pin),
+            pin.rule,
         )
         for pin in explanation.pins
         if not pin.unused and not pin.output_transfer
@@ -47,11 +49,14 @@ def findings_of(explanation: ExplanationData) -> list[Finding]:
             value.source,
             f"{describe(value)} stays on the CPU when the model moves to {explanation.place}",
             value.fix,
+            value.rule,
         )
         for value in explanation.host_values
     ]
     found += [
-        Finding("cpu kernel", kernel.node, kernel.function, kernel.source, f"{kernel.function} is a kernel for the CPU", kernel.fix)
+        Finding(
+            "cpu kernel", kernel.node, kernel.function, kernel.source, f"{kernel.function} is a kernel for the CPU", kernel.fix, kernel.rule
+        )
         for kernel in explanation.cpu_kernels
     ]
     found += _program_findings(explanation)
@@ -64,6 +69,7 @@ def findings_of(explanation: ExplanationData) -> list[Finding]:
                 d.source,
                 f"traced as {list(d.cpu_ops)} on CPU but {list(d.xla_ops)} on {explanation.place}",
                 _SPECIALISED_FIX,
+                d.rule,
             )
             for d in explanation.traces.differences
         ]
@@ -98,7 +104,7 @@ def _program_findings(explanation: ExplanationData) -> list[Finding]:
         fix = host.fix if host is not None and failure.kind == "mixed devices at compile time" else _PROGRAM_FIXES[failure.kind]
         fix = fix.format(backend=programs.as_written.backend, place=place)
         detail = f"your program on {place} {label} {describe(failure)}"
-        found.append(Finding("program", f"program {run.backend}", failure.kind, failure.source, detail, fix))
+        found.append(Finding("program", f"program {run.backend}", failure.kind, failure.source, detail, fix, failure.rule))
     return found
 
 
@@ -114,6 +120,8 @@ def check(
     suggest: bool = default(False),
     program: bool = default(False),
     fallbacks: str = default("ignore"),
+    select: Iterable[str] | None = default(None),
+    ignore: Iterable[str] = default(()),
     **kwargs: Any,
 ) -> ExplanationData:
     """Raise DevicePinsError (an AssertionError too) listing every pin, host value, CPU kernel and
@@ -131,13 +139,26 @@ def check(
     (``program`` implied) and every op that fell back to the CPU is a finding, with its op, calls and line
     (``"ignore"``, the default, leaves them to the card). With a default device set (``torch.set_default_device``)
     the program runs too: torch.compile may leave a factory call on the CPU (PyTorch issue 175953), a finding
-    with its line. ``level``, ``rtol`` and ``atol`` are explain's.
+    with its line. ``select`` and ``ignore`` take rule codes or their prefixes, as ruff does (``neurondev.rules()``
+    lists them): ``select`` replaces the rules checked by default (``ND1``: the CPU trace's; ``ND3``: the program's
+    failures, when it runs; ``ND205``/``ND206`` with ``fallbacks="error"``), ``ignore`` leaves rules out. Selecting
+    a rule of the device (``ND2``) runs what shows it: the graphs on the device (ND201, ND207-ND209), the program
+    (ND202-ND206). ``level``, ``rtol`` and ``atol`` are explain's.
     Nothing is drawn.
     """
     passed = {name: kwargs.pop(name) for name in _EXPLAIN_OPTIONS if name in kwargs}  # explain's options, given to check
     if callable(fn):
         check_inputs(fn, args, kwargs)  # check has no callable form: it needs the inputs now
-        given = {"target": target, "allow": allow, "native": native, "suggest": suggest, "program": program, "fallbacks": fallbacks}
+        given = {
+            "target": target,
+            "allow": allow,
+            "native": native,
+            "suggest": suggest,
+            "program": program,
+            "fallbacks": fallbacks,
+            "select": select,
+            "ignore": ignore,
+        }
         options_given = {**given, **passed}
         refuse_shadowing(fn, options_given, verb="check")
     for name, value in (("suggest", suggest), ("program", program), ("native", native)):
@@ -145,23 +166,63 @@ def check(
             raise InvalidOptionError(f"{name} is True or False, got {value_of(value)!r}")
     strict = _strict(value_of(fallbacks))
     rules = _rules(value_of(allow))
+    chosen = _codes(value_of(select), "select", none=True)
+    left_out = _codes(value_of(ignore), "ignore") or ()
+    checked = tuple(rule.code for rule in RULES if selected(rule.code, chosen or _DEFAULT + (_STRICT if strict else ()), left_out))
+    strict = strict or any(code in _STRICT for code in checked)
     options = ExplainOptions.checked(
         target,
-        run=False,
+        run=any(code in _GRAPH_RUN for code in checked),
         quiet=True,
         rtol=passed.get("rtol"),
         atol=passed.get("atol"),
         native=native,
         level=passed.get("level", "dynamo"),
-        program=value_of(program) or strict or default_device_set(),  # a default device: only the program's run shows 175953
+        # a default device: only the program's run shows 175953
+        program=value_of(program) or strict or default_device_set() or any(code in _PROGRAM_RUN for code in checked),
     )
     options = dataclasses.replace(options, fixes=value_of(suggest))
     explanation = explain_with(fn, args, kwargs, options) if callable(fn) else explain(fn, *args, **kwargs)
-    found = findings_of(explanation) + (fallback_findings(explanation) if strict else [])
-    left = [finding for finding in found if not finding.allowed_by(rules)]
+    found = findings_of(explanation) + (fallback_findings(explanation) if strict else []) + _device_findings(explanation, checked)
+    left = [finding for finding in found if finding.rule in checked and not finding.allowed_by(rules)]
     if left:
         raise DevicePinsError(_message(explanation, left, suggest=value_of(suggest)), left)
     return explanation
+
+
+_DEFAULT = ("ND1", "ND3")
+_STRICT = ("ND205", "ND206")
+_GRAPH_RUN = ("ND201", "ND207", "ND208", "ND209")
+_PROGRAM_RUN = ("ND202", "ND203", "ND204", "ND205", "ND206")
+
+
+def _codes(given: Any, name: str, *, none: bool = False) -> tuple[str, ...] | None:
+    """Rule codes or prefixes (``"ND101"``, ``"ND2"``) as a tuple; InvalidOptionError naming the ones that start no rule."""
+    if given is None and none:
+        return None
+    codes = [given] if isinstance(given, str) else given
+    try:
+        codes = list(codes)
+    except TypeError:
+        codes = [given]
+    wrong = [code for code in codes if not isinstance(code, str) or not any(rule.code.startswith(code) for rule in RULES) or not code]
+    if wrong:
+        raise InvalidOptionError(
+            f"{name} takes rule codes or their prefixes ('ND101', 'ND2'; neurondev.rules() lists them), got {wrong[0]!r}"
+        )
+    return tuple(codes)
+
+
+def _device_findings(explanation: ExplanationData, checked: tuple[str, ...]) -> list[Finding]:
+    """The device's findings (ND201-ND204, ND207-ND209) of the runs that happened, for the rules checked."""
+    wanted = [code for code in checked if code.startswith("ND2") and code not in _STRICT]
+    found = []
+    for record in explanation_findings(explanation):
+        if record.rule in wanted:
+            name = getattr(record, "node", None) or getattr(record, "what", None) or getattr(record, "question", "")
+            rule = rule_named(record.rule)
+            found.append(Finding("device", str(name), rule.name, getattr(record, "source", None), describe(record), rule.fix, rule.code))
+    return found
 
 
 _UNSEEN_FIX = "check on a device whose compiled graphs pass the dispatcher (the host test device), or read the backend's own record"
@@ -180,9 +241,10 @@ def fallback_findings(explanation: ExplanationData) -> list[Finding]:
     (a program that did not run there cannot be checked: that is a finding too)."""
     if explanation.program is None:
         reason = explanation.program_skipped or "it was not run"
-        return [Finding("fallback", "program", "", None, f"your program did not run on the device ({reason}): no fallback was checked", "")]
+        detail = f"your program did not run on the device ({reason}): no fallback was checked"
+        return [Finding("fallback", "program", "", None, detail, "", "ND206")]
     unseen = explanation.program.rewritten.unseen
-    closed = [Finding("fallback", "program", "", None, f"cannot verify fallbacks here: {unseen}", _UNSEEN_FIX)] if unseen else []
+    closed = [Finding("fallback", "program", "", None, f"cannot verify fallbacks here: {unseen}", _UNSEEN_FIX, "ND206")] if unseen else []
     return closed + [
         Finding(
             "fallback",
@@ -193,6 +255,7 @@ def fallback_findings(explanation: ExplanationData) -> list[Finding]:
             + (f" inside {fallback.inside}" if fallback.inside else "")
             + (f" in {fallback.module}" if fallback.module else ""),
             fallback_advice(fallback.op),
+            fallback.rule,
         )
         for _, fallback in explanation.fallbacks
     ]
@@ -239,6 +302,7 @@ _HEADINGS = {
     "program": "failure(s) of {name} run as a program under torch.compile on {place}:",
     "device-specialised": "line(s) of {name} traced differently on {place} (device-specialised code):",
     "fallback": "op(s) of {name} that fell back to the CPU on the device (fallbacks='error'):",
+    "device": "cost(s) of {name} on {place} (rules selected):",
 }
 
 

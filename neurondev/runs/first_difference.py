@@ -20,6 +20,7 @@ from neurondev._compat import tree_flatten, tree_leaves, tree_map, tree_unflatte
 from neurondev.fx.devices import function_name
 from neurondev.fx.graphs import copy_graph
 from neurondev.fx.modules import module_path
+from neurondev.rulebook import Ruled
 from neurondev.runs.interface import Driver
 from neurondev.runs.placement import to_device
 from neurondev.runs.values import Comparison, compare_outputs
@@ -29,9 +30,11 @@ __all__ = ["NodeDifference", "first_difference"]
 
 
 @dataclasses.dataclass(frozen=True)
-class NodeDifference(Located):
+class NodeDifference(Located, Ruled):
     """The first node of graph ``graph`` whose value on XLA differs from its value on CPU while its
     inputs agree: its name, what it calls, the module it was traced in, the figures and its line."""
+
+    RECORD = "node difference"
 
     graph: int
     node: str
@@ -42,6 +45,7 @@ class NodeDifference(Located):
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "rule": self.rule,
             "graph": self.graph,
             "node": self.node,
             "function": self.function,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from neurondev.rulebook import Ruled
 from neurondev.runs.run_records import Fallback, HostCopy, Upload
 from neurondev.runs.values import Comparison
 from neurondev.trace.source import Located, SourceLine
@@ -23,12 +24,14 @@ DEVICE_MISMATCH = (FAILURE_KINDS[0], FAILURE_KINDS[1], FAILURE_KINDS[3])
 
 
 @dataclasses.dataclass(frozen=True)
-class ProgramFailure(Located):
+class ProgramFailure(Located, Ruled):
     """Why the program failed: ``kind`` (one of ``FAILURE_KINDS``), the user's line (``source``: the
     failing statement, or the line where the failing graph ends), ``stage`` ('compile': while dynamo
     or the backend compiled; 'graph': while a compiled graph ran; 'python': in the code between
     graphs; 'inputs': its inputs could not be moved to the device), the graph that was compiling or
     running (``graph``), the exception's type and message."""
+
+    RECORD = "program failure"
 
     kind: str
     stage: str
@@ -45,6 +48,7 @@ class ProgramFailure(Located):
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "rule": self.rule,
             "kind": self.kind,
             "stage": self.stage,
             "exception": self.exception,

@@ -8,6 +8,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from neurondev.errors import InvalidOptionError
+from neurondev.rulebook import Ruled
 from neurondev.runs.counts import Counts
 from neurondev.runs.values import Comparison
 from neurondev.trace.source import Located, SourceLine
@@ -47,8 +48,10 @@ def place_of(device: Any) -> str:
 
 
 @dataclasses.dataclass(frozen=True)
-class GraphBreak(Located):
+class GraphBreak(Located, Ruled):
     """A node during which the lazy XLA graph was cut: a forced execution and/or a device-to-host sync."""
+
+    RECORD = "graph break"
 
     node: str
     function: str
@@ -58,6 +61,7 @@ class GraphBreak(Located):
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "rule": self.rule,
             "node": self.node,
             "function": self.function,
             "executions": self.executions,
@@ -67,10 +71,12 @@ class GraphBreak(Located):
 
 
 @dataclasses.dataclass(frozen=True)
-class HostCopy(Located):
+class HostCopy(Located, Ruled):
     """A node during which a native device handed data to the host mid-graph: copies to the host
     (``transfers_to_host``, ``bytes``) and syncs (a host read of a device value, ``.item()``). A native
     device has no lazy graph to break: the program waits for the device and copies instead."""
+
+    RECORD = "host copy"
 
     node: str
     function: str
@@ -80,8 +86,14 @@ class HostCopy(Located):
     source: SourceLine | None = None
     module: str = ""
 
+    @property
+    def rule(self) -> str | None:
+        """ND202 when it copied to the host, ND204 when the host only waited for the device (a sync)."""
+        return "ND202" if self.transfers_to_host else "ND204"
+
     def to_dict(self) -> dict[str, Any]:
         return {
+            "rule": self.rule,
             "node": self.node,
             "function": self.function,
             "transfers_to_host": self.transfers_to_host,
@@ -93,11 +105,13 @@ class HostCopy(Located):
 
 
 @dataclasses.dataclass(frozen=True)
-class Fallback(Located):
+class Fallback(Located, Ruled):
     """An op that ran on the CPU instead of the device at one node: the op as the device ran it
     (``aten::index_select``, ``aten::addmm.out``), how many calls, the bytes copied for them (native
     devices), the module it ran in, the line, and the op the program called there when the one that fell
     back ran beneath it (``called``: ``aten::embedding``; None when it is the same op or not known)."""
+
+    RECORD = "fallback"
 
     op: str
     calls: int
@@ -116,6 +130,7 @@ class Fallback(Located):
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "rule": self.rule,
             "op": self.op,
             "called": self.called,
             "calls": self.calls,
@@ -127,10 +142,12 @@ class Fallback(Located):
 
 
 @dataclasses.dataclass(frozen=True)
-class Upload(Located):
+class Upload(Located, Ruled):
     """A node (or, in a program, a line) that copies host data to the device on every call (``torch.tensor([...],
     device=...)``, ``torch.arange(4).to(x.device)``, ``torch.rand``, an empty KV cache): no break, but a transfer
     per call; the bytes it moved where the device counts them (native devices) and the module."""
+
+    RECORD = "upload"
 
     node: str
     function: str
@@ -141,6 +158,7 @@ class Upload(Located):
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "rule": self.rule,
             "node": self.node,
             "function": self.function,
             "transfers_to_device": self.transfers_to_device,
@@ -169,8 +187,10 @@ class Crossing:
 
 
 @dataclasses.dataclass(frozen=True)
-class RunError(Located):
+class RunError(Located, Ruled):
     """Why a run failed: the node it failed at (or the input, by index), its source line and the exception."""
+
+    RECORD = "run error"
 
     node: str
     function: str
@@ -181,6 +201,7 @@ class RunError(Located):
     def to_dict(self) -> dict[str, Any]:
         """Plain data: the exception as its type name and message."""
         return {
+            "rule": self.rule,
             "node": self.node,
             "function": self.function,
             "input_index": self.input_index,

@@ -23,6 +23,7 @@ import torch.fx
 from neurondev.fx.devices import as_device, function_name
 from neurondev.fx.graphs import copy_graph
 from neurondev.passes.device_rewriter import rewrite_copy
+from neurondev.rulebook import Ruled
 from neurondev.runs.graph import quiet_call, run_graph
 from neurondev.runs.interface import Driver
 from neurondev.runs.placement import to_device
@@ -46,8 +47,10 @@ __all__ = [
 
 
 @dataclasses.dataclass(frozen=True)
-class LineDifference(Located):
+class LineDifference(Located, Ruled):
     """One user line whose ops differ between the CPU and the XLA trace (device arguments aside)."""
+
+    RECORD = "line difference"
 
     graph: int
     source: SourceLine | None
@@ -55,7 +58,7 @@ class LineDifference(Located):
     xla_ops: tuple[str, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"graph": self.graph, **self.source_dict(), "cpu_ops": list(self.cpu_ops), "xla_ops": list(self.xla_ops)}
+        return {"rule": self.rule, "graph": self.graph, **self.source_dict(), "cpu_ops": list(self.cpu_ops), "xla_ops": list(self.xla_ops)}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -23,6 +23,7 @@ from neurondev.errors import (
     TraceError,
     warn_user,
 )
+from neurondev.rulebook import Ruled
 from neurondev.trace.aten import AtenGraph, AtenRecorder, run_backward
 from neurondev.trace.caches import kept_dynamo_caches
 from neurondev.trace.copies import MovedInput, fresh_function, kept_global_state, own_namespaces, traced_copies
@@ -58,8 +59,10 @@ def check_level(level: Any) -> str:
 
 
 @dataclasses.dataclass(frozen=True)
-class DynamoBreak(Located):
+class DynamoBreak(Located, Ruled):
     """A graph break dynamo itself made (as ``torch._dynamo.explain`` reports it), with the user's line."""
+
+    RECORD = "dynamo break"
 
     MISSING = "unknown line"
 

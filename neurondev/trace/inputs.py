@@ -20,19 +20,22 @@ import torch
 import torch.fx
 
 from neurondev._compat import lifted_input_kind
+from neurondev.rulebook import Ruled
 from neurondev.trace.source import Located, SourceLine, source_of
 
 __all__ = ["HostValue", "host_values", "is_host_value"]
 
 
 @dataclasses.dataclass(frozen=True)
-class HostValue(Located):
+class HostValue(Located, Ruled):
     """A tensor the function reads from outside its arguments and its module's parameters and buffers.
 
     ``kind`` is 'global', 'closure' or 'attribute'; ``origin`` how the code names it (``TABLE``,
     ``self.table``); ``placeholder`` the graph input it became in graph ``graph``; ``source`` the
     first line of the user's code that uses it.
     """
+
+    RECORD = "host value"
 
     graph: int
     placeholder: str
@@ -53,7 +56,7 @@ class HostValue(Located):
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["source"] = self.source.to_dict() if self.source else None
-        return {**data, "where": self.where, "fix": self.fix}
+        return {"rule": self.rule, **data, "where": self.where, "fix": self.fix}
 
 
 def is_host_value(value: Any) -> bool:
