@@ -82,7 +82,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--tiny", action="store_true", help="once, at the smallest size: the suite runs this, so no rename breaks a benchmark unseen"
+    )
     options = parser.parse_args()
+    if options.tiny:
+        options.sizes, options.repeats = [200], 1
     results = {}
     print(
         f"{'nodes':>8} {'floor ms':>9} {'call ms':>9} {'call/floor':>10} {'pass/floor':>10} {'kwargs/floor':>12} "

@@ -109,3 +109,35 @@ def test_a_watched_functions_record_is_made_again_per_call_and_the_old_one_stays
     watched(torch.randn(3, 3))
     assert watched.record is not first and first == kept
     assert len(first.steps) == 1 and len(watched.record.steps) == 2
+
+
+def test_an_explanation_and_a_watch_take_no_new_attributes(explanation):
+    with pytest.raises(dataclasses.FrozenInstanceError, match="rerun"):
+        explanation.extra = 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del explanation.name
+    assert not hasattr(explanation, "extra")
+    watched = neurondev.watch()
+    with pytest.raises(AttributeError, match="no new attributes"):
+        watched.extra = 1
+    with watched:
+        pass
+    with pytest.raises(AttributeError, match="no new attributes"):
+        watched.compiles_seen = ()
+
+
+def test_a_section_owns_its_graph_a_pass_run_on_the_capture_afterwards_changes_no_explanation():
+    from neurondev.gallery.patterns import seed_function
+
+    captured = neurondev.capture(seed_function, torch.randn(64))
+    explained = neurondev.explain(captured, quiet=True)
+    assert explained.sections[0].traced is not captured.graphs[0]
+    neurondev.DeviceRewriterPass(target="xla")(captured.graphs[0])  # the user's own pass, on the user's own graph
+    assert len(neurondev.find_pins(captured.graphs[0], target="xla")) == 0
+    again = explained.rerun()
+    assert len(explained.pins) == len(again.pins) == 1 and len(again.before[0].graph_breaks) == 1
+
+
+def test_rewrite_copy_returns_its_rewrites_as_a_tuple_as_every_record_holds_them(seed_capture):
+    _, rewrites = neurondev.rewrite_copy(seed_capture.graphs[0])
+    assert isinstance(rewrites, tuple) and [r.node for r in rewrites] == ["out"]

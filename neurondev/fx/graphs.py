@@ -8,7 +8,7 @@ from typing import Any
 import torch
 import torch.fx
 
-__all__ = ["copy_graph"]
+__all__ = ["copy_graph", "own_graph"]
 
 
 def copy_graph(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
@@ -24,6 +24,18 @@ def copy_graph(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
         return copy.deepcopy(gm)
     except Exception:
         return _rebuilt(gm)
+
+
+def own_graph(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """A GraphModule with its own graph (nodes, arguments, meta) over the same parameters and submodules: a pass
+    that rewrites nodes of one leaves the other as it was, without copying the weights."""
+    graph = torch.fx.Graph(owning_module=None, tracer_cls=gm.graph._tracer_cls)
+    output = graph.graph_copy(gm.graph, {})
+    graph.output(output, type_expr=getattr(gm.graph.output_node(), "type", None))
+    graph._codegen = copy.deepcopy(gm.graph._codegen)
+    owned = torch.fx.GraphModule(gm, graph, class_name=type(gm).__name__)
+    owned.meta = dict(getattr(gm, "meta", {}))
+    return owned
 
 
 def _rebuilt(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:

@@ -48,6 +48,14 @@ class WatchData:
             self.__wrapped__ = fn
             self.__doc__ = getattr(fn, "__doc__", None)
 
+    _OWN = frozenset({"_fn", "_options", "_recorder", "_unhook", "_notes", "_state", "_record", "name", "__wrapped__", "__doc__"})
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Its own attributes only: a Watch takes no new ones (what it found is ``record``, a frozen snapshot)."""
+        if name not in self._OWN:
+            raise AttributeError(f"a Watch takes no new attributes ({name!r}); what it found is w.record, a frozen snapshot")
+        object.__setattr__(self, name, value)
+
     @classmethod
     def of(cls, record: WatchRecord) -> Self:
         """A finished watch that shows ``record`` (the command's, with its advice checked by a second run)."""

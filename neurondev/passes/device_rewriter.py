@@ -277,12 +277,12 @@ def rewrite_copy(
     rewrite_positional: bool = True,
     keep_host_outputs: bool | None = None,
     traced_on_meta: bool = False,
-) -> tuple[torch.fx.GraphModule, list[Rewrite]]:
+) -> tuple[torch.fx.GraphModule, tuple[Rewrite, ...]]:
     """Rewrite a deep copy of ``graph_module`` (or of an ExportedProgram's graph module); the original
-    is untouched. Returns (rewritten GraphModule, rewrites)."""
+    is untouched. Returns (rewritten GraphModule, rewrites), the rewrites a tuple as every record's are."""
     original = graph_module_of(graph_module, purpose="rewrite_copy copies and rewrites a traced graph, got")
     rewriter = DeviceRewriterPass(
         target, rewrite_positional=rewrite_positional, keep_host_outputs=keep_host_outputs, traced_on_meta=traced_on_meta
     )
     result = rewriter(copy_graph(original))
-    return result.graph_module, list(result.rewrites)
+    return result.graph_module, tuple(result.rewrites)

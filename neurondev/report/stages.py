@@ -12,6 +12,7 @@ import torch
 import torch.fx
 
 from neurondev.errors import InvalidOptionError, NeurondevError, XlaUnavailableError
+from neurondev.fx.graphs import own_graph
 from neurondev.fx.kernels import cpu_kernels
 from neurondev.fx.pins import DevicePin, find_pins
 from neurondev.fx.subgraphs import subgraphs
@@ -49,16 +50,18 @@ SEED = 0  # both runs of a graph draw from generators seeded alike (random ops c
 
 
 def trace_stage(captured: Capture, level: str) -> tuple[TracedGraph, ...]:
-    """The graphs to explain: dynamo's (one section each), or aot_autograd's forward and backward."""
+    """The graphs to explain: dynamo's (one section each), or aot_autograd's forward and backward; each section
+    owns its graph (a pass run on the Capture's graphs afterwards changes none of an Explanation's)."""
     on_meta = captured.device == "meta"
     if level == "aten":
         if captured.graphs and not captured.aten_graphs:
             raise InvalidOptionError("this Capture holds dynamo's graphs only: make it with neurondev.capture(fn, *args, level='aten')")
         return tuple(
-            TracedGraph(SectionKey(g.dynamo_graph, g.part), g.graph_module, g.inputs, on_meta=on_meta) for g in captured.aten_graphs
+            TracedGraph(SectionKey(g.dynamo_graph, g.part), own_graph(g.graph_module), g.inputs, on_meta=on_meta)
+            for g in captured.aten_graphs
         )
     return tuple(
-        TracedGraph(SectionKey(i), gm, tuple(inputs), tuple(v for v in captured.host_values if v.graph == i), on_meta)
+        TracedGraph(SectionKey(i), own_graph(gm), tuple(inputs), tuple(v for v in captured.host_values if v.graph == i), on_meta)
         for i, (gm, inputs) in enumerate(zip(captured.graphs, captured.example_inputs))
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Any
 
@@ -21,7 +22,14 @@ class Explanation(ExplanationWidgets):
     ``fallback_table()``, ``fixes``, ``patch()``, ``rerun()``), the displays (``ExplanationDisplay``:
     the card in Jupyter, ``summary()``, ``save_html()``, ``to_dict()``/``to_json()``, ``to_dot()``/``svg()``,
     ``save_model_explorer()``) and the widgets (``ExplanationWidgets``: ``explore()``, ``model_explorer()``).
+    It takes no new attributes, as it changes none of its own (``rerun()`` returns a new one).
     """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot assign to {name!r}: an Explanation is set once (ex.rerun() returns a new one)")
+
+    def __delattr__(self, name: str) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot delete {name!r}: an Explanation is set once")
 
 
 def _public(result: Any) -> Any:
