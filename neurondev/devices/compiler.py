@@ -14,13 +14,12 @@ import torch.fx
 from neurondev._compat import source_name, tree_flatten, tree_unflatten
 from neurondev.fx.devices import parse_target
 from neurondev.passes.device_rewriter import DeviceRewriterPass
-from neurondev.trace.inputs import is_host_value
+from neurondev.trace.inputs import is_host_value, on_host
 
 __all__ = ["Placement", "backend", "host_results", "input_placement", "written_inputs"]
 
 log = logging.getLogger("neurondev")
 _told_about_cpu_inputs = False
-_HOST = ("cpu", "meta")
 
 
 def backend(
@@ -102,7 +101,7 @@ def input_placement(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Plac
     """Which tensor inputs are on a device and which host tensors (0-dim ones aside) a graph on a device reads."""
     names = [source_name(node) or node.name for node in gm.graph.nodes if node.op == "placeholder"]
     tensors = [(i, name, value) for i, (name, value) in enumerate(zip(names, example_inputs)) if isinstance(value, torch.Tensor)]
-    on_device = tuple(i for i, _, value in tensors if value.device.type not in _HOST)
+    on_device = tuple(i for i, _, value in tensors if not on_host(value))
     host = [(i, f"{name} ({value.device})") for i, name, value in tensors if is_host_value(value)]
     return Placement(on_device, tuple(i for i, _ in host), tuple(name for _, name in host))
 
@@ -153,7 +152,7 @@ def _traced_there(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> bool:
     placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
     for node, value in zip(placeholders, example_inputs):
         traced = node.meta.get("example_value", node.meta.get("val"))
-        if isinstance(value, torch.Tensor) and value.device.type not in _HOST and isinstance(traced, torch.Tensor):
+        if isinstance(value, torch.Tensor) and not on_host(value) and isinstance(traced, torch.Tensor):
             return traced.device.type == value.device.type
     return False
 
@@ -166,7 +165,7 @@ def host_results(gm: torch.fx.GraphModule) -> tuple[int, ...]:
     found = []
     for position, leaf in enumerate(leaves):
         value = leaf.meta.get("example_value") if isinstance(leaf, torch.fx.Node) else None
-        if isinstance(value, torch.Tensor) and value.device.type == "cpu":
+        if on_host(value):
             found.append(position)
     return tuple(found)
 
@@ -221,7 +220,7 @@ def _tell_once_about_cpu_inputs() -> None:
 
 def _target_of(example_inputs: list[Any]) -> torch.device:
     for value in example_inputs:
-        if isinstance(value, torch.Tensor) and value.device.type not in _HOST:
+        if isinstance(value, torch.Tensor) and not on_host(value):
             return value.device
     from neurondev.xla.runtime import device
 

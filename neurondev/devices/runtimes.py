@@ -21,9 +21,9 @@ import sys
 
 import torch
 
-__all__ = ["Facts", "RuntimeChoice", "choose", "default_target", "facts", "resolve_target"]
+from neurondev.xla.runtime import neuron_xla_missing, torchneuron_release
 
-_TORCHNEURON_FROM = (2, 13)  # torch-neuronx releases for PyTorch 2.13 on are TorchNeuron (native)
+__all__ = ["Facts", "RuntimeChoice", "choose", "default_target", "facts", "resolve_target"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,7 +56,7 @@ def choose(found: Facts) -> RuntimeChoice:
     neuron = f"torch-neuronx {found.neuronx_version}" if found.neuronx_version else None
     if neuron and found.neuronx_error is None and found.privateuse1 == "neuron":
         return RuntimeChoice("torchneuron", "neuron", "native", f"{neuron} registers the native 'neuron' device (PrivateUse1, TorchNeuron)")
-    if neuron and found.neuronx_error is None and found.torch_xla and not _native_release(found.neuronx_version):
+    if found.torch_xla and neuron_xla_missing(found.neuronx_version, found.neuronx_error, found.privateuse1) is None:
         return RuntimeChoice("neuron-xla", "xla", "xla", f"{neuron} is the XLA-based Neuron SDK: runs go to its XLA device")
     missing = _neuron_missing(found, neuron)
     if found.torch_xla:
@@ -73,20 +73,12 @@ def choose(found: Facts) -> RuntimeChoice:
     )
 
 
-def _native_release(version: str | None) -> bool:
-    try:
-        major, minor = (int(part) for part in (version or "").split(".")[:2])
-    except ValueError:
-        return False
-    return (major, minor) >= _TORCHNEURON_FROM
-
-
 def _neuron_missing(found: Facts, neuron: str | None) -> str:
     if neuron is None:
         return "torch-neuronx is not installed"
     if found.neuronx_error is not None:
         return f"{neuron} does not import ({found.neuronx_error})"
-    if _native_release(found.neuronx_version):
+    if torchneuron_release(found.neuronx_version):
         return f"{neuron} imports but registers no native 'neuron' device"
     return f"{neuron} imports but torch_xla is missing"
 

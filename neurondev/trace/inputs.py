@@ -23,7 +23,7 @@ from neurondev._compat import lifted_input_kind
 from neurondev.rulebook import Ruled
 from neurondev.trace.source import Located, SourceLine, source_of
 
-__all__ = ["HostValue", "host_values", "is_host_value"]
+__all__ = ["on_host", "HostValue", "host_values", "is_host_value"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,12 +59,17 @@ class HostValue(Located, Ruled):
         return {"rule": self.rule, **data, "where": self.where, "fix": self.fix}
 
 
+def on_host(value: Any) -> bool:
+    """The one rule for where a tensor is: on the host when on the CPU, or on meta (a meta tensor stands for
+    a host one in a graph traced without weights); every host check of the package reads it."""
+    return isinstance(value, torch.Tensor) and value.device.type in ("cpu", "meta")
+
+
 def is_host_value(value: Any) -> bool:
-    """The one rule for a tensor that stays on the host when a graph runs on a device: on the CPU
+    """The one rule for a tensor that stays on the host when a graph runs on a device: on the host (``on_host``)
     with at least one dimension. A 0-dim CPU tensor is a scalar every device compiler takes as a
-    value (torch.compile on XLA, the neurondev backend and a native device run it and match CPU).
-    A meta tensor stands for a host one in a graph traced without weights."""
-    return isinstance(value, torch.Tensor) and value.device.type in ("cpu", "meta") and value.dim() > 0
+    value (torch.compile on XLA, the neurondev backend and a native device run it and match CPU)."""
+    return on_host(value) and value.dim() > 0
 
 
 def host_values(graph: int, gm: torch.fx.GraphModule, inputs: list[Any], fn: Callable[..., Any]) -> list[HostValue]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import importlib.metadata
 import os
 import sys
 from collections.abc import Mapping
@@ -66,16 +67,44 @@ def choose_runtime(*, neuron_error: BaseException | None, environ: Mapping[str, 
     return RuntimeChoice("pjrt", "CPU", "CPU", f"{missing}; no PJRT_DEVICE was set, so neurondev set PJRT_DEVICE=CPU")
 
 
-def _neuron_import_error() -> BaseException | None:
-    """Why torch_neuronx does not give an XLA device: it does not import, or it is TorchNeuron (its own
-    native 'neuron' device, no XLA); None when it is the XLA-based SDK."""
+TORCHNEURON_FROM = (2, 13)  # torch-neuronx releases for PyTorch 2.13 on are TorchNeuron (native 'neuron', no XLA)
+
+
+def torchneuron_release(version: str | None) -> bool:
+    """Whether this torch-neuronx version is TorchNeuron (its device native), not the XLA-based SDK."""
     try:
-        importlib.import_module("torch_neuronx")
-    except Exception as error:  # a broken Neuron install is as unusable as a missing one
-        return error
-    if torch._C._get_privateuse1_backend_name() == "neuron":
-        return RuntimeError("torch_neuronx is TorchNeuron, whose device is the native 'neuron' device, not XLA")
+        major, minor = (int(part) for part in (version or "").split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) >= TORCHNEURON_FROM
+
+
+def neuron_xla_missing(version: str | None, import_error: str | None, privateuse1: str) -> str | None:
+    """The one rule for whether torch-neuronx gives an XLA device: None when it does (the XLA-based SDK,
+    installed and importing), else why not. ``devices.runtimes.choose`` and ``choose_runtime`` both read it."""
+    if version is None:
+        return "torch-neuronx is not installed"
+    if import_error is not None:
+        return f"torch-neuronx {version} does not import ({import_error})"
+    if privateuse1 == "neuron" or torchneuron_release(version):
+        return f"torch-neuronx {version} is TorchNeuron, whose device is the native 'neuron' device, not XLA"
     return None
+
+
+def _neuron_import_error() -> BaseException | None:
+    """Why torch_neuronx does not give an XLA device (None: it is the XLA-based SDK), by ``neuron_xla_missing``."""
+    try:
+        version = importlib.metadata.version("torch-neuronx")
+    except importlib.metadata.PackageNotFoundError:
+        version = None
+    error = None
+    if version is not None and not torchneuron_release(version):
+        try:
+            importlib.import_module("torch_neuronx")
+        except Exception as raised:  # a broken Neuron install is as unusable as a missing one
+            error = f"{type(raised).__name__}: {raised}"
+    missing = neuron_xla_missing(version, error, str(torch._C._get_privateuse1_backend_name()))
+    return None if missing is None else RuntimeError(missing)
 
 
 _choice: RuntimeChoice | None = None

@@ -55,3 +55,20 @@ def test_a_target_is_resolved_loading_the_host_device_and_naming_what_is_not_loa
         resolve_target("neuron")
     with pytest.raises(neurondev.InvalidTargetError, match="not a device torch knows"):
         resolve_target("trainium")
+
+
+@pytest.mark.parametrize("version", [None, "2.9.0", "2.13.0", "2.14.1"])
+@pytest.mark.parametrize("error", [None, "ImportError: libnrt.so"])
+@pytest.mark.parametrize("privateuse1", ["privateuseone", "neuron", "hostdev"])
+def test_the_machines_runtime_and_the_xla_device_choice_agree_on_whether_neuron_runs_on_xla(version, error, privateuse1):
+    """One decider: the runtime of the machine (devices.runtimes.choose) and the XLA driver's choice of its device
+    (xla.runtime.choose_runtime) read the same rule; torch-neuronx 2.13 imported with no 'neuron' device used to be
+    XLA's Neuron device for one and PJRT for the other."""
+    from neurondev.xla.runtime import choose_runtime, neuron_xla_missing
+
+    found = Facts(neuronx_version=version, neuronx_error=error if version else None, privateuse1=privateuse1, torch_xla=True)
+    missing = neuron_xla_missing(found.neuronx_version, found.neuronx_error, found.privateuse1)
+    on_xla = choose_runtime(neuron_error=None if missing is None else RuntimeError(missing), environ={}, xla_imported=False)
+    machine = choose(found)
+    assert (machine.runtime == "neuron-xla") == (on_xla.runtime == "neuron")
+    assert (machine.runtime == "neuron-xla") == (version == "2.9.0" and error is None and privateuse1 != "neuron")

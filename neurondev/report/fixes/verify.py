@@ -28,6 +28,7 @@ from neurondev.runs.run_records import place_of
 from neurondev.runs.values import compare_outputs
 from neurondev.trace.copies import kept_global_state, traced_copies
 from neurondev.trace.generators import reachable_generators
+from neurondev.trace.inputs import on_host
 
 __all__ = ["Original", "verify"]
 
@@ -445,6 +446,6 @@ def _host_values_made(graphs: Sequence[torch.fx.GraphModule], path: str, first: 
             if source is None or source.file != path or not first <= source.line <= last:
                 continue
             value = node.meta.get("example_value")
-            if isinstance(value, torch.Tensor) and value.device.type != target.type:
+            if on_host(value):  # traced on the device (never the CPU): a value on the host stayed there
                 return f"{node.name} ({value.device.type})"
     return ""
