@@ -20,6 +20,9 @@ import torch.utils._pytree as _pytree
 
 __all__ = [
     "CHECKED_WITH",
+    "TESTED_ALONE",
+    "TESTED_IPYTHON",
+    "TESTED_PAIR",
     "DYNAMIC_MARKS",
     "ENTER_AUTOCAST",
     "dynamic_dims",
@@ -70,7 +73,11 @@ __all__ = [
     "without_default_device",
 ]
 
-CHECKED_WITH = {"torch": ("2.9.0", "2.13.0"), "torch_xla": "2.9.0", "IPython": "9.18.1"}
+# The one list of the versions tested here (requirements/ pins them; tests/test_suite_setup.py checks they agree):
+TESTED_PAIR = ("2.9.0", "2.9.0")  # torch + torch-xla: requirements/constraints.txt
+TESTED_ALONE = ("2.13.0",)  # torch without torch-xla (TorchNeuron's PyTorch): requirements/constraints-current.txt
+TESTED_IPYTHON = "9.18.1"
+CHECKED_WITH = {"torch": (TESTED_PAIR[0], *TESTED_ALONE), "torch_xla": TESTED_PAIR[1], "IPython": TESTED_IPYTHON}
 
 # torch.utils._pytree: nested inputs and outputs (lists, tuples, dicts, dataclasses registered with torch)
 tree_leaves = _pytree.tree_leaves

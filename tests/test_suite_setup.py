@@ -30,3 +30,22 @@ def test_the_slowest_modules_are_handed_out_first(request):
         next((i for i, part in enumerate(_SLOWEST_FIRST) if part in item.nodeid), len(_SLOWEST_FIRST)) for item in request.session.items
     ]
     assert rank == sorted(rank)
+
+
+def _pins(name: str) -> dict[str, str]:
+    path = Path(__file__).resolve().parent.parent / "requirements" / name
+    return dict(line.strip().lower().split("==", 1) for line in path.read_text().splitlines() if "==" in line and not line.startswith("#"))
+
+
+def test_the_one_list_of_tested_versions_is_what_requirements_pins_and_doctor_reads():
+    from neurondev._compat import CHECKED_WITH, TESTED_ALONE, TESTED_IPYTHON, TESTED_PAIR
+    from neurondev.cli.doctor import pair_verdict
+
+    pair, current = _pins("constraints.txt"), _pins("constraints-current.txt")
+    assert (pair["torch"], pair["torch-xla"]) == TESTED_PAIR and "torch-xla" not in current
+    assert (current["torch"],) == TESTED_ALONE and pair["ipython"] == current["ipython"] == TESTED_IPYTHON
+    assert CHECKED_WITH["torch"] == (TESTED_PAIR[0], *TESTED_ALONE)
+    assert pair_verdict(f"{TESTED_PAIR[0]}+cu128", TESTED_PAIR[1]) == (
+        True,
+        f"torch {TESTED_PAIR[0]} + torch-xla {TESTED_PAIR[1]}: the pair neurondev is tested with",
+    )

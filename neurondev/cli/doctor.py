@@ -7,10 +7,11 @@ import importlib.metadata
 import platform
 import shutil
 
-__all__ = ["Check", "TESTED_PAIRS", "checks", "pair_verdict"]
+from neurondev._compat import TESTED_ALONE, TESTED_PAIR
 
-TESTED_PAIRS = {("2.9.0", "2.9.0")}  # torch, torch-xla: the pair requirements/constraints.txt pins
-TESTED_ALONE = {"2.13.0"}  # torch without torch-xla: requirements/constraints-current.txt (TorchNeuron's PyTorch)
+__all__ = ["Check", "checks", "pair_verdict"]
+
+_PAIR = f"torch {TESTED_PAIR[0]} + torch-xla {TESTED_PAIR[1]}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,10 +38,10 @@ def pair_verdict(torch_version: str, xla_version: str | None) -> tuple[bool, str
     if xla_version is None:
         return False, "torch-xla is not installed"
     base = torch_version.split("+")[0]
-    if (base, xla_version) in TESTED_PAIRS:
+    if (base, xla_version) == TESTED_PAIR:
         return True, f"torch {base} + torch-xla {xla_version}: the pair neurondev is tested with"
     if base.split(".")[:2] == xla_version.split(".")[:2]:
-        return True, f"torch {base} + torch-xla {xla_version}: the same minor (not the pair tested here: 2.9.0 + 2.9.0)"
+        return True, f"torch {base} + torch-xla {xla_version}: the same minor (not the pair tested here: {_PAIR})"
     return False, f"torch {base} + torch-xla {xla_version}: different minors, which torch-xla does not support"
 
 
@@ -55,7 +56,7 @@ def _python() -> Check:
 
 def _torch() -> Check:
     version = _version("torch")
-    return Check("torch", version is not None, version or "not installed", "pip install 'torch==2.9.0'")
+    return Check("torch", version is not None, version or "not installed", f"pip install 'torch=={TESTED_PAIR[0]}'")
 
 
 def _torch_xla() -> Check:
@@ -63,7 +64,7 @@ def _torch_xla() -> Check:
     if _version("torch-xla") is None:
         tested = "a tested set without it" if torch_version in TESTED_ALONE else "not a set tested here"
         detail = f"not installed: XLA runs are off; torch {torch_version} alone is {tested} (native devices, the CPU side)"
-        return Check("torch-xla", False, detail, "for XLA: the tested pair, torch 2.9.0 + torch-xla 2.9.0", needed=False)
+        return Check("torch-xla", False, detail, f"for XLA: the tested pair, {_PAIR}", needed=False)
     ok, detail = pair_verdict(_version("torch") or "", _version("torch-xla"))
     minor = ".".join((_version("torch") or "2.9").split(".")[:2])
     return Check("torch-xla", ok, detail, f"pip install 'torch-xla=={minor}.*' (on Trainium: the Neuron SDK's)")
