@@ -20,6 +20,14 @@ import torch.utils._pytree as _pytree
 
 __all__ = [
     "CHECKED_WITH",
+    "TorchDispatchMode",
+    "active_dispatch_modes",
+    "dynamo_config",
+    "dynamo_failure",
+    "patched_xla_counter_increment",
+    "privateuse1_name",
+    "register_device_module",
+    "wrap_xla_step_marker",
     "TESTED_ALONE",
     "TESTED_IPYTHON",
     "TESTED_PAIR",
@@ -524,3 +532,87 @@ def observe_compiled_calls(observer: Callable[[Any], None]) -> Callable[[], None
         eval_frame._callback_from_stance = original
 
     return put_back
+
+
+def _hook(owner: Any, name: str, what: str) -> Any:
+    """``owner.name``, a private hook; TorchInternalsError naming it and the versions checked when it is gone."""
+    found = getattr(owner, name, None)
+    if found is None:
+        from neurondev.errors import TorchInternalsError
+
+        checked = f"torch {' and '.join(CHECKED_WITH['torch'])}, torch-xla {CHECKED_WITH['torch_xla']}"
+        raise TorchInternalsError(
+            f"neurondev needs {what} ({getattr(owner, '__name__', owner)}.{name}), which this install does not have "
+            f"(torch {torch.__version__}); it was checked with {checked}: install one of those, or report it"
+        )
+    return found
+
+
+try:  # torch.utils._python_dispatch: the base class of every dispatch mode (torch 2.9 to 2.13)
+    from torch.utils._python_dispatch import TorchDispatchMode
+except ImportError:  # pragma: no cover - a torch without it cannot account for native devices at all
+    TorchDispatchMode = object  # type: ignore[misc,assignment]
+
+
+def active_dispatch_modes() -> list[Any]:
+    """The dispatch modes on torch's stack now, innermost last."""
+    import torch.utils._python_dispatch as dispatch
+
+    return list(_hook(dispatch, "_get_current_dispatch_mode_stack", "the stack of dispatch modes")())
+
+
+def privateuse1_name() -> str:
+    """The name PrivateUse1 goes by in this process ('privateuseone': no backend renamed it)."""
+    return str(_hook(torch._C, "_get_privateuse1_backend_name", "PrivateUse1's backend name")())
+
+
+def register_device_module(name: str, module: Any) -> None:
+    """Register ``torch.<name>`` for an out-of-tree device (what ``torch.cuda`` is for CUDA)."""
+    _hook(torch, "_register_device_module", "registering a device module")(name, module)
+
+
+def dynamo_config() -> Any:
+    """dynamo's configuration module (``recompile_limit``, ``accumulated_recompile_limit``)."""
+    import torch._dynamo
+
+    return _hook(torch._dynamo, "config", "dynamo's configuration")
+
+
+def dynamo_failure(error: BaseException) -> bool:
+    """Raised while dynamo traced or compiled a frame (its own exceptions), not by the user's code running."""
+    import torch._dynamo.exc as exc
+
+    kinds = tuple(k for k in (getattr(exc, "TorchDynamoException", None), getattr(exc, "BackendCompilerFailed", None)) if k)
+    return isinstance(error, kinds)
+
+
+def wrap_xla_step_marker(after: Callable[[], None]) -> Callable[[], None]:
+    """Call ``after()`` after each of torch_xla's step markers (what ``torch_xla.sync()`` and ``xm.mark_step()`` call);
+    returns what puts the original back."""
+    import torch_xla
+
+    original = _hook(torch_xla._XLAC, "_xla_step_marker", "torch_xla's step marker")
+
+    def step_marker(*args: Any, **kwargs: Any) -> Any:
+        result = original(*args, **kwargs)
+        after()
+        return result
+
+    torch_xla._XLAC._xla_step_marker = step_marker
+
+    def put_back() -> None:
+        torch_xla._XLAC._xla_step_marker = original
+
+    return put_back
+
+
+@contextlib.contextmanager
+def patched_xla_counter_increment(replacement: Callable[[Callable[[str, int], None]], Callable[[str, int], None]]) -> Iterator[None]:
+    """Inside: torch_xla's counter increments go through ``replacement(original)``."""
+    from unittest import mock
+
+    import torch_xla
+
+    original = _hook(torch_xla._XLAC, "_xla_increment_counter", "torch_xla's counter increment")
+    with mock.patch.object(torch_xla._XLAC, "_xla_increment_counter", replacement(original)):
+        yield

@@ -153,6 +153,11 @@ class HostDeviceError(NeurondevError, RuntimeError):
     """The host test device cannot be built (no C++ compiler, no ninja) or registered (another backend holds PrivateUse1)."""
 
 
+class TorchInternalsError(NeurondevError, RuntimeError):
+    """A private torch or torch_xla hook neurondev reads (``neurondev._compat``) is missing from this install:
+    the message names it and the versions it was checked with."""
+
+
 class DeviceUnavailableError(NeurondevError, RuntimeError):
     """A device torch could name but whose backend is not loaded in this process (its package is not imported)."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from neurondev._compat import privateuse1_name
 from neurondev.errors import DeviceUnavailableError
 from neurondev.runs.interface import Driver
 
@@ -15,7 +16,7 @@ def stack_of(target: torch.device) -> str:
     DeviceUnavailableError otherwise."""
     if target.type == "xla":
         return "xla"
-    if target.type == torch._C._get_privateuse1_backend_name() and target.type != "privateuseone":
+    if target.type == privateuse1_name() and target.type != "privateuseone":
         return "native"
     if target.type == "cuda" and torch.cuda.is_available():
         return "native"

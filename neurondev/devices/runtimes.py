@@ -21,6 +21,7 @@ import sys
 
 import torch
 
+from neurondev._compat import privateuse1_name
 from neurondev.xla.runtime import neuron_xla_missing, torchneuron_release
 
 __all__ = ["Facts", "RuntimeChoice", "choose", "default_target", "facts", "resolve_target"]
@@ -95,7 +96,7 @@ def facts() -> Facts:
     return Facts(
         neuronx_version=version,
         neuronx_error=error,
-        privateuse1=str(torch._C._get_privateuse1_backend_name()),
+        privateuse1=privateuse1_name(),
         torch_xla="torch_xla" in sys.modules or _installed("torch_xla"),
         pjrt_device=os.environ.get("PJRT_DEVICE") or None,
     )
@@ -136,7 +137,7 @@ def resolve_target(target: object) -> torch.device:
     kind = target.type if isinstance(target, torch.device) else str(target).split(":")[0] if isinstance(target, str) else None
     if kind == NAME:
         _load_host()  # the ops that fall back stay as the user chose them
-    elif kind == "neuron" and torch._C._get_privateuse1_backend_name() != "neuron":
+    elif kind == "neuron" and privateuse1_name() != "neuron":
         raise DeviceUnavailableError(
             "'neuron' is TorchNeuron's device (torch-neuronx 2.13+, Neuron SDK 2.33+, on Trainium) and it is not loaded in this "
             "process: import torch_neuronx first (on a machine without Neuron, target='hostdev' runs on the host test device)"

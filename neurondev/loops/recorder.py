@@ -196,9 +196,7 @@ class Recorder:
         limit = None
         failed = None
         if error is not None and _compat.is_recompile_limit(error):
-            import torch
-
-            limit = int(torch._dynamo.config.recompile_limit)
+            limit = int(_compat.dynamo_config().recompile_limit)
         elif error is not None:
             failed = f"{type(error).__name__}: {(str(error).strip().splitlines() or [''])[0][:200]}"
         index = getattr(metric, "cache_size", None)
@@ -223,17 +221,7 @@ def _wrap_step_marker(recorder: Recorder) -> Any:
     """Wrap torch_xla's step marker (what torch_xla.sync() and xm.mark_step() call), when torch_xla is loaded."""
     if "torch_xla" not in sys.modules:
         return None
-    import torch_xla
-
-    original = torch_xla._XLAC._xla_step_marker
-
-    def step_marker(*args: Any, **kwargs: Any) -> Any:
-        result = original(*args, **kwargs)
-        recorder.synced()
-        return result
-
-    torch_xla._XLAC._xla_step_marker = step_marker
-    return original
+    return _compat.wrap_xla_step_marker(recorder.synced)
 
 
 def _optimizer_steps(recorder: Recorder) -> Any:
@@ -269,11 +257,9 @@ def _after_import(name: str, loaded: Callable[[], None]) -> Callable[[], None]:
     return lambda: sys.meta_path.remove(finder) if finder in sys.meta_path else None
 
 
-def _unwrap_step_marker(original: Any) -> None:
-    if original is not None:
-        import torch_xla
-
-        torch_xla._XLAC._xla_step_marker = original
+def _unwrap_step_marker(put_back: Any) -> None:
+    if put_back is not None:
+        put_back()
 
 
 def _bridge_sync() -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Self
 
+from neurondev._compat import privateuse1_name
 from neurondev.errors import InvalidOptionError, NestedWatchError, NotCallableError
 from neurondev.loops.causes import Advice
 from neurondev.loops.record import CALL_COLUMNS, COMPILE_COLUMNS, STEP_COLUMNS, Compile, WatchRecord, raised_by, snapshot
@@ -241,7 +242,7 @@ def _native_accounting() -> tuple[Any, str | None]:
     torch cannot keep it on around compiled code), and what to say when it cannot."""
     import torch
 
-    name = torch._C._get_privateuse1_backend_name()
+    name = privateuse1_name()
     if name == "privateuseone":
         return None, None
     from neurondev._compat import dispatch_mode_keeps_compiled_code

@@ -25,9 +25,8 @@ from typing import Any
 
 import torch
 import torch.fx
-from torch.utils._python_dispatch import TorchDispatchMode
 
-from neurondev._compat import OpOverload, backend_key, dispatch_handler, kernel_route, run_below_mode
+from neurondev._compat import OpOverload, TorchDispatchMode, backend_key, dispatch_handler, kernel_route, run_below_mode
 from neurondev.fx.modules import module_path
 from neurondev.runs.counts import Counts
 from neurondev.trace.source import Located, SourceLine, is_program_file, source_line, source_of

@@ -9,6 +9,7 @@ from typing import Any
 import torch
 import torch.fx
 
+from neurondev._compat import active_dispatch_modes
 from neurondev.native.accounting import Accounting, DeviceEvent
 from neurondev.runs.counts import Counts
 from neurondev.runs.run_records import Fallback, HostCopy, Seen, Upload
@@ -177,6 +178,4 @@ def _fallback(group: list[DeviceEvent]) -> Fallback:
 
 
 def _active_modes() -> list[Any]:
-    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
-
-    return list(_get_current_dispatch_mode_stack())
+    return active_dispatch_modes()

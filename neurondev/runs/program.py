@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 import torch
 import torch.fx
 
-from neurondev._compat import concrete, dynamo_break_of
+from neurondev._compat import concrete, dynamo_break_of, dynamo_failure
 from neurondev.fx.graphs import copy_graph
 from neurondev.runs.counts import Counts
 from neurondev.runs.interface import Driver
@@ -336,9 +336,7 @@ def _line_in_message(error: BaseException) -> SourceLine | None:
 
 def _from_dynamo(error: BaseException) -> bool:
     """Raised while dynamo traced or compiled a frame (not by the user's code running)."""
-    import torch._dynamo.exc as exc
-
-    return isinstance(error, (exc.TorchDynamoException, exc.BackendCompilerFailed))
+    return dynamo_failure(error)
 
 
 def _kind(error: BaseException, stage: str, source: SourceLine | None) -> str:

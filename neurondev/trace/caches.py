@@ -18,9 +18,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-import torch
-
-from neurondev._compat import cache_entry_ids, compiled_code_objects, own_code_state, reset_code
+from neurondev._compat import cache_entry_ids, compiled_code_objects, dynamo_config, own_code_state, reset_code
 
 __all__ = ["kept_dynamo_caches"]
 
@@ -33,7 +31,7 @@ def kept_dynamo_caches() -> Iterator[None]:
     earlier sizes. After: every code object that held no compiled variant before the block holds none
     again, and dynamo's size memory is the one from before the block."""
     before = {id(code): cache_entry_ids(code) for code in compiled_code_objects()}
-    config = torch._dynamo.config
+    config = dynamo_config()
     limits = {
         "recompile_limit": max(config.recompile_limit, _LIMIT),
         "accumulated_recompile_limit": max(config.accumulated_recompile_limit, _LIMIT),

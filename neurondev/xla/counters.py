@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
+from neurondev._compat import patched_xla_counter_increment
 from neurondev.runs.counts import Counts
 from neurondev.xla.runtime import load_torch_xla
 
@@ -47,10 +48,8 @@ def keep_counters() -> Iterator[None]:
     """
     from unittest import mock
 
-    import torch_xla
     import torch_xla.debug.metrics as metrics
 
-    increment = torch_xla._XLAC._xla_increment_counter
     since: dict[str, int] = {}
     pending: set[str] = set()
 
@@ -63,16 +62,19 @@ def keep_counters() -> Iterator[None]:
     def executed() -> list[str]:
         return [name for name, value in _fallback_counts().items() if value > since.get(name, 0)]
 
-    def add(name: str, value: int) -> None:
-        if name in pending:  # the bridge giving back what a real clear would have taken
-            pending.discard(name)
-            return
-        increment(name, value)
+    def counting(increment: Callable[[str, int], None]) -> Callable[[str, int], None]:
+        def add(name: str, value: int) -> None:
+            if name in pending:  # the bridge giving back what a real clear would have taken
+                pending.discard(name)
+                return
+            increment(name, value)
+
+        return add
 
     with (
         mock.patch.object(metrics, "clear_counters", clear),
         mock.patch.object(metrics, "executed_fallback_ops", executed),
-        mock.patch.object(torch_xla._XLAC, "_xla_increment_counter", add),
+        patched_xla_counter_increment(counting),
     ):
         yield
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from neurondev._compat import privateuse1_name
 from neurondev.errors import XlaUnavailableError
 from neurondev.runs.placement import to_device
 from neurondev.trace import process
@@ -103,7 +104,7 @@ def _neuron_import_error() -> BaseException | None:
             importlib.import_module("torch_neuronx")
         except Exception as raised:  # a broken Neuron install is as unusable as a missing one
             error = f"{type(raised).__name__}: {raised}"
-    missing = neuron_xla_missing(version, error, str(torch._C._get_privateuse1_backend_name()))
+    missing = neuron_xla_missing(version, error, privateuse1_name())
     return None if missing is None else RuntimeError(missing)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from neurondev._compat import forget_kernels
+from neurondev._compat import forget_kernels, privateuse1_name, register_device_module
 from neurondev.errors import HostDeviceError, InvalidOptionError
 
 __all__ = ["NAME", "SOURCE", "build_folder", "extension", "host_device", "loaded", "privateuse1_name"]
@@ -22,11 +22,6 @@ SOURCE = Path(__file__).resolve().parent / "hostdev.cpp"
 _UNRENAMED = "privateuseone"
 _lock = threading.Lock()
 _extension: list[Any] = []
-
-
-def privateuse1_name() -> str:
-    """The name PrivateUse1 goes by in this process ('privateuseone' until a backend renames it)."""
-    return str(torch._C._get_privateuse1_backend_name())
 
 
 def build_folder() -> Path:
@@ -154,5 +149,5 @@ def _register(module: Any) -> None:
     from neurondev.devices.host import device_module
 
     torch.utils.rename_privateuse1_backend(NAME)
-    torch._register_device_module(NAME, device_module)
+    register_device_module(NAME, device_module)
     torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_storage=True)
