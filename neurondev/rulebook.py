@@ -120,6 +120,62 @@ def branchy(x):
 import neurondev
 neurondev.check(branchy, torch.randn(64))   # needs torch_xla: the second trace runs on XLA
 """
+_BREAK = """\
+import torch
+
+def scaled(x):
+    y = torch.relu(x)
+    print(end="")              # dynamo cannot trace a print: a second graph
+    return y * 2
+
+import neurondev
+neurondev.check(scaled, torch.randn(64), select=("ND109",))
+"""
+_ON_DEVICE = """\
+import torch
+
+def scaled(x):
+    out = torch.empty(64, device=x.device)   # frozen to cpu when traced on CPU
+    out.copy_(torch.relu(x) * 2)
+    return out
+
+import neurondev
+neurondev.check(scaled, torch.randn(64), select=("{code}",))   # runs the graph traced on CPU on the device
+"""
+_COPY = """\
+import torch
+import neurondev
+
+def scaled(x):
+    y = torch.relu(x)
+    total = y.sum().cpu()      # a copy to the host in the middle of the program
+    return y * total.to(x.device)
+
+device = neurondev.host_device()   # the host test device: a native device counts each copy with its line
+neurondev.check(scaled, torch.randn(64), target=device, select=("ND202",))
+"""
+_FALLBACK = """\
+import torch
+import neurondev
+
+def embed(ids, weight):
+    return torch.nn.functional.embedding(ids, weight)
+
+device = neurondev.host_device(fallback=["aten::index_select"])   # the host test device, index_select left to the CPU
+ids, weight = torch.tensor([1, 2]), torch.randn(4, 8)
+neurondev.check(embed, ids, weight, target=device, fallbacks="error")
+"""
+_RECOMPILE = """\
+import torch
+import neurondev
+
+step = torch.compile(lambda x, lr: x * lr, backend="eager")
+with neurondev.watch() as watched:
+    for lr in (0.1, 0.2, 0.3):
+        step(torch.ones(4), lr)
+print(watched.summary())
+print([(finding["rule"], finding["where"]) for finding in watched.to_dict()["findings"]])
+"""
 _MIXED = """\
 import torch
 
@@ -137,11 +193,13 @@ neurondev.check(Scaled(), torch.randn(64), program=True)
 _HOST_ONLY = """\
 import torch
 
-def listed(x):
-    return torch.tensor(x.tolist()) * 2
+def normalised(x):
+    h = torch.relu(x) + 1
+    k = h.numpy().max()        # a host-only call: dynamo splits the graph here
+    return h / float(k)
 
 import neurondev
-neurondev.check(listed, torch.randn(8), program=True)
+neurondev.check(normalised, torch.randn(8), program=True)
 """
 
 
@@ -208,6 +266,7 @@ RULES: tuple[Rule, ...] = (
         "each graph is a separate XLA program, with the Python between them run eagerly and lazy values materialised",
         "each graph is a separate compiled region; values cross between them through Python",
         "remove what dynamo cannot trace at that line (print, .item(), data-dependent Python); see dynamo's reason",
+        _BREAK,
     ),
     Rule(
         "ND201",
@@ -219,6 +278,7 @@ RULES: tuple[Rule, ...] = (
         "an extra XLA execution and a device-to-host transfer on every call, and the graph is cut in two",
         "(XLA only; a native device shows the same line as a copy to the host, ND202)",
         "keep the value on the device: rewrite the pin that put it on the CPU (the neurondev backend does)",
+        _ON_DEVICE.replace("{code}", "ND201"),
     ),
     Rule(
         "ND202",
@@ -230,6 +290,7 @@ RULES: tuple[Rule, ...] = (
         "a forced execution and a device-to-host transfer (torch_xla's TransferFromDeviceTime)",
         "a synchronous copy to host memory that waits for the device's queue",
         "keep the value on the device until the end of the step, or read it once after the loop",
+        _COPY,
     ),
     Rule(
         "ND203",
@@ -263,6 +324,7 @@ RULES: tuple[Rule, ...] = (
         "torch_xla's CPU fallback: the op's inputs go to the host and its result back (aten::_to_cpu)",
         "the backend's cpu_fallback: the inputs are copied to host memory, the op runs there, the result is copied back",
         "use an op the device has a kernel for, or ask the device's maintainers for the kernel; check(fallbacks='error') guards it",
+        _FALLBACK,
     ),
     Rule(
         "ND206",
@@ -365,7 +427,12 @@ RULES: tuple[Rule, ...] = (
         _PROGRAM_COST,
         "run it yourself with torch.compile(fn, backend=...) on inputs on the device and read the message",
     ),
-    _cause("ND401", "python number", "python-number-recompile", "a Python number read by the compiled code changed", "pass it as a tensor"),
+    dataclasses.replace(
+        _cause(
+            "ND401", "python number", "python-number-recompile", "a Python number read by the compiled code changed", "pass it as a tensor"
+        ),
+        example=_RECOMPILE,
+    ),
     _cause(
         "ND402", "flag", "flag-recompile", "a flag (a bool) changed: one graph per value (expected, twice)", "nothing, when it flips rarely"
     ),

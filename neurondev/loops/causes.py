@@ -1,4 +1,4 @@
-"""Why each compile happened, in words, and what to write instead: one piece of advice per cause.
+"""Why each compile happened (a kind of cause and its facts) and what to write instead: one piece of advice per cause.
 
 Dynamo's reason for a recompile is the guard that failed: ``lr == 0.1  # p = lr * g  # train.py:12 in
 step`` (a Python number burned into the graph), ``tensor 'x' size mismatch at index 0. expected 8,
@@ -42,9 +42,11 @@ KINDS = ("first", "recompile", "recompile limit reached", "failed")
 class Cause(Located, Ruled):
     """Why a compile happened: ``kind`` of cause ('first compile', 'python number', 'flag' (a bool: one graph per
     value, expected), 'library value' (a library's own attribute), 'cache growth', 'changing size', 'prompt to
-    decode' (generate's second graph: expected), 'recompile limit', 'other'), the value that failed its guard
-    (``lr``, ``x``), what it was and what it became, the guard in dynamo's words, and ``source``: the line of
-    the program where the value is read, when dynamo says."""
+    decode' (generate's second graph: expected), 'recompile limit', 'other') and its facts: the value that failed
+    its guard (``lr``, ``x``), what it was and what it became, ``source`` (the line of the program where the value
+    is read, when dynamo says), ``measure`` (what of it changed: 'size', 'stride', 'len'), ``dim`` (the tensor's
+    dimension), ``library`` (whose value it is), ``limit`` (dynamo's recompile limit reached) and ``guard`` (the
+    failed guard as dynamo wrote it, for a cause of no known kind). ``render.sentences`` says it in words."""
 
     RECORD = "cause"
 
@@ -52,11 +54,24 @@ class Cause(Located, Ruled):
     value: str | None
     before: str | None
     after: str | None
-    words: str
     source: SourceLine | None = None
+    measure: str | None = None
+    dim: int | None = None
+    library: str | None = None
+    limit: int | None = None
+    guard: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"rule": self.rule, "kind": self.kind, "value": self.value, "before": self.before, "after": self.after, **self.source_dict()}
+        facts = {"measure": self.measure, "dim": self.dim, "library": self.library, "limit": self.limit, "guard": self.guard}
+        return {
+            "rule": self.rule,
+            "kind": self.kind,
+            "value": self.value,
+            "before": self.before,
+            "after": self.after,
+            **facts,
+            **self.source_dict(),
+        }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,17 +92,14 @@ def cause_of(event: CompileEvent) -> Cause:
     """The cause of one compile from dynamo's reason (the failed guard) and what the recorder read with it."""
     reason, index = event.reason, event.index
     if event.limit is not None:
-        words = f"dynamo's recompile limit ({event.limit}) is reached: the function runs uncompiled from here on"
-        return Cause("recompile limit", None, None, None, words)
+        return Cause("recompile limit", None, None, None, limit=event.limit)
     if not reason:
-        return Cause(
-            "first compile" if not index else "other", None, None, None, "first compile" if not index else "recompiled (no reason given)"
-        )
+        return Cause("first compile" if not index else "other", None, None, None)
     text, frames = guard_reason(reason)
     guard = _PREFIX.sub("", text).strip()
     tensor = _TENSOR.search(guard)
     if tensor is not None:
-        return _tensor_cause(tensor, event)
+        return _tensor_cause(tensor)
     value = _VALUE.match(guard)
     read_at = _read_where(guard, frames, event)
     if value is not None and _NUMBER.match(value["before"].strip()) and _REFERENCE.match(_readable(value["name"])):
@@ -95,39 +107,28 @@ def cause_of(event: CompileEvent) -> Cause:
     counted = _COUNTED.match(guard)
     if counted is not None:
         if index == 1 and _in_library(event.file):  # expected: no line of the library's to chase
-            return Cause("prompt to decode", _readable(counted["inner"]), counted["before"], None, _DECODE_WORDS, None)
-        words = f"{counted['what']} was {counted['before']} when traced: the call passes other values now"
-        return Cause("other", _readable(counted["inner"]), counted["before"], None, words, read_at)
-    return Cause("other", None, None, None, guard.split("#")[0].strip()[:200], read_at)
+            return Cause("prompt to decode", _readable(counted["inner"]), counted["before"], None, measure="len")
+        return Cause("other", _readable(counted["inner"]), counted["before"], None, read_at, measure="len")
+    return Cause("other", None, None, None, read_at, guard=guard.split("#")[0].strip()[:200])
 
 
-_DECODE_WORDS = "the prompt, then one token a step: the second call is the decode step's own graph (expected, once)"
-
-
-def _tensor_cause(tensor: re.Match[str], event: CompileEvent) -> Cause:
+def _tensor_cause(tensor: re.Match[str]) -> Cause:
     name = _readable(tensor["name"])
     before, after = tensor["before"], tensor["after"]
     kind = "cache growth" if _CACHE.search(tensor["name"]) and int(after) == int(before) + 1 else "changing size"
-    words = f"{name} changed {tensor['what']} at dimension {tensor['dim']}: {before} -> {after}"
     if _DECODE.search(name) and after == "1" and before != "1":
-        kind, words = "prompt to decode", f"{words}: {_DECODE_WORDS}"
-    return Cause(kind, name, before, after, words, None)
+        kind = "prompt to decode"
+    return Cause(kind, name, before, after, measure=tensor["what"], dim=int(tensor["dim"]))
 
 
 def _value_cause(name: str, before: str | None, after: str | None, read_at: SourceLine | None, event: CompileEvent) -> Cause:
     """A guarded Python value: a flag (True/False: two expected graphs), a library's own attribute (the user
     cannot make it a tensor), or a number burned into the graph."""
     if before in ("True", "False"):
-        words = (
-            f"{name} was {before} when traced{f' and is {after}' if after else ''}: a flag (train/eval, a switch) gives one graph per value"
-        )
-        return Cause("flag", name, before, after, words, read_at)
+        return Cause("flag", name, before, after, read_at)
     if event.owner_file is not None and _in_library(event.owner_file):
-        library = _library_of(event.owner_file)
-        words = f"{name}, a value {library} keeps, was {before} when traced{f' and is {after}' if after else ''}: {library} guards on it"
-        return Cause("library value", name, before, after, words, read_at)
-    words = f"{name} was {before} when traced{f' and is {after}' if after else ''}: a Python number burned into the graph"
-    return Cause("python number", name, before, after, words, read_at)
+        return Cause("library value", name, before, after, read_at, library=_library_of(event.owner_file))
+    return Cause("python number", name, before, after, read_at)
 
 
 def _read_where(guard: str, frames: list[tuple[str, int, str]], event: CompileEvent) -> SourceLine | None:

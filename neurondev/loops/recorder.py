@@ -269,7 +269,7 @@ def _bridge_sync() -> bool:
         file = frame.f_code.co_filename
         if "_dynamo" in file and "torch_xla" in file:
             return True
-        if not (_in_torch(file) or file == __file__):
+        if not (_in_torch(file) or file in (__file__, _compat.__file__)):  # torch's frames, and our wrapper's
             return False
         frame = frame.f_back
     return False

@@ -33,7 +33,7 @@ class NativeDriver:
         self.accounting = Accounting(device.type)
         self.program_label = _OWN_BACKENDS.get(device.type, "aot_autograd, run node by node")
         shares = device.type == _HOST_DEVICE  # the host test device draws from the CPU's generator
-        self.own_generator: str | None = None if shares else f"draws from {device.type}'s generator, which is not CPU's"
+        self.own_generator: str | None = None if shares else device.type
 
     def device(self) -> torch.device:
         return self._device

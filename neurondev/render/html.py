@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from neurondev.render.drawing import DrawBudget, svg_or_reason
-from neurondev.render.sentences import describe, lines_text, values_text, verdict_text
+from neurondev.render.sentences import describe, lines_text, reason_text, values_text, verdict_text
 from neurondev.render.text import (
     after_text,
     before_text,
@@ -20,6 +20,8 @@ from neurondev.render.text import (
     summary,
 )
 from neurondev.report.advice import LIBRARY_NOTE, short_fix
+from neurondev.report.findings import explanation_findings
+from neurondev.rulebook import rule_named
 from neurondev.runs.run_records import RunRecord, place_of
 from neurondev.trace.source import Located, SourceLine, is_user_file
 
@@ -304,7 +306,9 @@ def _metric_rows(before: RunRecord | None, after: RunRecord | None) -> list[tupl
         return f"{record.seconds * 1e3:.3f} ms" if record.seconds else "—"
 
     def values(record: RunRecord) -> str:
-        return describe(record.comparison) if record.comparison else (record.not_compared or "—")
+        if record.comparison is not None:
+            return describe(record.comparison)
+        return reason_text(record.not_compared) if record.not_compared is not None else "—"
 
     native = any(record is not None and record.stack == "native" for record in (before, after))
     stops: list[tuple[str, Callable[[RunRecord], str]]] = [
@@ -438,6 +442,20 @@ def _seed_scenario(place: str) -> str:
     )
 
 
+def findings_table(records: Sequence[Any]) -> str:
+    """Every finding of a card, each with its rule's code linked to the rule's page, its line and the card's sentence."""
+    if not records:
+        return ""
+    rows = "".join(
+        f'<tr><td><a class="nd-rule" href="{_e(rule_named(r.rule).url)}" target="_blank">{_e(r.rule)}</a></td>'
+        f"<td>{_e(rule_named(r.rule).name)}</td><td>{_e(r.where if getattr(r, 'source', None) is not None else '')}</td>"
+        f"<td>{_e(describe(r))}</td></tr>"
+        for r in records
+    )
+    head = "<tr><th>rule</th><th>name</th><th>line</th><th>what was found</th></tr>"
+    return f'<details class="nd-findings"><summary>Findings by rule ({len(records)})</summary><table>{head}{rows}</table></details>'
+
+
 def card(explanation: ExplanationData) -> str:
     """The notebook card: headline, runtime, per graph the pins, both graphs, metrics and code diff."""
     budget = DrawBudget()  # every drawing of the card together: a card of many graphs never blocks a notebook for long
@@ -455,6 +473,7 @@ def card(explanation: ExplanationData) -> str:
         + _totals(explanation)
         + _native(explanation)
         + _dynamo_breaks(explanation)
+        + findings_table(explanation_findings(explanation))
         + _notes(explanation)
         + "</div>"
     )

@@ -18,13 +18,14 @@ from neurondev.report.transfers import CopySite
 from neurondev.report.verdicts import Verdict
 from neurondev.runs.first_difference import NodeDifference
 from neurondev.runs.program_records import ProgramFailure, ProgramRun
+from neurondev.runs.reasons import NotCompared
 from neurondev.runs.run_records import Fallback, GraphBreak, HostCopy, RunError, RunRecord, place_of
 from neurondev.runs.traces import LineDifference, TraceComparison
 from neurondev.runs.values import Comparison
 from neurondev.trace.capture import DynamoBreak
 from neurondev.trace.inputs import HostValue
 
-__all__ = ["describe", "values_text", "verdict_text"]
+__all__ = ["cause_words", "describe", "reason_text", "values_text", "verdict_text"]
 
 
 @functools.singledispatch
@@ -154,13 +155,47 @@ def native_costs_text(run: ProgramRun) -> str:
     )
 
 
+_DRAWS = {
+    "moved": "draws on the host before the pass and on {device} after",
+    "device": "draws from {device}'s generator, which is not CPU's",
+    "cpu": "draws from the CPU's generator, seeded as CPU's run was; compiled code may draw in another order",
+}
+
+
+def reason_text(reason: NotCompared) -> str:
+    """Why values were not compared, in words (a clause: 'the program failed')."""
+    kind = reason.kind
+    if kind == "graph failed":
+        on = f" on {reason.device}" if reason.device else ""
+        return f"the {reason.graph} graph failed{on} at {reason.node}"
+    if kind == "random":
+        more = f" and {reason.more} more" if reason.more else ""
+        draws = _DRAWS[reason.draws or "device"].format(device=reason.device or "the device")
+        return f"random node {reason.node} ({reason.where or 'no source line'}){more} {draws}"
+    if kind == "left out":
+        return ", ".join(reason.left_out)
+    said = {
+        "no cpu run": f"the graph does not run on CPU ({reason.error})",
+        "no cpu result": "there is no CPU result to compare with",
+        "program failed": "the program failed",
+        "program did not run": f"the program did not run ({reason.error})" if reason.error else "the program did not run",
+    }
+    return said.get(kind, kind)
+
+
+def _values_not_compared(reason: NotCompared | None) -> str:
+    if reason is None:
+        return "values not compared"
+    return f"values {'not compared' if reason.comparable else 'not comparable'}: {reason_text(reason)}"
+
+
 def values_text(run: ProgramRun) -> str:
     """How a program run's outputs, and what it writes, compare with CPU."""
     if run.state is not None and run.state.matches is False:
         return f"DIFFERS from CPU in what it writes ({comparison_text(run.state)})"
     compared = run.comparison
     if compared is None:
-        return f"values {run.not_compared or 'not compared'}"
+        return _values_not_compared(run.not_compared)
     if compared.matches is None:
         return f"values {comparison_text(compared)}"
     if compared.matches:
@@ -197,7 +232,7 @@ def run_text(record: RunRecord) -> str:
     if record.comparison is not None:
         text += f"; values {comparison_text(record.comparison)} against the CPU reference"
     elif record.not_compared:
-        text += f"; values {record.not_compared}"
+        text += f"; {_values_not_compared(record.not_compared)}"
     return text
 
 
@@ -243,7 +278,9 @@ def verdict_text(verdict: Verdict, *, figures: bool = False, place: str = "XLA")
     shown = figures or verdict.status == "differ"
     compared = verdict.comparison
     measured = f" ({comparison_text(compared)})" if shown and compared is not None and verdict.status != "equal" else ""
-    reason = f": {verdict.reason}" if verdict.reason else ""
+    reason = f": {reason_text(verdict.reason)}" if verdict.reason else ""
+    if verdict.frozen_differs:
+        reason += ": the run before the pass differs from CPU too: not the rewrite (an XLA kernel or lowering)"
     if verdict.frozen is not None:
         wrong = comparison_text(verdict.frozen)
         reason += f": the frozen graph's own run on {place} was wrong ({wrong} against CPU); the rewritten one agrees with CPU"
@@ -272,7 +309,7 @@ def cpu_kernel_text(kernel: CpuKernel) -> str:
 
 @describe.register
 def dynamo_break_text(split: DynamoBreak) -> str:
-    return f"dynamo split the graph{_at(split)}: {split.reason}"
+    return f"dynamo split the graph{_at(split)}: {split.reason.strip().splitlines()[0] if split.reason.strip() else 'no reason given'}"
 
 
 @describe.register
@@ -299,9 +336,36 @@ def fallback_text(fallback: Fallback) -> str:
     return f"{fallback.op} fell back to the CPU {fallback.calls} time(s) per call{inside} ({fallback.bytes} bytes copied){_at(fallback)}"
 
 
+_DECODE_WORDS = "the prompt, then one token a step: the second call is the decode step's own graph (expected, once)"
+
+
+def cause_words(cause: Cause) -> str:
+    """Why one compile happened, in words, from its kind and facts (without its line)."""
+    name, before, after = cause.value, cause.before, cause.after
+    now = f" and is {after}" if after else ""
+    if cause.kind == "recompile limit":
+        return f"dynamo's recompile limit ({cause.limit}) is reached: the function runs uncompiled from here on"
+    if cause.kind == "first compile":
+        return "first compile"
+    if cause.dim is not None:
+        words = f"{name} changed {cause.measure} at dimension {cause.dim}: {before} -> {after}"
+        return f"{words}: {_DECODE_WORDS}" if cause.kind == "prompt to decode" else words
+    if cause.measure == "len":
+        return (
+            _DECODE_WORDS if cause.kind == "prompt to decode" else f"len({name}) was {before} when traced: the call passes other values now"
+        )
+    if cause.kind == "flag":
+        return f"{name} was {before} when traced{now}: a flag (train/eval, a switch) gives one graph per value"
+    if cause.kind == "library value":
+        return f"{name}, a value {cause.library} keeps, was {before} when traced{now}: {cause.library} guards on it"
+    if cause.kind == "python number":
+        return f"{name} was {before} when traced{now}: a Python number burned into the graph"
+    return cause.guard or "recompiled (no reason given)"
+
+
 @describe.register
 def cause_text(cause: Cause) -> str:
-    return f"{cause.kind}: {cause.words}{_at(cause)}"
+    return f"{cause.kind}: {cause_words(cause)}{_at(cause)}"
 
 
 @describe.register

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 from neurondev.loops.record import device_lines
 from neurondev.render.html import escape as _e
+from neurondev.render.sentences import cause_words
+from neurondev.report.findings import watch_findings
 from neurondev.trace.source import is_user_file
 
 if TYPE_CHECKING:
@@ -130,7 +132,7 @@ def _causes_said_once(read: tuple[Compile, ...]) -> list[str]:
     grouped: dict[tuple[str, str | None], list[Compile]] = collections.defaultdict(list)
     for compile_ in read:
         if compile_.cause.kind != "first compile":
-            grouped[(compile_.cause.kind, compile_.cause.value or compile_.cause.words)].append(compile_)
+            grouped[(compile_.cause.kind, compile_.cause.value or cause_words(compile_.cause))].append(compile_)
     said = []
     for (kind, value), compiles in grouped.items():
         cause = compiles[0].cause
@@ -143,7 +145,7 @@ def _causes_said_once(read: tuple[Compile, ...]) -> list[str]:
             )
             said.append(f"{value} changed at {len(compiles)} compiles ({' -> '.join(str(v) for v in shown)}): {noun}{where}")
         else:
-            said.append(f"{cause.words}{where}")
+            said.append(f"{cause_words(cause)}{where}")
     return said
 
 
@@ -247,7 +249,7 @@ def _compiles_table(record: WatchRecord) -> str:
         return '<p class="nd-good">Dynamo compiled nothing while watched.</p>'
     rows = "".join(
         f"<tr><td>{_e(c.step or '')}</td><td><code>{_e(c.event.function)}</code></td><td>{_e(c.event.index)}</td>"
-        f"<td>{_e(c.kind)}</td><td>{_e(c.cause.words)}</td><td>{_e(c.cause.where if c.cause.source else '')}</td>"
+        f"<td>{_e(c.kind)}</td><td>{_e(cause_words(c.cause))}</td><td>{_e(c.cause.where if c.cause.source else '')}</td>"
         f"<td>{_e(c.event.graphs)}</td><td>{_e('—' if c.xla_compiles is None else c.xla_compiles)}</td></tr>"
         for c in read
     )
@@ -281,7 +283,7 @@ def _advice(record: WatchRecord) -> str:
 
 
 def watch_card(record: WatchRecord) -> str:
-    from neurondev.render.html import CSS
+    from neurondev.render.html import CSS, findings_table
 
     css = "nd-good" if record.reached_steady_state and record.raised is None else "nd-bad"
     notes = "".join(f'<p class="nd-note">{_e(note)}</p>' for note in (record.xla_note, record.native_note) if note)
@@ -289,7 +291,8 @@ def watch_card(record: WatchRecord) -> str:
         f'<style>{CSS}</style><div class="neurondev-card nd-watch"><h3>neurondev watch: {_e(record.name)}</h3>'
         f'<p class="nd-headline"><span class="{css}">{_e(watch_summary(record))}</span></p>{notes}'
         f"<h4>Per {_unit(record)}</h4>{chart_svg(record)}"
-        f"<h4>Dynamo's compiles ({len(record.compiles)})</h4>{_compiles_table(record)}{_programs_table(record)}{_advice(record)}</div>"
+        f"<h4>Dynamo's compiles ({len(record.compiles)})</h4>{_compiles_table(record)}{_programs_table(record)}{_advice(record)}"
+        f"{findings_table(watch_findings(record))}</div>"
     )
 
 

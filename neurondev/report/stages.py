@@ -22,12 +22,13 @@ from neurondev.report.model import NativeTiming, SectionKey
 from neurondev.report.options import ExplainOptions
 from neurondev.report.progress import Stages
 from neurondev.report.stage_records import Made, Native, PinnedGraph, ProgramStage, RewrittenGraph, Runs, Runtime, TracedGraph
-from neurondev.report.verdicts import Verdict, cpu_verdict, random_reason, rewrite_verdict
+from neurondev.report.verdicts import Verdict, cpu_verdict, rewrite_verdict
 from neurondev.runs.first_difference import NodeDifference
 from neurondev.runs.graph import cpu_reference, run_graph
 from neurondev.runs.interface import Driver
 from neurondev.runs.program import ProgramSubject
 from neurondev.runs.program_records import Programs
+from neurondev.runs.reasons import NotCompared, random_draws
 from neurondev.runs.run_records import RunRecord
 from neurondev.runs.traces import TraceComparison
 from neurondev.trace.capture import Capture, capture
@@ -175,7 +176,7 @@ def _run(
     gm: torch.fx.GraphModule,
     graph: RewrittenGraph,
     options: ExplainOptions,
-    reference: tuple[Any, str | None],
+    reference: tuple[Any, NotCompared | None],
     driver: Driver,
 ) -> RunRecord:
     """One run on the device against the CPU reference both runs share; host values stay on the host,
@@ -217,8 +218,8 @@ def program_stage(
     driver = runtime.driver
     assert driver is not None
     generator = driver.own_generator  # None: the device draws from the CPU's generator, seeded as the reference was
-    drawn = generator or "draws from the CPU's generator, seeded as CPU's run was; compiled code may draw in another order"
-    random = next((r for gm in captured.graphs if (r := random_reason(gm, None, drawn)) is not None), None)
+    draws = "device" if generator else "cpu"
+    random = next((r for gm in captured.graphs if (r := random_draws(gm, None, draws, generator)) is not None), None)
     compared = {"reference": captured.output, "not_comparable": random if generator else None, "rtol": options.rtol, "atol": options.atol}
     compared["reference_state"] = program_state(*captured.owners) if captured.owners else None
     compared["random"], compared["rng_state"] = random, captured.rng_state

@@ -13,14 +13,13 @@ import dataclasses
 
 import torch.fx
 
-from neurondev.fx.random import random_nodes
 from neurondev.rulebook import rule_of
 from neurondev.runs.first_difference import NodeDifference
+from neurondev.runs.reasons import NotCompared, random_draws
 from neurondev.runs.run_records import RunRecord
 from neurondev.runs.values import Comparison, compare_outputs
-from neurondev.trace.source import source_of
 
-__all__ = ["Verdict", "cpu_verdict", "random_reason", "rewrite_verdict"]
+__all__ = ["Verdict", "cpu_verdict", "rewrite_verdict"]
 
 _MATCHING = ("equal", "within tolerance", "fixed")
 
@@ -29,7 +28,8 @@ _MATCHING = ("equal", "within tolerance", "fixed")
 class Verdict:
     """One answer about values: ``status`` is 'equal', 'within tolerance', 'differ', 'fixed' (the
     rewrite repaired a wrong frozen run), 'not comparable' (random values) or 'not compared'.
-    ``question`` is 'rewrite' or 'cpu'; ``reason`` says why, or what a difference rests on.
+    ``question`` is 'rewrite' or 'cpu'; ``reason``: why values were not compared (or are not comparable);
+    ``frozen_differs``: the values differ from CPU's and the run before the pass differed too (not the rewrite).
     ``first_difference``: when a graph on XLA differs from CPU, the first node whose value differs
     while its inputs agree (where XLA departs from CPU), or None when that was not looked for.
     ``frozen``: for 'fixed', the frozen graph's own run against CPU (what the rewrite repaired)."""
@@ -37,9 +37,10 @@ class Verdict:
     question: str
     status: str
     comparison: Comparison | None = None
-    reason: str | None = None
+    reason: NotCompared | None = None
     first_difference: NodeDifference | None = None
     frozen: Comparison | None = None
+    frozen_differs: bool = False
 
     @property
     def matches(self) -> bool | None:
@@ -60,36 +61,31 @@ class Verdict:
             "question": self.question,
             "status": self.status,
             "matches": self.matches,
-            "reason": self.reason,
+            "reason": self.reason.to_dict() if self.reason is not None else None,
+            "frozen_differs": self.frozen_differs,
             "comparison": comparison,
             "first_difference": self.first_difference.to_dict() if self.first_difference is not None else None,
             "frozen": self.frozen.to_dict() if self.frozen is not None else None,
         }
 
 
-def random_reason(gm: torch.fx.GraphModule, names: set[str] | None, where: str) -> str | None:
-    """'random node rand (f.py:3) ...' for the first random node (of ``names`` when given)."""
-    drawn = [node for node in random_nodes(gm) if names is None or node.name in names]
-    if not drawn:
-        return None
-    source = source_of(drawn[0])
-    more = f" and {len(drawn) - 1} more" if len(drawn) > 1 else ""
-    return f"random node {drawn[0].name} ({source.where if source else 'no source line'}){more} {where}"
-
-
 def rewrite_verdict(traced: torch.fx.GraphModule, before: RunRecord, after: RunRecord, rtol: float | None, atol: float | None) -> Verdict:
     """The run after the pass against the run before it, on the same device and with the same seed."""
     if after.error is not None:
-        return Verdict("rewrite", "not compared", reason=f"the rewritten graph failed at {after.error.node}")
+        return Verdict("rewrite", "not compared", reason=NotCompared("graph failed", graph="rewritten", node=after.error.node))
     if before.error is not None:
-        return Verdict("rewrite", "not compared", reason=f"the frozen graph failed on {before.device} at {before.error.node}")
+        failed = NotCompared("graph failed", graph="frozen", node=before.error.node, device=before.device)
+        return Verdict("rewrite", "not compared", reason=failed)
     moved = {name for name in before.node_devices if before.device_type(name) != after.device_type(name)}
-    random = random_reason(traced, moved, "draws on the host before the pass and on XLA after")
+    random = random_draws(traced, moved, "moved", after.device)
     if random is not None:
         return Verdict("rewrite", "not comparable", reason=random)
     comparison = compare_outputs(after.outputs, before.outputs, rtol=rtol, atol=atol)
     if comparison.matches is None:
-        return Verdict("rewrite", "not compared", comparison, reason=", ".join(comparison.left_out) or "nothing to compare")
+        left_out = (
+            NotCompared("left out", left_out=tuple(comparison.left_out)) if comparison.left_out else NotCompared("nothing to compare")
+        )
+        return Verdict("rewrite", "not compared", comparison, reason=left_out)
     if comparison.matches:
         return Verdict("rewrite", comparison.status, comparison)
     if before.matches_reference is False and after.matches_reference is True and before.comparison is not None:
@@ -101,20 +97,17 @@ def cpu_verdict(
     traced: torch.fx.GraphModule,
     before: RunRecord | None,
     after: RunRecord,
-    generator: str | None = "draws from XLA's generator, which is not CPU's",
+    generator: str | None = "XLA",
 ) -> Verdict:
-    """The run after the pass on the device against the same graph run eagerly on CPU (``generator``: why
-    random values on the device are not the CPU's, None when they are)."""
+    """The run after the pass on the device against the same graph run eagerly on CPU (``generator``: whose
+    generator random values on the device draw from when not the CPU's, None when they are the CPU's)."""
     if after.error is not None:
-        return Verdict("cpu", "not compared", reason=f"the rewritten graph failed at {after.error.node}")
-    random = random_reason(traced, None, generator) if generator else None
+        return Verdict("cpu", "not compared", reason=NotCompared("graph failed", graph="rewritten", node=after.error.node))
+    random = random_draws(traced, None, "device", generator) if generator else None
     if random is not None:
         return Verdict("cpu", "not comparable", reason=random)
     if after.comparison is None:
         return Verdict("cpu", "not compared", reason=after.not_compared)
     status = after.comparison.status
     both = before is not None and before.error is None and before.matches_reference is False
-    reason = (
-        "the run before the pass differs from CPU too: not the rewrite (an XLA kernel or lowering)" if status == "differ" and both else None
-    )
-    return Verdict("cpu", status, after.comparison, reason)
+    return Verdict("cpu", status, after.comparison, frozen_differs=status == "differ" and both)

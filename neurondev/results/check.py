@@ -140,8 +140,9 @@ def check(
     (``"ignore"``, the default, leaves them to the card). With a default device set (``torch.set_default_device``)
     the program runs too: torch.compile may leave a factory call on the CPU (PyTorch issue 175953), a finding
     with its line. ``select`` and ``ignore`` take rule codes or their prefixes, as ruff does (``neurondev.rules()``
-    lists them): ``select`` replaces the rules checked by default (``ND1``: the CPU trace's; ``ND3``: the program's
-    failures, when it runs; ``ND205``/``ND206`` with ``fallbacks="error"``), ``ignore`` leaves rules out. Selecting
+    lists them): ``select`` replaces the rules checked by default (ND101-ND108: the CPU trace's; ``ND3``: the
+    program's failures, when it runs; ``ND205``/``ND206`` with ``fallbacks="error"``), ``ignore`` leaves rules out;
+    dynamo's own graph breaks (ND109) are checked when selected. Selecting
     a rule of the device (``ND2``) runs what shows it: the graphs on the device (ND201, ND207-ND209), the program
     (ND202-ND206). ``level``, ``rtol`` and ``atol`` are explain's.
     Nothing is drawn.
@@ -190,7 +191,7 @@ def check(
     return explanation
 
 
-_DEFAULT = ("ND1", "ND3")
+_DEFAULT = ("ND101", "ND102", "ND103", "ND104", "ND105", "ND106", "ND107", "ND108", "ND3")  # ND109 (dynamo's breaks): asked for
 _STRICT = ("ND205", "ND206")
 _GRAPH_RUN = ("ND201", "ND207", "ND208", "ND209")
 _PROGRAM_RUN = ("ND202", "ND203", "ND204", "ND205", "ND206")
@@ -214,8 +215,9 @@ def _codes(given: Any, name: str, *, none: bool = False) -> tuple[str, ...] | No
 
 
 def _device_findings(explanation: ExplanationData, checked: tuple[str, ...]) -> list[Finding]:
-    """The device's findings (ND201-ND204, ND207-ND209) of the runs that happened, for the rules checked."""
-    wanted = [code for code in checked if code.startswith("ND2") and code not in _STRICT]
+    """The findings check does not make itself (dynamo's breaks, ND109; the device's, ND201-ND204 and ND207-ND209)
+    from the runs that happened, for the rules checked."""
+    wanted = [code for code in checked if (code.startswith("ND2") and code not in _STRICT) or code == "ND109"]
     found = []
     for record in explanation_findings(explanation):
         if record.rule in wanted:

@@ -22,6 +22,7 @@ from neurondev.passes.device_rewriter import rewrite_copy
 from neurondev.runs.counts import Counts
 from neurondev.runs.interface import Driver
 from neurondev.runs.placement import to_device
+from neurondev.runs.reasons import NotCompared
 from neurondev.runs.run_records import Crossing, Fallback, GraphBreak, HostCopy, RunError, RunRecord, Upload, first_device, type_of
 from neurondev.runs.values import Comparison, check_tolerances, compare_outputs
 from neurondev.trace.capture import Capture
@@ -80,7 +81,7 @@ def run_graph(
 
 def _compare(
     gm: torch.fx.GraphModule, placed: _Placement, outputs: Any, reference: Any, rtol: float | None, atol: float | None
-) -> tuple[Comparison | None, str | None]:
+) -> tuple[Comparison | None, NotCompared | None]:
     """The outputs against ``reference`` (by default the graph on CPU), or why there is no comparison."""
     if reference is None:
         reference, not_compared = cpu_reference(gm, placed.inputs, seed=placed.seed)
@@ -235,7 +236,7 @@ def _record(
     call: _Call,
     first: Counts,
     comparison: Comparison | None,
-    not_compared: str | None,
+    not_compared: NotCompared | None,
     seconds: float | None,
 ) -> RunRecord:
     counts = call.counts
@@ -324,7 +325,7 @@ def _crossings(graph: torch.fx.GraphModule, devices: dict[str, Any]) -> list[Cro
     return crossings
 
 
-def cpu_reference(gm: torch.fx.GraphModule, inputs: tuple, *, seed: int | None = None) -> tuple[Any, str | None]:
+def cpu_reference(gm: torch.fx.GraphModule, inputs: tuple, *, seed: int | None = None) -> tuple[Any, NotCompared | None]:
     """The graph's result on CPU (every device pin pointed at CPU, the generator seeded with ``seed``),
     or (None, why it cannot run there). A graph and its rewritten copy share one: pass it as ``reference``."""
     if seed is not None:
@@ -333,7 +334,7 @@ def cpu_reference(gm: torch.fx.GraphModule, inputs: tuple, *, seed: int | None =
     try:
         return quiet_call(cpu_graph, *to_device(inputs, torch.device("cpu"))), None
     except Exception as error:
-        return None, f"not compared: the graph does not run on CPU ({type(error).__name__}: {error})"
+        return None, NotCompared("no cpu run", error=f"{type(error).__name__}: {error}")
 
 
 def _steady_seconds(graph: torch.fx.GraphModule, placed: _Placement, repeat: int) -> float | None:

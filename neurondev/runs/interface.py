@@ -29,7 +29,7 @@ class Driver(Protocol):
 
     stack: str
     program_label: str  # the backend of the program as written, as the card names it ('openxla')
-    own_generator: str | None  # why random values there are not the CPU's ("draws from XLA's generator ..."), None: they are
+    own_generator: str | None  # whose generator random values there draw from when not the CPU's ("XLA"), None: the CPU's
 
     def device(self) -> torch.device:
         """The device runs go to."""

@@ -25,6 +25,7 @@ from neurondev.fx.graphs import copy_graph
 from neurondev.runs.counts import Counts
 from neurondev.runs.interface import Driver
 from neurondev.runs.program_records import ProgramCall, ProgramFailure, ProgramRun
+from neurondev.runs.reasons import NotCompared
 from neurondev.runs.run_records import Fallback, HostCopy, Upload
 from neurondev.runs.state import program_state
 from neurondev.runs.values import Comparison, compare_outputs
@@ -63,14 +64,14 @@ def run_program(
     driver: Driver,
     label: str,
     reference: Any = None,
-    not_comparable: str | None = None,
+    not_comparable: NotCompared | None = None,
     rtol: float | None = None,
     atol: float | None = None,
     keep_graphs: bool = False,
     calls: int = _CALLS,
     reference_state: dict[str, Any] | None = None,
     rng_state: torch.Tensor | None = None,
-    random: str | None = None,
+    random: NotCompared | None = None,
 ) -> tuple[ProgramRun, Capture | None]:
     """Call ``subject`` compiled with ``backend`` on the XLA device twice; compare the first call with
     ``reference`` (the eager CPU result) unless ``not_comparable`` says why not.
@@ -96,7 +97,8 @@ def run_program(
             fn, args, kwargs = traced_copies(subject.fn, subject.args, subject.kwargs, device, moved, notes, namespaces)
         except Exception as error:  # an input the device cannot hold (a sparse tensor on XLA): the program cannot run there
             refused = ProgramFailure("other", "inputs", type(error).__name__, message_of(error), None, None, 1)
-            return ProgramRun(label, refused, None, "not compared: the program did not run", stack=driver.stack, device=str(device)), None
+            did_not_run = NotCompared("program did not run", error=f"{type(error).__name__}: {message_of(error)}")
+            return ProgramRun(label, refused, None, did_not_run, stack=driver.stack, device=str(device)), None
         compiled = torch.compile(_entry(fn), backend=recorder)
         if rng_state is not None:
             torch.set_rng_state(rng_state)
@@ -375,19 +377,19 @@ class _Judged(NamedTuple):
     buffers, globals; None when either side has none)."""
 
     comparison: Comparison | None
-    not_compared: str | None
+    not_compared: NotCompared | None
     state: Comparison | None
 
 
-_FAILED = _Judged(None, "not compared: the program failed", None)
+_FAILED = _Judged(None, NotCompared("program failed"), None)
 
 
-def _random(judged: _Judged, random: str | None) -> _Judged:
+def _random(judged: _Judged, random: NotCompared | None) -> _Judged:
     """Values of a program with random ops that differ from CPU's are not compared: the ops are named instead."""
     differs = judged.comparison is not None and judged.comparison.matches is False
     if random is None or not differs:
         return judged
-    return _Judged(None, f"not comparable: {random}", judged.state)
+    return _Judged(None, random, judged.state)
 
 
 def _judge(
@@ -395,7 +397,7 @@ def _judge(
     state: dict[str, Any],
     reference: Any,
     reference_state: dict[str, Any] | None,
-    not_comparable: str | None,
+    not_comparable: NotCompared | None,
     rtol: float | None,
     atol: float | None,
 ) -> _Judged:
@@ -403,7 +405,7 @@ def _judge(
         return _Judged(None, not_comparable, None)
     written = compare_outputs(state, reference_state, rtol=rtol, atol=atol) if state and reference_state is not None else None
     if reference is None:
-        return _Judged(None, "not compared: there is no CPU result to compare with", written)
+        return _Judged(None, NotCompared("no cpu result"), written)
     return _Judged(compare_outputs(outputs, reference, rtol=rtol, atol=atol), None, written)
 
 

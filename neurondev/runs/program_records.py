@@ -6,6 +6,7 @@ import dataclasses
 from typing import Any
 
 from neurondev.rulebook import Ruled
+from neurondev.runs.reasons import NotCompared
 from neurondev.runs.run_records import Fallback, HostCopy, Upload
 from neurondev.runs.values import Comparison
 from neurondev.trace.source import Located, SourceLine
@@ -102,7 +103,7 @@ class ProgramRun:
     backend: str
     failure: ProgramFailure | None = None
     comparison: Comparison | None = None
-    not_compared: str | None = None
+    not_compared: NotCompared | None = None
     calls: tuple[ProgramCall, ...] = ()
     warnings: tuple[str, ...] = ()
     outputs: Any = dataclasses.field(default=None, repr=False, compare=False)
@@ -175,7 +176,7 @@ class ProgramRun:
             "matches_cpu": self.matches_cpu,
             "comparison": None if self.comparison is None else self.comparison.to_dict(),
             "state": None if self.state is None else self.state.to_dict(),
-            "not_compared": self.not_compared,
+            "not_compared": self.not_compared.to_dict() if self.not_compared is not None else None,
             "graphs": self.graphs,
             "xla_compiles": self.xla_compiles,
             "executions": self.executions,

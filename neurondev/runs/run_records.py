@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 from neurondev.errors import InvalidOptionError
 from neurondev.rulebook import Ruled
 from neurondev.runs.counts import Counts
+from neurondev.runs.reasons import NotCompared
 from neurondev.runs.values import Comparison
 from neurondev.trace.source import Located, SourceLine
 
@@ -251,7 +252,7 @@ class RunRecord:
     output_devices: tuple[str, ...] = ()
     error: RunError | None = None
     comparison: Comparison | None = None
-    not_compared: str | None = None
+    not_compared: NotCompared | None = None
     seconds: float | None = None
     first_call: Counts | None = None
     outputs: Any = dataclasses.field(default=None, repr=False, compare=False)
@@ -290,8 +291,9 @@ class RunRecord:
 
     @property
     def mismatch(self) -> str | None:
-        """How the outputs differ from the reference (assert_close's message), or why they were not compared."""
-        return self.comparison.detail if self.comparison is not None else self.not_compared
+        """How the outputs differ from the reference (assert_close's message); None when they match or were not
+        compared (``not_compared`` says why)."""
+        return self.comparison.detail if self.comparison is not None else None
 
     @property
     def ok(self) -> bool:
@@ -318,7 +320,6 @@ class RunRecord:
                 "transfers_to_device",
                 "fallback_ops",
                 "node_fallbacks",
-                "not_compared",
                 "seconds",
             )
         }
@@ -338,4 +339,5 @@ class RunRecord:
             "ok": self.ok,
             "matches_reference": self.matches_reference,
             "mismatch": self.mismatch,
+            "not_compared": None if self.not_compared is None else self.not_compared.to_dict(),
         }

@@ -22,7 +22,7 @@ class XlaDriver:
 
     stack = "xla"
     program_label = "openxla"
-    own_generator: str | None = "draws from XLA's generator, which is not CPU's"
+    own_generator: str | None = "XLA"
 
     def device(self) -> torch.device:
         return runtime.device()

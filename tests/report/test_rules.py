@@ -39,8 +39,8 @@ def test_every_kind_a_record_can_have_maps_to_its_own_rule():
     failures = [ProgramFailure(kind, "compile", "RuntimeError", "m").rule for kind in (*kinds, "wrong device at run time", "other")]
     assert failures == ["ND301", "ND302", "ND303", "ND304", "ND305"]
     causes = ("python number", "flag", "library value", "cache growth", "changing size", "prompt to decode", "recompile limit", "other")
-    assert [Cause(kind, None, None, None, "").rule for kind in causes] == [f"ND40{n}" for n in range(1, 9)]
-    assert Cause("first compile", None, None, None, "").rule is None  # a first compile is no finding
+    assert [Cause(kind, None, None, None).rule for kind in causes] == [f"ND40{n}" for n in range(1, 9)]
+    assert Cause("first compile", None, None, None).rule is None  # a first compile is no finding
 
 
 @pytest.mark.xla
@@ -97,3 +97,14 @@ def test_the_command_takes_rule_codes_and_its_json_names_them(tmp_path):
     assert data["schema"] == 2 and [f["rule"] for f in data["findings"]] == ["ND101"]
     passing = subprocess.run([*base, "--ignore", "ND101", "--select", "ND1,ND3"], capture_output=True, text=True, timeout=600)
     assert passing.returncode == 0, passing.stdout + passing.stderr
+
+
+@pytest.mark.xla
+def test_each_card_links_its_findings_to_their_rules_pages(seed_explained):
+    card = seed_explained._repr_html_()
+    assert f'href="{rulebook.rule_named("ND101").url}"' in card and ">ND201</a>" in card
+    step = torch.compile(lambda x, n: x * n, backend="eager")
+    with neurondev.watch() as watched:
+        for n in (2, 3):
+            step(torch.ones(2), n)
+    assert f'href="{rulebook.rule_named("ND401").url}"' in watched._repr_html_()

@@ -86,7 +86,9 @@ def test_random_values_are_named_never_called_a_difference():
     (section,) = ex.sections
     assert section.rewrite_verdict.status == "not comparable" and section.cpu_verdict.status == "not comparable"
     line = line_of(draws, "torch.rand")
-    assert f"random node rand (test_verdicts.py:{line})" in section.rewrite_verdict.reason
+    reason = section.rewrite_verdict.reason
+    assert (reason.kind, reason.node, reason.where, reason.draws) == ("random", "rand", f"test_verdicts.py:{line}", "moved")
+    assert f"random node rand (test_verdicts.py:{line})" in ex.summary()  # one golden sentence
     assert ex.rewrite_preserves_values is None and ex.xla_matches_cpu is None and "DIFFER" not in ex.summary()
 
 
