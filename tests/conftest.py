@@ -1,33 +1,16 @@
-"""The suite's setup (threads, flags and exit of every process it starts; the order and groups of its tests) and shared fixtures."""
+"""The suite's setup (threads of every process it starts; the order and groups of its tests) and shared fixtures."""
 
 from __future__ import annotations
 
 import os
-import runpy
-from pathlib import Path
 
 import pytest
 
 # Two workers share the machine's two cores: one intra-op thread each, for the workers and for the notebook
 # kernels and subprocesses they start (which inherit the variable), instead of four threads fighting for two.
 os.environ["OMP_NUM_THREADS"] = "1"
-# The notebooks and subprocesses build dynamic shape guards in C++ (torch 2.9's default). In every process of
-# the suite, inductor's C++ builder is told the vector ISAs are off (scalar code, read when inductor first picks
-# an ISA), so it compiles the guard without first probing each ISA with a Python of its own (11.0 s against
-# 6.4 s for the never-kill subprocess, measured). A guard is scalar code: the same guards, checked the same
-# way. A value set by whoever runs the suite is kept.
-os.environ.setdefault("TORCHINDUCTOR_VEC_ISA_OK", "0")
-# XLA's CPU backend compiles each program without LLVM's optimisation passes in the suite (read when the
-# PJRT client starts, in this process and every one it starts): the same programs, compiles, executions and
-# transfers are counted and values compared as with the default, and a tiny GPT-2's program runs compile in
-# 5.0 s instead of 7.9 s (measured). A flag set by whoever runs the suite is kept.
-os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0")
-# Every Python the suite starts (subprocesses, the CLI, notebook kernels, rank workers) loads
-# tests/site/sitecustomize.py: the garbage collector runs less often, and not at exit (1.7 s -> 0.3 s a
-# process). This process runs the same file, so the workers are set up the same way.
-SITE = Path(__file__).parent / "site"
-os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SITE), os.environ.get("PYTHONPATH")]))
-GC_THRESHOLD = runpy.run_path(str(SITE / "sitecustomize.py"))["GC_THRESHOLD"]
+# Nothing else of torch's, torch_xla's or Python's defaults is changed: no XLA optimisation level, guard setting
+# or garbage-collector threshold of the suite's own decides what a verdict is judged on (tests/test_suite_setup.py).
 
 
 def pytest_configure(config):
@@ -37,18 +20,8 @@ def pytest_configure(config):
     if getattr(config, "workerinput", None) is None and config.getoption("numprocesses", None):
         return
     import torch
-    import torch._dynamo.guards
 
     torch.set_num_threads(1)
-    # torch's dynamo (2.9 to 2.13) times the guards of every compile once, after flushing the CPU's caches,
-    # only to log that latency (18 ms a compile here: 30% of an explain of the seed, measured). The suite's
-    # workers skip that measurement; the guards themselves are built, checked and run as ever.
-    if hasattr(torch._dynamo.guards, "profile_guard_manager"):
-        torch._dynamo.guards.profile_guard_manager = lambda *args: 0.0
-    # torch 2.9 builds a dynamic shape's guard in C++, and before its first build probes the CPU's vector ISAs
-    # (8 s per worker, measured). torch 2.13 evaluates these guards in Python by default; the workers do the same
-    # on torch 2.9. The same guards are checked and fail with the same reasons.
-    torch._dynamo.config.enable_cpp_symbolic_shape_guards = False
 
 
 @pytest.fixture(scope="session")
@@ -121,6 +94,7 @@ _SLOWEST_FIRST = (
     "test_notebooks.py",
     "browser/",
     "test_never_kill.py",
+    "test_rule_examples.py",
     "test_ranks.py",
     "test_focus.py",
     "test_readme.py",

@@ -88,7 +88,7 @@ def test_the_setup_drawing_step_without_root_or_system_dot_gives_the_venv_a_dot(
         (shims / tool).symlink_to(shutil.which(tool))
     environ = {"PATH": f"{shims}", "HOME": str(home), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     command = _as_user_without_root([shutil.which("env"), f"PATH={shims}", f"HOME={home}", "bash", str(script), str(venv)], home)
-    # a plain user's shell: not the suite's PYTHONPATH (tests/site, in a clone this user may not be able to read)
+    # a plain user's shell: not the suite's PYTHONPATH
     shell = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=shell | environ)
     assert done.returncode == 0, done.stdout + done.stderr

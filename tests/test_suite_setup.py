@@ -1,26 +1,49 @@
-"""The suite's own setup does what tests/conftest.py says: the Pythons it starts load tests/site (their exit
-hook and garbage collection, as the workers have); tests/browser/test_group.py checks the group of the tests
-that share Chromium or the explained GPT-2."""
+"""The suite tests what users run: the Pythons it starts and its own workers keep torch's, torch_xla's and Python's
+defaults (no XLA optimisation level, guard setting or garbage-collector threshold of its own);
+tests/browser/test_group.py checks the group of the tests that share Chromium or the explained GPT-2."""
 
 from __future__ import annotations
 
 import gc
+import os
+import subprocess
+import sys
 from pathlib import Path
 
-from tests.conftest import _SLOWEST_FIRST, GC_THRESHOLD, SITE
+from tests.conftest import _SLOWEST_FIRST
 from tests.helpers import run_python
 
+_SETTINGS = (
+    "import gc, os, torch._dynamo; print(gc.get_threshold()); print(os.environ.get('XLA_FLAGS')); "
+    "print(os.environ.get('TORCHINDUCTOR_VEC_ISA_OK')); print(torch._dynamo.config.enable_cpp_symbolic_shape_guards)"
+)
 
-def test_a_python_the_suite_starts_loads_the_suites_exit_hook():
-    done = run_python("import gc, sys; print(sys.modules['sitecustomize'].__file__); print(gc.get_threshold())")
+
+def _defaults() -> list[str]:
+    """What a user's plain Python has: isolated (-I: no PYTHONPATH, no user site), with no variable of the suite's."""
+    environ = {name: value for name, value in os.environ.items() if name not in ("XLA_FLAGS", "TORCHINDUCTOR_VEC_ISA_OK", "PYTHONPATH")}
+    done = subprocess.run([sys.executable, "-I", "-c", _SETTINGS], capture_output=True, text=True, env=environ, timeout=300)
     assert done.returncode == 0, done.stderr
-    site, threshold = done.stdout.splitlines()
-    assert Path(site) == SITE / "sitecustomize.py"
-    assert threshold == str(GC_THRESHOLD)
+    return done.stdout.splitlines()
 
 
-def test_the_workers_collect_garbage_as_the_pythons_they_start_do():
-    assert gc.get_threshold() == GC_THRESHOLD != (700, 10, 10)
+def test_a_python_the_suite_starts_and_its_workers_run_with_the_defaults_a_user_has():
+    import torch._dynamo.guards
+
+    config = torch._dynamo.config
+    done = run_python(_SETTINGS)
+    assert done.returncode == 0, done.stderr
+    defaults = _defaults()
+    started = done.stdout.splitlines()
+    assert started[:1] + started[2:] == defaults[:1] + defaults[2:] and "optimization_level" not in started[1]
+    threshold, _, vec_isa, cpp_guards = defaults
+    assert [str(gc.get_threshold()), str(os.environ.get("TORCHINDUCTOR_VEC_ISA_OK")), str(config.enable_cpp_symbolic_shape_guards)] == [
+        threshold,
+        vec_isa,
+        cpp_guards,
+    ]
+    assert "optimization_level" not in os.environ.get("XLA_FLAGS", "")  # torch_xla's own flags, as it set them on import
+    assert "<lambda>" not in repr(torch._dynamo.guards.profile_guard_manager)  # dynamo's own, not a stand-in
 
 
 def test_the_slowest_modules_are_handed_out_first(request):

@@ -89,7 +89,7 @@ def test_a_rules_page_renders_and_search_finds_a_rule_by_its_code_offline(page, 
     page.locator("label.md-search__icon, .md-search__input").first.click()
     page.locator("input.md-search__input").fill("ND205")
     result = page.locator(".md-search-result__item a").first
-    result.wait_for(timeout=15_000)
+    result.wait_for(timeout=90_000)  # the search worker indexes the whole site first (slow while the other worker runs)
     assert "rules/ND205/" in result.get_attribute("href")
     result.click()
     page.wait_for_url("**/rules/ND205/**")
