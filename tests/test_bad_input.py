@@ -231,6 +231,8 @@ def test_watch_misuse_is_named():
         pass
     with pytest.raises(neurondev.NotCallableError, match="is a context manager"):
         neurondev.watch()(1)
+    with pytest.raises(neurondev.InvalidOptionError, match=r"record is the WatchRecord of a finished watch .*got dict"):
+        neurondev.Watch(record={"steps": []})
 
 
 @pytest.mark.parametrize(

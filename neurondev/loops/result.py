@@ -28,7 +28,15 @@ _NO_XLA = "torch_xla was not loaded by the watched code: XLA figures are empty"
 class WatchData:
     """A watch over a loop, or over the calls of a function (``neurondev.watch(fn)``); see the module docstring."""
 
-    def __init__(self, fn: Callable[..., Any] | None = None, *, sync_each_step: bool = False, xla_analysis: bool = False) -> None:
+    def __init__(
+        self,
+        fn: Callable[..., Any] | None = None,
+        *,
+        sync_each_step: bool = False,
+        xla_analysis: bool = False,
+        record: WatchRecord | None = None,
+    ) -> None:
+        """``record``: a finished watch that shows it (a watch the command ran, say), instead of a watch to run."""
         if fn is not None and not callable(fn):
             raise NotCallableError(
                 f"watch takes the function to watch, or nothing (with neurondev.watch(): ...), got {type(fn).__name__}; "
@@ -42,9 +50,14 @@ class WatchData:
         self._recorder: Recorder | None = None
         self._unhook: Callable[[], None] = _nothing
         self._notes: dict[str, str | None] = {}
-        self._state = "new"
-        self._record: WatchRecord | None = None
-        self.name = "the block" if fn is None else display_name(fn)
+        if record is not None and (fn is not None or not isinstance(record, WatchRecord)):
+            raise InvalidOptionError(
+                f"record is the WatchRecord of a finished watch (w.record), with no function, got {type(record).__name__}"
+                f"{' and a function' if fn is not None else ''}: neurondev.Watch(record=w.record)"
+            )
+        self._state = "new" if record is None else "done"
+        self._record: WatchRecord | None = record
+        self.name = record.name if record is not None else "the block" if fn is None else display_name(fn)
         if fn is not None:
             self.__wrapped__ = fn
             self.__doc__ = getattr(fn, "__doc__", None)
@@ -60,9 +73,7 @@ class WatchData:
     @classmethod
     def of(cls, record: WatchRecord) -> Self:
         """A finished watch that shows ``record`` (the command's, with its advice checked by a second run)."""
-        finished = cls()
-        finished._record, finished._state, finished.name = record, "done", record.name
-        return finished
+        return cls(record=record)
 
     # --- recording ------------------------------------------------------------------------------
     def __enter__(self) -> Self:

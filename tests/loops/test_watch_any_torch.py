@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 
+import pytest
 import torch
 
 import neurondev
@@ -64,6 +65,10 @@ def test_advice_run_again_with_its_fix_and_not_enough_leaves_the_advice_for_trie
     assert "Tried, not enough: python number (checked, not enough" in shown.summary() and "Advice (" not in shown.summary()
     assert json.loads(shown.to_json())["tried"][0]["verified"].startswith("checked, not enough")
     assert "Tried, not enough" in shown._repr_html_()
+    built = neurondev.Watch(record=checked)  # built by its constructor, as Watch.of builds it
+    assert built.record is checked and built.summary() == shown.summary() and built.name == w.name
+    with pytest.raises(neurondev.InvalidOptionError, match="recorded its block already"):
+        built.__enter__()
 
 
 LOG = logging.getLogger("neurondev-tests")
