@@ -84,8 +84,10 @@ def test_the_json_of_a_watch_carries_each_recompile_with_its_rule():
             step(torch.ones(4), lr)
     data = json.loads(watched.to_json())
     assert data["schema"] == 2
-    assert [(f["rule"], f["value"], f["before"]) for f in data["findings"]] == [("ND401", "lr", "0.1"), ("ND401", "lr", "0.2")]
-    assert [row["rule"] for row in data["compiles"]] == [None, "ND401", "ND401"]
+    # torch 2.9 recompiles for 0.2 and 0.3; torch 2.13 makes lr dynamic at its first recompile (one graph for the rest)
+    recompiles = [(row["rule"], row["value"], row["before"]) for row in data["compiles"][1:]]
+    assert data["compiles"][0]["rule"] is None and recompiles[0] == ("ND401", "lr", "0.1")
+    assert [(f["rule"], f["value"], f["before"]) for f in data["findings"]] == recompiles
 
 
 @pytest.mark.xla
