@@ -140,7 +140,7 @@ def scaled(x):
     return out
 
 import neurondev
-neurondev.check(scaled, torch.randn(64), select=("{code}",))   # runs the graph traced on CPU on the device
+neurondev.check(scaled, torch.randn(64), select=("ND201",))   # runs the graph traced on CPU on the device
 """
 _COPY = """\
 import torch
@@ -278,7 +278,7 @@ RULES: tuple[Rule, ...] = (
         "an extra XLA execution and a device-to-host transfer on every call, and the graph is cut in two",
         "(XLA only; a native device shows the same line as a copy to the host, ND202)",
         "keep the value on the device: rewrite the pin that put it on the CPU (the neurondev backend does)",
-        _ON_DEVICE.replace("{code}", "ND201"),
+        _ON_DEVICE,
     ),
     Rule(
         "ND202",

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from neurondev.render.drawing import DrawBudget, svg_or_reason
-from neurondev.render.sentences import describe, lines_text, reason_text, values_text, verdict_text
+from neurondev.render.sentences import describe, lines_text, not_compared_text, values_text, verdict_text
 from neurondev.render.text import (
     after_text,
     before_text,
@@ -308,7 +308,7 @@ def _metric_rows(before: RunRecord | None, after: RunRecord | None) -> list[tupl
     def values(record: RunRecord) -> str:
         if record.comparison is not None:
             return describe(record.comparison)
-        return reason_text(record.not_compared) if record.not_compared is not None else "—"
+        return not_compared_text(record.not_compared) if record.not_compared is not None else "—"
 
     native = any(record is not None and record.stack == "native" for record in (before, after))
     stops: list[tuple[str, Callable[[RunRecord], str]]] = [

@@ -25,7 +25,7 @@ from neurondev.runs.values import Comparison
 from neurondev.trace.capture import DynamoBreak
 from neurondev.trace.inputs import HostValue
 
-__all__ = ["cause_words", "describe", "reason_text", "values_text", "verdict_text"]
+__all__ = ["cause_words", "describe", "not_compared_text", "reason_text", "values_text", "verdict_text"]
 
 
 @functools.singledispatch
@@ -183,7 +183,8 @@ def reason_text(reason: NotCompared) -> str:
     return said.get(kind, kind)
 
 
-def _values_not_compared(reason: NotCompared | None) -> str:
+def not_compared_text(reason: NotCompared | None) -> str:
+    """'values not compared: ...' (or 'not comparable', for random values), with the reason in words."""
     if reason is None:
         return "values not compared"
     return f"values {'not compared' if reason.comparable else 'not comparable'}: {reason_text(reason)}"
@@ -195,7 +196,7 @@ def values_text(run: ProgramRun) -> str:
         return f"DIFFERS from CPU in what it writes ({comparison_text(run.state)})"
     compared = run.comparison
     if compared is None:
-        return _values_not_compared(run.not_compared)
+        return not_compared_text(run.not_compared)
     if compared.matches is None:
         return f"values {comparison_text(compared)}"
     if compared.matches:
@@ -232,7 +233,7 @@ def run_text(record: RunRecord) -> str:
     if record.comparison is not None:
         text += f"; values {comparison_text(record.comparison)} against the CPU reference"
     elif record.not_compared:
-        text += f"; {_values_not_compared(record.not_compared)}"
+        text += f"; {not_compared_text(record.not_compared)}"
     return text
 
 

@@ -80,18 +80,19 @@ def _offline(page, root: str) -> list[str]:
 
 
 def _search(page, query: str, result) -> None:
-    """Type ``query`` until a result shows: a query typed before the search's worker has indexed the site is
-    dropped, and the worker is slow while the other test worker runs (a minute in a loaded CI run)."""
+    """Type ``query`` key by key, as a person does (the search reads key presses), and again until a result shows:
+    keys typed before the search's worker has indexed the site are not searched for."""
     from playwright.sync_api import TimeoutError as SearchTimeout
 
     box = page.locator("input.md-search__input")
-    for attempt in range(24):
-        box.fill(query + " " * (attempt % 2))  # a new value each time (an emptied box closes the search)
+    box.press_sequentially(query)
+    for _ in range(24):
         try:
             result.wait_for(timeout=5_000)
             return
         except SearchTimeout:
-            continue
+            box.press("Backspace")
+            box.press_sequentially(query[-1])
     result.wait_for(timeout=5_000)  # the last try fails with playwright's own message
 
 
