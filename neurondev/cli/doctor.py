@@ -8,6 +8,7 @@ import platform
 import shutil
 
 from neurondev._compat import TESTED_ALONE, TESTED_PAIR
+from neurondev.render.sentences import runtime_info_text, runtime_text
 
 __all__ = ["Check", "checks", "pair_verdict"]
 
@@ -76,9 +77,9 @@ def _default_device() -> Check:
     choice = default_target()
     if choice.target is None:
         return Check(
-            "default device", False, choice.reason, "install torch-xla, or use target='hostdev' (the host test device)", needed=False
+            "default device", False, runtime_text(choice), "install torch-xla, or use target='hostdev' (the host test device)", needed=False
         )
-    return Check("default device", True, f"{choice.target} ({choice.runtime}, {choice.stack}): {choice.reason}")
+    return Check("default device", True, f"{choice.target} ({choice.runtime}, {choice.stack}): {runtime_text(choice)}")
 
 
 def _runtime() -> Check:
@@ -91,7 +92,7 @@ def _runtime() -> Check:
         info = xla.describe()
     except XlaUnavailableError as error:
         return Check("XLA device", False, str(error).splitlines()[0], "set PJRT_DEVICE=CPU for the CPU XLA device")
-    return Check("XLA device", True, f"{info['device']} ({info['runtime']}: {info['reason']})")
+    return Check("XLA device", True, f"{info['device']} ({info['runtime']}: {runtime_info_text(info)})")
 
 
 def _neuron() -> Check:

@@ -24,7 +24,7 @@ import torch
 from neurondev._compat import privateuse1_name
 from neurondev.xla.runtime import neuron_xla_missing, torchneuron_release
 
-__all__ = ["Facts", "RuntimeChoice", "choose", "default_target", "facts", "resolve_target"]
+__all__ = ["NEURON_STATES", "Facts", "RuntimeChoice", "choose", "default_target", "facts", "resolve_target"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,48 +40,50 @@ class Facts:
     pjrt_device: str | None = None
 
 
+NEURON_STATES = (
+    "native neuron",  # TorchNeuron registers the native 'neuron' device
+    "xla sdk",  # the XLA-based Neuron SDK (torch-neuronx up to 2.9)
+    "not installed",
+    "does not import",
+    "no neuron device",  # a TorchNeuron release that imports but registers no 'neuron' device
+    "no torch_xla",  # the XLA-based SDK without torch_xla
+)
+
+
 @dataclasses.dataclass(frozen=True)
 class RuntimeChoice:
     """The runtime (``torchneuron``, ``neuron-xla``, ``pjrt``, ``native``, or ``none``), the target device it
-    provides (None: none), its stack ('native' or 'xla') and why."""
+    provides (None: none), its stack ('native' or 'xla'), what torch-neuronx is here (one of
+    ``NEURON_STATES``) and the facts it was chosen from; ``render.sentences.runtime_text`` says why."""
 
     runtime: str
     target: str | None
     stack: str | None
-    reason: str
+    neuron: str
+    found: Facts
 
 
 def choose(found: Facts) -> RuntimeChoice:
     """The runtime for these facts: TorchNeuron, then the XLA-based Neuron SDK, then torch_xla's PJRT,
     then a PrivateUse1 backend already loaded, else none."""
-    neuron = f"torch-neuronx {found.neuronx_version}" if found.neuronx_version else None
-    if neuron and found.neuronx_error is None and found.privateuse1 == "neuron":
-        return RuntimeChoice("torchneuron", "neuron", "native", f"{neuron} registers the native 'neuron' device (PrivateUse1, TorchNeuron)")
+    if found.neuronx_version and found.neuronx_error is None and found.privateuse1 == "neuron":
+        return RuntimeChoice("torchneuron", "neuron", "native", "native neuron", found)
     if found.torch_xla and neuron_xla_missing(found.neuronx_version, found.neuronx_error, found.privateuse1) is None:
-        return RuntimeChoice("neuron-xla", "xla", "xla", f"{neuron} is the XLA-based Neuron SDK: runs go to its XLA device")
-    missing = _neuron_missing(found, neuron)
+        return RuntimeChoice("neuron-xla", "xla", "xla", "xla sdk", found)
+    neuron = _neuron_state(found)
     if found.torch_xla:
-        chosen = f"PJRT_DEVICE={found.pjrt_device} (yours)" if found.pjrt_device else "PJRT's CPU device (PJRT_DEVICE=CPU)"
-        return RuntimeChoice("pjrt", "xla", "xla", f"{missing}; torch_xla is installed: {chosen}")
+        return RuntimeChoice("pjrt", "xla", "xla", neuron, found)
     if found.privateuse1 != "privateuseone":
-        name = found.privateuse1
-        return RuntimeChoice("native", name, "native", f"{missing}; no torch_xla; the {name!r} backend is loaded in this process")
-    return RuntimeChoice(
-        "none",
-        None,
-        None,
-        f"{missing}; no torch_xla and no native backend loaded: nothing runs (neurondev.host_device() loads a test device)",
-    )
+        return RuntimeChoice("native", found.privateuse1, "native", neuron, found)
+    return RuntimeChoice("none", None, None, neuron, found)
 
 
-def _neuron_missing(found: Facts, neuron: str | None) -> str:
-    if neuron is None:
-        return "torch-neuronx is not installed"
+def _neuron_state(found: Facts) -> str:
+    if found.neuronx_version is None:
+        return "not installed"
     if found.neuronx_error is not None:
-        return f"{neuron} does not import ({found.neuronx_error})"
-    if torchneuron_release(found.neuronx_version):
-        return f"{neuron} imports but registers no native 'neuron' device"
-    return f"{neuron} imports but torch_xla is missing"
+        return "does not import"
+    return "no neuron device" if torchneuron_release(found.neuronx_version) else "no torch_xla"
 
 
 def facts() -> Facts:
@@ -132,7 +134,13 @@ def resolve_target(target: object) -> torch.device:
     if target is None:
         choice = default_target()
         if choice.target is None:
-            raise DeviceUnavailableError(f"no device to run on here: {choice.reason}; pass target='hostdev' to use the host test device")
+            neuron = (
+                f"torch-neuronx {choice.found.neuronx_version}: {choice.neuron}" if choice.found.neuronx_version else "no torch-neuronx"
+            )
+            raise DeviceUnavailableError(
+                f"no device to run on here ({neuron}, no torch_xla, no PrivateUse1 backend loaded); "
+                "pass target='hostdev' to use the host test device (neurondev.host_device() loads it)"
+            )
         target = choice.target
     kind = target.type if isinstance(target, torch.device) else str(target).split(":")[0] if isinstance(target, str) else None
     if kind == NAME:

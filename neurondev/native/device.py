@@ -27,9 +27,8 @@ class NativeDriver:
 
     stack = "native"
 
-    def __init__(self, device: torch.device, *, reason: str = "") -> None:
+    def __init__(self, device: torch.device) -> None:
         self._device = device
-        self.reason = reason
         self.accounting = Accounting(device.type)
         self.program_label = _OWN_BACKENDS.get(device.type, "aot_autograd, run node by node")
         shares = device.type == _HOST_DEVICE  # the host test device draws from the CPU's generator
@@ -43,7 +42,6 @@ class NativeDriver:
             "runtime": "native",
             "device": str(self._device),
             "backend": self._device.type,
-            "reason": self.reason or _why(self._device.type),
             "torch": torch.__version__,
         }
 
@@ -131,12 +129,6 @@ class NativeDriver:
         from neurondev.native.interpreter import interpreting_backend
 
         return interpreting_backend(self)
-
-
-def _why(device_type: str) -> str:
-    if device_type == "cuda":
-        return "cuda is torch's own native device here (copies, syncs and fallbacks counted at dispatch)"
-    return f"{device_type} is the PrivateUse1 backend loaded in this process"
 
 
 def grouped(events: list[DeviceEvent]) -> Seen:

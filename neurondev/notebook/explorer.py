@@ -9,6 +9,7 @@ from neurondev.errors import InvalidSubjectError, NeurondevError
 from neurondev.fx.pins import DevicePin
 from neurondev.fx.subgraphs import node_named
 from neurondev.render.html import escape as _e
+from neurondev.render.sentences import why_text
 from neurondev.report.advice import fix_for
 from neurondev.report.model import ExplanationData, Section
 
@@ -99,7 +100,7 @@ class Explorer(widgets.VBox):
         """The fixed statement of the pin's line with its verdict and a button that copies it; else the advice."""
         fix = self.explanation.fix_of(pin)
         if fix is None or fix.after is None:
-            advice = fix_for(pin) if fix is None else f"no spelling: {fix.why}"
+            advice = fix_for(pin) if fix is None else f"no spelling: {why_text(fix)}"
             return f"<div>write instead: {_e(advice)}</div>"
         colour = "#2e7d32" if fix.verified else "#c62828"
         copy = "navigator.clipboard.writeText(this.dataset.fix).then(() => { this.textContent = 'Copied'; })"
@@ -107,7 +108,7 @@ class Explorer(widgets.VBox):
             f'<div class="nd-fix"><div>write instead (<span style="color:{colour}">{_e(fix.status)}</span>):</div>'
             f'<pre class="nd-fixed">{_e(fix.after)}</pre>'
             f'<button class="nd-copy" data-fix="{_e(fix.after)}" onclick="{_e(copy)}">Copy the fix</button>'
-            f'<div style="color:#59636e">{_e(fix.why)}</div></div>'
+            f'<div style="color:#59636e">{_e(why_text(fix))}</div></div>'
         )
 
     @staticmethod

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from neurondev.render.drawing import DrawBudget, svg_or_reason
-from neurondev.render.sentences import describe, lines_text, not_compared_text, values_text, verdict_text
+from neurondev.render.sentences import describe, lines_text, not_compared_text, runtime_info_text, values_text, verdict_text, why_text
 from neurondev.render.text import (
     after_text,
     before_text,
@@ -173,7 +173,7 @@ def _runtime(explanation: ExplanationData) -> str:
         return f'<p class="nd-muted">Target {_e(explanation.target)}; not run: {_e(explanation.skipped)}</p>'
     xla = f" &middot; torch_xla {_e(info['torch_xla'])}" if info.get("torch_xla") else ""
     return (
-        f'<p class="nd-muted">Ran on {_e(info.get("device"))} ({_e(info.get("runtime"))}: {_e(info.get("reason"))}) '
+        f'<p class="nd-muted">Ran on {_e(info.get("device"))} ({_e(info.get("runtime"))}: {_e(runtime_info_text(info))}) '
         f"&middot; torch {_e(info.get('torch'))}{xla} &middot; target {_e(explanation.target)}</p>"
     )
 
@@ -235,7 +235,7 @@ def _fix_block(fix: Fix) -> str:
     return (
         f'<div class="nd-card-fix"><div class="nd-fix-head"><b>{_e(fix.where)}</b> <span class="{css}">{_e(fix.status)}</span></div>'
         f'<pre class="nd-fixdiff">{removed}{added}</pre>'
-        f'<details class="nd-why"><summary>why</summary><span class="nd-muted">{_e(fix.why)}</span></details></div>'
+        f'<details class="nd-why"><summary>why</summary><span class="nd-muted">{_e(why_text(fix))}</span></details></div>'
     )
 
 

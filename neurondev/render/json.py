@@ -6,7 +6,7 @@ import dataclasses
 import math
 from typing import TYPE_CHECKING, Any
 
-from neurondev.render.sentences import describe
+from neurondev.render.sentences import describe, why_text
 from neurondev.render.text import summary
 from neurondev.report.advice import fix_for
 from neurondev.report.findings import explanation_findings, finding_entry, watch_findings
@@ -117,7 +117,7 @@ def explanation_dict(explanation: ExplanationData) -> dict[str, Any]:
             "notes": list(explanation.notes),
             "native": _traces(explanation.traces),
             "native_skipped": explanation.traces_skipped,
-            "fixes": [fix.to_dict() for fix in explanation.fixes],
+            "fixes": [{**fix.to_dict(), "why": why_text(fix)} for fix in explanation.fixes],
             "findings": findings_list(explanation_findings(explanation)),
         }
     )

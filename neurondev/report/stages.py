@@ -17,7 +17,7 @@ from neurondev.fx.kernels import cpu_kernels
 from neurondev.fx.pins import DevicePin, find_pins
 from neurondev.fx.subgraphs import subgraphs
 from neurondev.passes.device_rewriter import rewrite_copy
-from neurondev.report.fixes.records import Fix
+from neurondev.report.fixes.records import Fix, FixCheck
 from neurondev.report.model import NativeTiming, SectionKey
 from neurondev.report.options import ExplainOptions
 from neurondev.report.progress import Stages
@@ -102,7 +102,7 @@ def fix_stage(made: Made, fn: Any, call: tuple[tuple, dict] | None, stages: Stag
     return verify(fn, call, propose(pins, graphs), pins, target=options.target, xla=runtime.unavailable is None, original=original)
 
 
-_META_FIXES = "not verified: traced on the meta device, where there are no values to compare; explain a small configuration to verify"
+_META_FIXES = FixCheck("traced on meta")
 
 
 def _dynamo_pins(fn: Any, call: tuple[tuple, dict], target: torch.device) -> tuple[list[DevicePin], dict[int, torch.fx.GraphModule]]:

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from neurondev.errors import DevicePinsError, InvalidOptionError
-from neurondev.render.sentences import describe
+from neurondev.render.sentences import describe, why_text
 from neurondev.report.advice import fallback_advice, fix_for
 from neurondev.report.findings import Finding, explanation_findings
 from neurondev.report.model import ExplanationData
@@ -286,7 +286,7 @@ def _suggestion(explanation: ExplanationData, finding: Finding) -> str:
     if fix.verified and fix.after is not None:
         pasted = "\n        ".join(fix.after.splitlines())
         return f"\n      verified fix, paste:\n        {pasted}"
-    return f"\n      no verified fix: {fix.why}"
+    return f"\n      no verified fix: {why_text(fix)}"
 
 
 def _spellings(rule: str) -> list[str]:

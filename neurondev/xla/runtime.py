@@ -38,12 +38,15 @@ _INSTALL_HINT = (
 
 @dataclasses.dataclass(frozen=True)
 class RuntimeChoice:
-    """Which XLA runtime neurondev uses and why; ``set_pjrt_device`` is what neurondev must set, if anything."""
+    """Which XLA runtime neurondev uses, and the facts it was chosen from: why torch_neuronx gives no XLA
+    device (None: it does) and who chose the PJRT device ('user', 'torch_xla', 'neurondev'; None for
+    Neuron); ``set_pjrt_device`` is what neurondev must set, if anything. ``render.sentences`` says why."""
 
     runtime: str
     pjrt_device: str | None
     set_pjrt_device: str | None
-    reason: str
+    neuron_error: str | None = None
+    chosen_by: str | None = None
 
     @property
     def pjrt_cpu(self) -> bool:
@@ -59,13 +62,13 @@ def choose_runtime(*, neuron_error: BaseException | None, environ: Mapping[str, 
     """
     user_device = environ.get("PJRT_DEVICE")
     if neuron_error is None:
-        return RuntimeChoice("neuron", user_device, None, "torch_neuronx imports: its Neuron device is used")
-    missing = f"torch_neuronx does not import ({type(neuron_error).__name__}: {neuron_error})"
+        return RuntimeChoice("neuron", user_device, None)
+    missing = f"{type(neuron_error).__name__}: {neuron_error}"
     if user_device:
-        return RuntimeChoice("pjrt", user_device, None, f"{missing}; PJRT_DEVICE={user_device} was set before neurondev ran")
+        return RuntimeChoice("pjrt", user_device, None, missing, "user")
     if xla_imported:
-        return RuntimeChoice("pjrt", None, None, f"{missing}; torch_xla was already imported, its own device choice stands")
-    return RuntimeChoice("pjrt", "CPU", "CPU", f"{missing}; no PJRT_DEVICE was set, so neurondev set PJRT_DEVICE=CPU")
+        return RuntimeChoice("pjrt", None, None, missing, "torch_xla")
+    return RuntimeChoice("pjrt", "CPU", "CPU", missing, "neurondev")
 
 
 TORCHNEURON_FROM = (2, 13)  # torch-neuronx releases for PyTorch 2.13 on are TorchNeuron (native 'neuron', no XLA)
@@ -82,14 +85,22 @@ def torchneuron_release(version: str | None) -> bool:
 
 def neuron_xla_missing(version: str | None, import_error: str | None, privateuse1: str) -> str | None:
     """The one rule for whether torch-neuronx gives an XLA device: None when it does (the XLA-based SDK,
-    installed and importing), else why not. ``devices.runtimes.choose`` and ``choose_runtime`` both read it."""
+    installed and importing), else why not ('not installed', 'does not import', 'torchneuron').
+    ``devices.runtimes.choose`` and ``choose_runtime`` both read it."""
     if version is None:
-        return "torch-neuronx is not installed"
+        return "not installed"
     if import_error is not None:
-        return f"torch-neuronx {version} does not import ({import_error})"
+        return "does not import"
     if privateuse1 == "neuron" or torchneuron_release(version):
-        return f"torch-neuronx {version} is TorchNeuron, whose device is the native 'neuron' device, not XLA"
+        return "torchneuron"
     return None
+
+
+_NEURON_ERRORS = {
+    "not installed": "torch-neuronx is not installed",
+    "does not import": "torch-neuronx {version} does not import ({error})",
+    "torchneuron": "torch-neuronx {version} is TorchNeuron, whose device is the native 'neuron' device, not XLA",
+}
 
 
 def _neuron_import_error() -> BaseException | None:
@@ -105,7 +116,7 @@ def _neuron_import_error() -> BaseException | None:
         except Exception as raised:  # a broken Neuron install is as unusable as a missing one
             error = f"{type(raised).__name__}: {raised}"
     missing = neuron_xla_missing(version, error, privateuse1_name())
-    return None if missing is None else RuntimeError(missing)
+    return None if missing is None else RuntimeError(_NEURON_ERRORS[missing].format(version=version, error=error))
 
 
 _choice: RuntimeChoice | None = None
@@ -187,9 +198,10 @@ def device() -> torch.device:
         return torch.device(_import_torch_xla().device())
     except Exception as error:
         owner = "set by neurondev" if choice.set_pjrt_device else "not set by neurondev, left as it was"
+        neuron = "torch_neuronx imports" if choice.neuron_error is None else f"torch_neuronx gives no XLA device ({choice.neuron_error})"
         raise XlaUnavailableError(
             f"torch_xla imported but its device could not start ({type(error).__name__}: {error}). "
-            f"{choice.reason}. PJRT_DEVICE={os.environ.get('PJRT_DEVICE')!r} ({owner}); "
+            f"{neuron}; PJRT_DEVICE={os.environ.get('PJRT_DEVICE')!r} ({owner}); "
             "set PJRT_DEVICE=CPU for the CPU XLA device"
         ) from error
 
@@ -203,7 +215,8 @@ def device_count() -> int:
 
 
 def describe() -> dict[str, str]:
-    """Which runtime and device are in use, and why; also the torch and torch_xla versions."""
+    """Which runtime and device are in use and the facts they were chosen from (why torch_neuronx gives
+    no XLA device, who chose the PJRT device); also the torch and torch_xla versions."""
     xla_device = device()
     torch_xla = _import_torch_xla()
     choice = _runtime()
@@ -211,7 +224,8 @@ def describe() -> dict[str, str]:
         "runtime": choice.runtime,
         "device": str(xla_device),
         "PJRT_DEVICE": os.environ.get("PJRT_DEVICE", ""),
-        "reason": choice.reason,
+        "neuron_error": choice.neuron_error or "",
+        "chosen_by": choice.chosen_by or "",
         "torch": torch.__version__,
         "torch_xla": getattr(torch_xla, "__version__", "unknown"),
     }

@@ -8,38 +8,47 @@ import torch
 
 import neurondev
 from neurondev.devices.runtimes import Facts, choose, default_target, facts, resolve_target
+from neurondev.render.sentences import runtime_text
 
 TORCHNEURON = Facts(neuronx_version="2.14.0", privateuse1="neuron", torch_xla=False)
 
 
 def test_torchneuron_is_the_native_neuron_device_whatever_else_is_installed():
     choice = choose(TORCHNEURON)
-    assert (choice.runtime, choice.target, choice.stack) == ("torchneuron", "neuron", "native")
-    assert "torch-neuronx 2.14.0 registers the native 'neuron' device" in choice.reason
+    assert (choice.runtime, choice.target, choice.stack, choice.neuron) == ("torchneuron", "neuron", "native", "native neuron")
+    assert runtime_text(choice) == "torch-neuronx 2.14.0 registers the native 'neuron' device (PrivateUse1, TorchNeuron)"
     assert choose(Facts(neuronx_version="2.13.1", privateuse1="neuron", torch_xla=True)).runtime == "torchneuron"
 
 
 def test_the_legacy_sdk_runs_on_its_xla_device():
     choice = choose(Facts(neuronx_version="2.9.0", torch_xla=True))
-    assert (choice.runtime, choice.target, choice.stack) == ("neuron-xla", "xla", "xla")
-    assert "XLA-based Neuron SDK" in choice.reason
+    assert (choice.runtime, choice.target, choice.stack, choice.neuron) == ("neuron-xla", "xla", "xla", "xla sdk")
 
 
 def test_a_torchneuron_release_that_registers_nothing_is_not_called_xla():
     choice = choose(Facts(neuronx_version="2.13.0", torch_xla=True))  # imported, but no 'neuron' device: not trusted as XLA-based
-    assert choice.runtime == "pjrt" and "torch-neuronx 2.13.0 imports but registers no native 'neuron' device" in choice.reason
+    assert (choice.runtime, choice.neuron) == ("pjrt", "no neuron device")
 
 
 def test_a_broken_neuron_install_is_named_and_pjrt_runs():
     choice = choose(Facts(neuronx_version="2.9.0", neuronx_error="ImportError: libnrt.so", torch_xla=True, pjrt_device="TPU"))
-    assert choice.runtime == "pjrt" and "torch-neuronx 2.9.0 does not import (ImportError: libnrt.so)" in choice.reason
-    assert "PJRT_DEVICE=TPU (yours)" in choice.reason
+    assert (choice.runtime, choice.neuron, choice.found.neuronx_error, choice.found.pjrt_device) == (
+        "pjrt",
+        "does not import",
+        "ImportError: libnrt.so",
+        "TPU",
+    )
+    assert (
+        runtime_text(choice)
+        == "torch-neuronx 2.9.0 does not import (ImportError: libnrt.so); torch_xla is installed: PJRT_DEVICE=TPU (yours)"
+    )
 
 
 def test_without_neuron_and_torch_xla_a_loaded_native_backend_runs_and_otherwise_nothing():
     assert choose(Facts(privateuse1="hostdev")).target == "hostdev"
     nothing = choose(Facts())
-    assert (nothing.runtime, nothing.target) == ("none", None) and "neurondev.host_device()" in nothing.reason
+    assert (nothing.runtime, nothing.target, nothing.neuron) == ("none", None, "not installed")
+    assert "neurondev.host_device() loads a test device" in runtime_text(nothing)
 
 
 def test_this_machine_is_read_for_real():

@@ -12,6 +12,7 @@ import neurondev
 from neurondev import examples, testing
 from neurondev.gallery import catalogue, patterns
 from neurondev.gallery.catalogue import describe_fixes
+from neurondev.report.fixes.records import FixCheck
 from tests.conftest import SHARED_GROUP
 
 FAST = [name for name, example in examples.CATALOGUE.items() if not example.slow]
@@ -38,8 +39,8 @@ def check(name: str, request: pytest.FixtureRequest) -> None:
     assert describe_fixes(explanation.fixes) == example.fix
     for fix in explanation.fixes:
         if fix.after is not None:  # verified: traced again on CPU and on XLA, the same outputs
-            assert fix.verified and fix.file == patterns.__file__ and fix.removes and not fix.left, fix.why
-            assert "on XLA under torch.compile the fixed code runs, its statements make the same ops, on the device" in fix.why
+            assert fix.verified and fix.file == patterns.__file__ and fix.removes and not fix.left, fix.check
+            assert fix.check == FixCheck("verified", place="XLA")
         else:
             assert fix.status == "no spelling" and "neurondev backend" in fix.advice and fix.left and not fix.removes
 

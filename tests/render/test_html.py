@@ -8,6 +8,8 @@ import re
 import pytest
 
 from neurondev.render.html import _fix_block, escape
+from neurondev.render.sentences import why_text
+from neurondev.report.fixes.records import FixCheck
 
 pytestmark = pytest.mark.xla
 
@@ -29,13 +31,13 @@ def test_a_verified_fix_is_the_statement_as_written_over_the_fixed_one_with_its_
     removed, added = re.findall(r'<span class="nd-del">(.*?)</span>', block), re.findall(r'<span class="nd-add">(.*?)</span>', block)
     assert removed == ["- out = torch.empty(64, dtype=torch.float32, device=x.device)"]
     assert added == ["+ out = x.new_empty(64, dtype=torch.float32)"]
-    assert '<details class="nd-why">' in block and escape(fix.why) in block
+    assert '<details class="nd-why">' in block and escape(why_text(fix)) in block
 
 
 def test_a_fix_without_a_spelling_shows_the_advice_in_place_of_the_fixed_line_and_long_code_wraps(seed):
     (fix,) = seed.fixes
     long = "out = torch.empty(" + ", ".join(["64"] * 60) + ", device=x.device)"
-    block = _fix_block(dataclasses.replace(fix, before=long, after=None, verified=False, advice="use the backend <here>"))
+    block = _fix_block(dataclasses.replace(fix, before=long, after=None, check=FixCheck("no spelling"), advice="use the backend <here>"))
     assert '<span class="nd-muted">no spelling</span>' in block and "# use the backend &lt;here&gt;" in block
     assert "nd-add" not in block and escape(long) in block
     card = seed._repr_html_()

@@ -8,6 +8,8 @@ import torch
 
 import neurondev
 from neurondev import testing
+from neurondev.render.sentences import why_text
+from neurondev.report.fixes.records import FixCheck
 
 # One worker runs this module (an xdist group): its 6-layer Llama on meta is explained once a run, not once a
 # worker (2 s each, measured).
@@ -66,7 +68,7 @@ def test_on_meta_a_fix_is_proposed_but_not_called_verified():
     explanation = neurondev.explain(buffer, torch.empty(3, 8, device="meta"), quiet=True)
     (fix,) = explanation.fixes
     assert fix.after == "out = x.new_zeros(x.shape, dtype=torch.get_default_dtype())" and not fix.verified
-    assert fix.why.startswith("not verified: traced on the meta device")
+    assert fix.check == FixCheck("traced on meta") and why_text(fix).startswith("not verified: traced on the meta device")
 
 
 def test_the_models_default_call_on_meta_says_to_pass_use_cache_false():

@@ -16,25 +16,23 @@ NO_NEURON = ModuleNotFoundError("No module named 'torch_neuronx'")
 
 def test_neuron_is_chosen_when_torch_neuronx_imports():
     choice = choose_runtime(neuron_error=None, environ={}, xla_imported=False)
-    assert choice.runtime == "neuron" and choice.set_pjrt_device is None
-    assert "torch_neuronx imports" in choice.reason
+    assert (choice.runtime, choice.set_pjrt_device, choice.neuron_error, choice.chosen_by) == ("neuron", None, None, None)
 
 
 def test_users_pjrt_device_is_respected():
     choice = choose_runtime(neuron_error=NO_NEURON, environ={"PJRT_DEVICE": "TPU"}, xla_imported=False)
-    assert (choice.runtime, choice.pjrt_device, choice.set_pjrt_device) == ("pjrt", "TPU", None)
-    assert "PJRT_DEVICE=TPU was set before neurondev ran" in choice.reason
+    assert (choice.runtime, choice.pjrt_device, choice.set_pjrt_device, choice.chosen_by) == ("pjrt", "TPU", None, "user")
 
 
 def test_torch_xla_already_imported_keeps_its_own_choice():
     choice = choose_runtime(neuron_error=NO_NEURON, environ={}, xla_imported=True)
-    assert choice.set_pjrt_device is None and "already imported" in choice.reason
+    assert choice.set_pjrt_device is None and choice.chosen_by == "torch_xla"
 
 
 def test_cpu_is_set_only_when_nothing_else_decided():
     choice = choose_runtime(neuron_error=NO_NEURON, environ={}, xla_imported=False)
-    assert (choice.runtime, choice.set_pjrt_device) == ("pjrt", "CPU")
-    assert "No module named 'torch_neuronx'" in choice.reason
+    assert (choice.runtime, choice.set_pjrt_device, choice.chosen_by) == ("pjrt", "CPU", "neurondev")
+    assert choice.neuron_error == "ModuleNotFoundError: No module named 'torch_neuronx'"
 
 
 @pytest.mark.xla
@@ -56,7 +54,7 @@ def test_this_machine_runs_on_the_real_runtime_it_has():
     if importlib.util.find_spec("torch_neuronx") is None:
         assert described["runtime"] == "pjrt" and described["PJRT_DEVICE"] == "CPU"
         assert described["device"] == "xla:0"
-        assert "neurondev set PJRT_DEVICE=CPU" in described["reason"]
+        assert described["chosen_by"] == "neurondev" and "torch-neuronx is not installed" in described["neuron_error"]
     else:
         assert described["runtime"] == "neuron"
 

@@ -18,10 +18,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from neurondev.fx.pins import DevicePin
+from neurondev.report.fixes.records import SpellingNote
 
 __all__ = ["NO_SPELLING", "Spelling", "spell"]
 
-NO_SPELLING = "no spelling keeps the device symbolic under dynamo: compile through the neurondev backend"
+NO_SPELLING = SpellingNote("no symbolic spelling")
 
 _NEW = {
     "torch.empty": "new_empty",
@@ -47,7 +48,7 @@ class Spelling:
     last: int
     text: str | None
     advice: str
-    reason: str
+    note: SpellingNote
     removes: tuple[str, ...] = ()
     left: tuple[str, ...] = ()
 
@@ -87,7 +88,7 @@ def _parse(source: str) -> _Parsed | str:
     try:
         tree = ast.parse(source)
     except SyntaxError as error:
-        return f"the file does not parse ({error.msg}, line {error.lineno})"
+        return f"{error.msg}, line {error.lineno}"
     statements, functions, assignments, headers = [], [], [], []
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -128,15 +129,15 @@ def spell(source: str, line: int, pins: Sequence[DevicePin], dtypes: Mapping[str
     try:
         import libcst
     except ImportError:  # a dependency, but an environment may lack it: say so on the card, never fail explain
-        return Spelling(line, line, None, "pip install libcst", "no fixed line: libcst is not installed (pip install libcst)")
+        return Spelling(line, line, None, "pip install libcst", SpellingNote("no libcst"))
     parsed = _parse(source)
     if isinstance(parsed, str):
-        return Spelling(line, line, None, "see the advice", parsed)
+        return Spelling(line, line, None, "see the advice", SpellingNote("file does not parse", error=parsed))
     found = _statement_at(parsed, line)
     header = found is None
     found = found or _header_at(parsed, line)
     if found is None:
-        return Spelling(line, line, None, "see the advice", f"no statement found at line {line}")
+        return Spelling(line, line, None, "see the advice", SpellingNote("no statement"))
     first, last = found
     written = "".join(parsed.lines[first - 1 : last])
     block = _BLOCK if written[:1].isspace() else ""  # an indented statement parses as the body of a block, byte for byte
@@ -144,15 +145,15 @@ def spell(source: str, line: int, pins: Sequence[DevicePin], dtypes: Mapping[str
     try:
         snippet = libcst.parse_module(block + parseable + body)
     except libcst.ParserSyntaxError as error:
-        return Spelling(first, last, None, "see the advice", f"the statement does not parse alone ({str(error).splitlines()[0]})")
+        return Spelling(first, last, None, "see the advice", SpellingNote("does not parse", error=str(error).splitlines()[0]))
     editor = _editor(list(pins), _assignments_above(parsed, first), dict(dtypes or {}))
     code = snippet.visit(editor).code[len(block) :]
     statement = _as_written_header(code[: len(code) - len(body)], written) if header else code
     left = tuple(pin.node for pin in pins if pin.node not in editor.removes)
     if not editor.removes:
-        return Spelling(first, last, None, editor.advice or _advice_without_spelling(pins), editor.reason or NO_SPELLING, (), left)
+        return Spelling(first, last, None, editor.advice or _advice_without_spelling(pins), editor.note or NO_SPELLING, (), left)
     text = "".join(parsed.lines[: first - 1]) + statement + "".join(parsed.lines[last:])
-    return Spelling(first, last, text, editor.advice, editor.reason, tuple(editor.removes), left)
+    return Spelling(first, last, text, editor.advice, editor.note, tuple(editor.removes), left)
 
 
 def _header_at(parsed: _Parsed, line: int) -> tuple[int, int] | None:
@@ -233,7 +234,7 @@ def _editor(pins: list[DevicePin], scope: dict[str, Any], dtypes: dict[str, str]
             self.removes: list[str] = []
             self.left: list[str] = []
             self.advice = ""
-            self.reason = ""
+            self.note: SpellingNote | None = None
 
         def leave_Call(self, original: Any, updated: Any) -> Any:
             return _edit_call(self, updated)
@@ -281,7 +282,7 @@ def _constructor(editor: Any, call: Any, name: str) -> Any:
     problem = _no_new_form(name, method, refused, owner) or _no_literal_form(name, call)
     if problem is not None:
         editor.left.append(pin.node)
-        editor.reason, editor.advice = problem
+        editor.note, editor.advice = problem
         return call
     args = _without(call.args, device)
     if not _has_keyword(args, "dtype"):  # new_* would take the tensor's dtype: keep the original's rule for it
@@ -290,7 +291,7 @@ def _constructor(editor: Any, call: Any, name: str) -> Any:
             args = _with_keyword(args, "dtype", rule)
     editor.removes.append(pin.node)
     owner_code = libcst.Module([]).code_for_node(owner)
-    editor.reason = f"a Tensor method follows {owner_code}'s device when the graph runs; device= is frozen while tracing"
+    editor.note = SpellingNote("method follows tensor", call=name, method=method, tensor=owner_code)
     made = call.with_changes(func=libcst.Attribute(value=_parenthesised(owner.deep_clone()), attr=libcst.Name(method)), args=args)
     if name == "torch.eye":  # the identity as the diagonal of ones made on x's device
         editor.advice = f"torch.diag({owner_code}.new_ones(n))"
@@ -299,13 +300,13 @@ def _constructor(editor: Any, call: Any, name: str) -> Any:
     return made
 
 
-def _no_literal_form(name: str, call: Any) -> tuple[str, str] | None:
+def _no_literal_form(name: str, call: Any) -> tuple[SpellingNote, str] | None:
     """torch.as_tensor has a new_tensor form for literal data only; torch.eye for a square identity only."""
     positional = [arg for arg in call.args if arg.keyword is None]
     if name == "torch.as_tensor" and (not positional or not _elements_literal(positional[0].value)):
-        return "torch.as_tensor of a tensor is a move, not a constructor: no spelling keeps the device symbolic", NO_SPELLING
+        return SpellingNote("as_tensor of a tensor", call=name), "compile through the neurondev backend"
     if name == "torch.eye" and (len(positional) != 1 or any(arg.keyword is not None and arg.keyword.value == "m" for arg in call.args)):
-        return "torch.eye(n, m) is not square: no Tensor method makes it", NO_SPELLING
+        return SpellingNote("eye not square", call=name), "compile through the neurondev backend"
     return None
 
 
@@ -315,20 +316,16 @@ def _elements_literal(data: Any) -> bool:
     return isinstance(data, (libcst.List, libcst.Tuple)) and _literal_dtype(_elements(data)) is not None
 
 
-def _no_new_form(name: str, method: str, refused: list[str], owner: Any) -> tuple[str, str] | None:
-    """(reason, advice) when ``name(..., device=D)`` has no ``owner.method(...)`` spelling; else None."""
+def _no_new_form(name: str, method: str, refused: list[str], owner: Any) -> tuple[SpellingNote, str] | None:
+    """(note, advice) when ``name(..., device=D)`` has no ``owner.method(...)`` spelling; else None."""
     import libcst
 
     if refused:
-        return f"{name}(..., {refused[0]}=...) has no Tensor.{method} form", f"t.{method}(...)"
+        return SpellingNote("keyword refused", call=name, method=method, keyword=refused[0]), f"t.{method}(...)"
     if owner is None:
-        return f"the device does not name a tensor: write t.{method}(...) with the tensor whose device you mean", f"t.{method}(...)"
+        return SpellingNote("device names no tensor", call=name, method=method), f"t.{method}(...)"
     if isinstance(owner, libcst.Name) and owner.value == "self":
-        reason = (
-            f"self is the module, not a tensor: take the device of one of its parameters or buffers "
-            f"(self.weight.{method}(...), or register the value as a buffer)"
-        )
-        return reason, f"self.<parameter>.{method}(...)"
+        return SpellingNote("self is the module", call=name, method=method), f"self.<parameter>.{method}(...)"
     return None
 
 
@@ -346,11 +343,11 @@ def _like(editor: Any, call: Any, name: str) -> Any:
     if like is None or owner is None or code(owner) != code(like):
         editor.left.append(pin.node)
         editor.advice = f"{name}(t) without device="
-        editor.reason = f"device= names another tensor than the one {name} copies: drop it where that is the same tensor"
+        editor.note = SpellingNote("like names another tensor", call=name)
         return call
     editor.removes.append(pin.node)
     editor.advice = f"{name}({code(like)}) without device="
-    editor.reason = f"without device=, {name} makes the value on {code(like)}'s device when the graph runs; device= is frozen while tracing"
+    editor.note = SpellingNote("like follows tensor", call=name, tensor=code(like))
     return call.with_changes(args=_without(call.args, device))
 
 
@@ -389,11 +386,11 @@ def _to(editor: Any, call: Any) -> Any:
         return call
     if not dtype_given:
         editor.left.append(pin.node)
-        editor.advice, editor.reason = "compile through the neurondev backend", NO_SPELLING
+        editor.advice, editor.note = "compile through the neurondev backend", NO_SPELLING
         return call
     editor.removes.append(pin.node)
     editor.advice = ".to(dtype) without the device"
-    editor.reason = "keeps the dtype change and drops the device: right when the value is already on that tensor's device"
+    editor.note = SpellingNote("dtype kept", method="to")
     return call.with_changes(args=_without(call.args, device))
 
 
@@ -404,7 +401,7 @@ def _drop_move(editor: Any, call: Any) -> Any:
         return call
     editor.removes.append(pin.node)
     editor.advice = f"drop .{method}()"
-    editor.reason = f"the value stays on the device: call .{method}() on the compiled function's result if the host needs it"
+    editor.note = SpellingNote("stays on device", method=method)
     return call.func.value
 
 

@@ -1,4 +1,4 @@
-"""Verification: every check must run and hold, or the fix stays advice with the reason.
+"""Verification: every check must run and hold, or the fix stays advice with the check that failed.
 
 The fixed code, traced again with the same inputs, must lose the pins and gain none; every value the
 fixed statement makes must have the dtype, shape, layout and requires_grad the original's had (where
@@ -6,7 +6,7 @@ only the dtype differs, as ``new_ones`` taking an int64 tensor's, the dtype is s
 checked again); the outputs on CPU must be equal; and on XLA, the fixed function under torch.compile
 (openxla) must run where the original ran, its statements traced into the same ops as on CPU with
 every value they make on the device. No XLA device here means the checks on XLA cannot run: then no
-fix is verified, and the reason says so.
+fix is verified, and its check says so (``FixCheck``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import torch
 from neurondev.fx.pins import DevicePin, find_pins
 from neurondev.report.fixes.edits import Edit, FileEdits, dedented
 from neurondev.report.fixes.rebuild import rebuilt
-from neurondev.report.fixes.records import Fix
+from neurondev.report.fixes.records import Fix, FixCheck
 from neurondev.runs.program_records import ProgramFailure, ProgramRun
 from neurondev.runs.run_records import place_of
 from neurondev.runs.values import compare_outputs
@@ -35,11 +35,11 @@ __all__ = ["Original", "verify"]
 
 @dataclasses.dataclass(frozen=True)
 class _Outcome:
-    """What one round of verification found for each edit (by id): the failure's reason, and the
+    """What one round of verification found for each edit (by id): the check that failed, the device checked, and the
     edits whose values differ from the original's in dtype alone (the dtypes to spell)."""
 
-    failures: dict[int, str]
-    xla_note: str
+    failures: dict[int, FixCheck]
+    place: str | None
     respell: dict[int, dict[str, str]] = dataclasses.field(default_factory=dict)
 
 
@@ -52,10 +52,10 @@ class Original:
     program: ProgramRun | None = None
 
 
-_NO_XLA = "not verified: there is no XLA device here, so the checks on XLA could not run (the checks on CPU held)"
+_NO_XLA = FixCheck("no xla")
 
 
-_GIVEN_A_CAPTURE = "not verified: explain was given a Capture; pass the function and its inputs to verify fixes"
+_GIVEN_A_CAPTURE = FixCheck("given a capture")
 
 
 def verify(
@@ -67,15 +67,15 @@ def verify(
     target: torch.device,
     xla: bool,
     original: Original | None = None,
-    unverifiable: str = _GIVEN_A_CAPTURE,
+    unverifiable: FixCheck = _GIVEN_A_CAPTURE,
 ) -> tuple[Fix, ...]:
     """One Fix per proposed statement; the spelled ones verified together, then one by one when that fails.
     Without ``fn`` and ``call`` nothing can be traced again: each spelled fix says ``unverifiable``."""
     spelled = [(f, e) for f in files for e in f.spelled]
     if not spelled:
-        return tuple(_fix(e, False, e.spelling.reason) for f in files for e in f.edits)
+        return tuple(_fix(e, FixCheck("no spelling")) for f in files for e in f.edits)
     if fn is None or call is None:
-        return _fixes(files, _Outcome({id(e): unverifiable for _, e in spelled}, ""))
+        return _fixes(files, _Outcome({id(e): unverifiable for _, e in spelled}, None))
     against = _with_program(original or Original(), fn, call, xla)
     outcome = _round(fn, call, spelled, pins, target, xla, against)
     if outcome.respell:  # values of another dtype only: spell the original's dtype and check again
@@ -86,7 +86,7 @@ def verify(
         outcome = _round(fn, call, spelled, pins, target, xla, against)
     if outcome.failures and len(spelled) > 1:  # which fix fails: each alone
         alone = {id(e): _round(fn, call, [(f, e)], pins, target, xla, against).failures.get(id(e)) for f, e in spelled}
-        outcome = _Outcome({key: reason for key, reason in alone.items() if reason}, outcome.xla_note)
+        outcome = _Outcome({key: check for key, check in alone.items() if check}, outcome.place)
     return _fixes(files, outcome)
 
 
@@ -107,17 +107,13 @@ def _fixes(files: Sequence[FileEdits], outcome: _Outcome) -> tuple[Fix, ...]:
     for file in files:
         for edit in file.edits:
             if edit.after is None:
-                fixes.append(_fix(edit, False, edit.spelling.reason))
-            elif id(edit) in outcome.failures:
-                fixes.append(_fix(edit, False, outcome.failures[id(edit)]))
+                fixes.append(_fix(edit, FixCheck("no spelling")))
             else:
-                checked = "traced again: no pin left on the line, no new pin, values of the same dtypes and shapes, the same outputs on CPU"
-                reason = edit.spelling.reason[:1].upper() + edit.spelling.reason[1:]
-                fixes.append(_fix(edit, True, f"{checked}{outcome.xla_note}. {reason}"))
+                fixes.append(_fix(edit, outcome.failures.get(id(edit), FixCheck("verified", place=outcome.place))))
     return tuple(fixes)
 
 
-def _fix(edit: Edit, verified: bool, why: str) -> Fix:
+def _fix(edit: Edit, check: FixCheck) -> Fix:
     after = dedented(edit.after) if edit.after is not None else None
     return Fix(
         edit.source,
@@ -128,8 +124,8 @@ def _fix(edit: Edit, verified: bool, why: str) -> Fix:
         edit.spelling.advice,
         edit.spelling.removes,
         edit.spelling.left,
-        verified,
-        why,
+        check,
+        edit.spelling.note,
     )
 
 
@@ -150,7 +146,7 @@ def _round(
         applied[file.file].append(edit)
     files = {file.file: file for file, _ in spelled}
     texts = {path: files[path].fixed_text(edits) for path, edits in applied.items()}
-    everyone = lambda reason: _Outcome({id(e): reason for _, e in spelled}, "")  # noqa: E731
+    everyone = lambda check: _Outcome({id(e): check for _, e in spelled}, None)  # noqa: E731
     args, kwargs = call
     try:
         # the original runs rebuilt too (its own code, copied namespaces): neither run writes to the user's globals
@@ -166,22 +162,23 @@ def _round(
             # the dtype rule: the same values under another default dtype (torch.zeros follows it, new_zeros not)
             rule = {} if respell else _other_default_failures(spelled, applied, originals, original_fn, fixed_fn, call)
             outputs = _outputs_differ(original_fn, fixed_fn, args, kwargs)
-            xla_failures, xla_note = (
-                _xla_failures(fixed, fixed_fn, call, spelled, applied, files, originals, target, original) if xla else ({}, "")
+            xla_failures, place = (
+                _xla_failures(fixed, fixed_fn, call, spelled, applied, files, originals, target, original) if xla else ({}, None)
             )
-    except Exception as error:  # the fixed code does not load, trace or run: no fix is verified, the reason is said
+    except Exception as error:  # the fixed code does not load, trace or run: no fix is verified, the error is kept
         message = str(error).strip().splitlines()[0][:300] if str(error).strip() else ""
-        failed = everyone(f"not verified: the fixed code raised {type(error).__name__}: {message}")
+        failed = everyone(FixCheck("fixed code raised", error=f"{type(error).__name__}: {message}"))
         return dataclasses.replace(failed, respell=_unspelled_dtypes(spelled, original.graphs))
     if respell and not failures:
-        return _Outcome({}, xla_note, respell)
-    for found in (values, {} if outputs == "" else {id(e): f"not verified: {outputs}" for _, e in spelled}, rule, xla_failures):
-        for key, reason in found.items():
-            failures.setdefault(key, reason)
+        return _Outcome({}, place, respell)
+    differ = {} if outputs == "" else {id(e): FixCheck("outputs differ", after=outputs) for _, e in spelled}
+    for found in (values, differ, rule, xla_failures):
+        for key, check in found.items():
+            failures.setdefault(key, check)
     if not xla:
         for _, edit in spelled:
             failures.setdefault(id(edit), _NO_XLA)
-    return _Outcome(failures, xla_note)
+    return _Outcome(failures, place)
 
 
 _OTHER_DEFAULT = torch.float64
@@ -194,7 +191,7 @@ def _other_default_failures(
     original_fn: Callable[..., Any],
     fixed_fn: Callable[..., Any],
     call: tuple[tuple, dict],
-) -> dict[int, str]:
+) -> dict[int, FixCheck]:
     """Per edit whose statement makes floating values: traced again, original and fixed, with float64 as the
     default dtype, the fixed statement must make what the original makes (the rule, not only today's dtype)."""
     from neurondev.trace.capture import capture
@@ -213,8 +210,8 @@ def _other_default_failures(
         try:
             after = capture(fixed_fn, *args, **kwargs).graphs
         except Exception as error:
-            reason = f"not verified: with torch.set_default_dtype(torch.float64) the original runs and the fixed code raises {type(error).__name__}"
-            return {id(e): reason for _, e in floating}
+            raised = FixCheck("other default raised", error=type(error).__name__)
+            return {id(e): raised for _, e in floating}
     finally:
         torch.set_default_dtype(previous)
     copies = {original: copy for copy, original in originals.items()}
@@ -223,10 +220,7 @@ def _other_default_failures(
         was = _signatures(_statement_nodes(before, file.file, edit.spelling.first, edit.spelling.last))
         now = _signatures(_statement_nodes(after, copies.get(file.file, file.file), *file.new_range(edit, applied[file.file])))
         if was and was != now:
-            failures[id(edit)] = (
-                f"not verified: with torch.set_default_dtype(torch.float64) the fixed statement makes {_described(now)} where the "
-                f"original makes {_described(was)}"
-            )
+            failures[id(edit)] = FixCheck("other default differs", before=_described(was), after=_described(now))
     return failures
 
 
@@ -256,10 +250,10 @@ def _value_failures(
     graphs: dict[int, torch.fx.GraphModule],
     fixed_graphs: Sequence[torch.fx.GraphModule],
     originals: dict[str, str],
-) -> tuple[dict[int, str], dict[int, dict[str, str]]]:
-    """Per edit: values that differ from the original's (the reason), or differ in dtype alone (the dtypes to spell)."""
+) -> tuple[dict[int, FixCheck], dict[int, dict[str, str]]]:
+    """Per edit: values that differ from the original's (the check), or differ in dtype alone (the dtypes to spell)."""
     copies = {original: copy for copy, original in originals.items()}
-    failures: dict[int, str] = {}
+    failures: dict[int, FixCheck] = {}
     respell: dict[int, dict[str, str]] = {}
     for file, edit in spelled:
         before_nodes = _statement_nodes(graphs.values(), file.file, edit.spelling.first, edit.spelling.last)
@@ -272,7 +266,7 @@ def _value_failures(
             if dtypes and not all(dtypes.get(node) and f"dtype={dtypes[node]}" in (edit.after or "") for node in edit.spelling.removes):
                 respell[id(edit)] = dtypes
                 continue
-        failures[id(edit)] = f"not verified: the fixed statement makes {_described(after)} where the original made {_described(before)}"
+        failures[id(edit)] = FixCheck("values differ", before=_described(before), after=_described(after))
     return failures, respell
 
 
@@ -322,26 +316,24 @@ def _pin_failures(
     originals: dict[str, str],
     pins: Sequence[DevicePin],
     new_pins: Sequence[DevicePin],
-) -> dict[int, str]:
+) -> dict[int, FixCheck]:
     # the pins of the fixed statements that their spelling rewrote (node names repeat across graphs: the edit's own pins)
     removed = {id(pin) for _, edit in spelled for pin in edit.pins if pin.node in edit.spelling.removes}
     expected = collections.Counter(
         (p.file, _statement_first(p, applied.get(p.file or "", [])), p.function, p.location) for p in pins if id(p) not in removed
     )
     found = collections.Counter(_mapped(p, originals, applied, files) for p in new_pins)
-    failures: dict[int, str] = {}
+    failures: dict[int, FixCheck] = {}
     for file, edit in spelled:
         here = [key for key in found if key[0] == file.file and key[1] == edit.spelling.first]
         still = sum(found[key] for key in here) - sum(expected[key] for key in here)
         if still > 0:
-            failures[id(edit)] = (
-                f"not verified: traced again, the fixed statement still has {still} pin(s) ({', '.join(k[2] for k in here)})"
-            )
+            failures[id(edit)] = FixCheck("pins left", count=still, where=", ".join(k[2] for k in here))
     extra = found - expected
     if extra and not failures:
         (file, line, function, location), _count = next(iter(extra.items()))
         described = f"{Path(str(file)).name}:{line} ({function}, {location})"
-        failures = {id(e): f"not verified: traced again, a new pin appears at {described}" for _, e in spelled}
+        failures = {id(e): FixCheck("new pin", where=described) for _, e in spelled}
     return failures
 
 
@@ -360,7 +352,7 @@ def _outputs_differ(fn: Callable[..., Any], fixed_fn: Callable[..., Any], args: 
     original, fixed = _eager(fn, args, kwargs), _eager(fixed_fn, args, kwargs)
     comparison = compare_outputs(fixed, original, rtol=0.0, atol=0.0)
     if comparison.status == "differ":
-        return "the outputs on CPU differ: " + " ".join((comparison.structure or comparison.detail or "").split())[:200]
+        return " ".join((comparison.structure or comparison.detail or "").split())[:200] or "differ"
     return ""
 
 
@@ -386,14 +378,14 @@ def _xla_failures(
     originals: dict[str, str],
     target: torch.device,
     original: Original,
-) -> tuple[dict[int, str], str]:
+) -> tuple[dict[int, FixCheck], str | None]:
     """The fixed function as a program on XLA (torch.compile, openxla): it must run where the original
     ran, and its trace there must make each fixed statement's ops with every value on the device."""
     from neurondev.devices.drivers import driver_for
     from neurondev.runs.program import ProgramSubject, run_program
     from neurondev.runs.traces import compare_captures
 
-    everyone = lambda reason: {id(e): reason for _, e in spelled}  # noqa: E731
+    everyone = lambda check: {id(e): check for _, e in spelled}  # noqa: E731
     driver = driver_for(target)
     place = place_of(driver.device())
     subject = ProgramSubject(fixed_fn, *call)
@@ -401,40 +393,32 @@ def _xla_failures(
     run, native = run_program(subject, backend, driver=driver, label=label, keep_graphs=True, calls=2)  # call 2: what each call costs
     was = original.program.failure if original.program is not None else None
     if run.failure is not None and (was is None or (was.kind, was.message) != (run.failure.kind, run.failure.message)):
-        written = "as written it ran" if was is None else f"as written it failed otherwise ({was.kind}: {was.message})"
-        return everyone(
-            f"not verified: the fixed code fails on {place} under torch.compile: {run.failure.kind}: {run.failure.message}; {written}"
-        ), ""
+        written = None if was is None else f"{was.kind}: {was.message}"
+        return everyone(FixCheck("fails on device", place=place, error=f"{run.failure.kind}: {run.failure.message}", was=written)), None
     assert native is not None
     if not native.graphs:
-        return everyone(
-            f"not verified: your program does not compile on {place}, fixed or not ({_failed(run.failure)}), so nothing can be checked there"
-        ), ""
+        return everyone(FixCheck("no program", place=place, error=_failed(run.failure))), None
     traces = compare_captures(fixed, native, device=driver.device())
     copies = {original_path: copy for copy, original_path in originals.items()}
-    failures: dict[int, str] = {}
+    failures: dict[int, FixCheck] = {}
     for file, edit in spelled:
         path = copies.get(file.file, file.file)
         first, last = file.new_range(edit, applied[file.file])
         differs = [d for d in traces.differences if d.source is not None and d.source.file == path and first <= (d.line or 0) <= last]
         if differs:
-            failures[id(edit)] = (
-                f"not verified: traced on {place} the fixed statement makes {list(differs[0].xla_ops)}, on CPU {list(differs[0].cpu_ops)}"
+            failures[id(edit)] = FixCheck(
+                "ops differ", place=place, before=str(list(differs[0].cpu_ops)), after=str(list(differs[0].xla_ops))
             )
             continue
         host = _host_values_made(native.graphs, path, first, last, target)
         if host:
-            failures[id(edit)] = f"not verified: traced on {place} the fixed statement still makes {host} on the host"
+            failures[id(edit)] = FixCheck("host value", place=place, where=host)
             continue
         uploads = [u for u in run.uploads if u.source is not None and u.source.file == path and first <= (u.line or 0) <= last]
         if uploads:
             copied = sum(u.transfers_to_device for u in uploads)
-            failures[id(edit)] = (
-                f"not verified: on {place} the fixed statement still copies host data to the device on every call ({copied} copy(ies), "
-                f"{sum(u.bytes for u in uploads)} bytes): a value built from Python data is uploaded whatever its spelling; make it once, "
-                "outside the step (a buffer of the module), or compute it on the device"
-            )
-    return failures, f"; on {place} under torch.compile the fixed code runs, its statements make the same ops, on the device"
+            failures[id(edit)] = FixCheck("uploads", place=place, count=copied, bytes=sum(u.bytes for u in uploads))
+    return failures, place
 
 
 def _host_values_made(graphs: Sequence[torch.fx.GraphModule], path: str, first: int, last: int, target: torch.device) -> str:

@@ -10,6 +10,8 @@ import torch
 
 import neurondev
 from neurondev import cli
+from neurondev.render.sentences import why_text
+from neurondev.report.fixes.records import SpellingNote
 from tests.helpers import line_of
 from tests.report.fixes import user_patterns as patterns
 
@@ -23,7 +25,7 @@ def fixes_of(fn, *inputs):
 def test_a_move_of_a_host_value_is_not_verified_when_the_fixed_program_fails_on_xla():
     (fix,) = fixes_of(patterns.to_device_and_dtype, torch.randn(8)).values()
     assert fix.after == "y = torch.arange(8).to(torch.float32)" and not fix.verified
-    assert "the fixed code fails on XLA under torch.compile" in fix.why and "as written it ran" in fix.why
+    assert fix.check.kind == "fails on device" and fix.check.place == "XLA" and fix.check.was is None, fix.check
 
 
 def test_a_mask_keeps_its_float_dtype_and_is_right_on_a_padded_batch():
@@ -42,7 +44,7 @@ def test_fixes_inside_static_and_class_methods_are_verified_and_the_command_exit
         "return x.new_zeros(x.shape, dtype=torch.get_default_dtype())",
         "return x.new_ones(x.shape, dtype=torch.get_default_dtype())",
     }
-    assert all(fix.verified for fix in fixes.values()), [fix.why for fix in fixes.values()]
+    assert all(fix.verified for fix in fixes.values()), [fix.check for fix in fixes.values()]
     assert cli.main(["fix", f"{patterns.__file__}:WithStatic", "--input", "randn(8)"]) == 0
 
 
@@ -54,12 +56,13 @@ def test_like_constructors_drop_their_device_and_a_starred_size_is_kept():
         "c = torch.full_like(x, 2.0)",
         "d = x.new_zeros(*x.shape, dtype=torch.get_default_dtype())",
     ]
-    assert all(fix.verified for fix in fixes.values()), [fix.why for fix in fixes.values()]
+    assert all(fix.verified for fix in fixes.values()), [fix.check for fix in fixes.values()]
 
 
 def test_a_modules_own_device_property_gets_no_tensor_method_but_the_way_to_write_it():
     (fix,) = fixes_of(patterns.SelfDevice(), torch.randn(8)).values()
-    assert fix.status == "no spelling" and "self is the module, not a tensor" in fix.why and "self.weight.new_zeros" in fix.why
+    assert fix.status == "no spelling" and fix.note == SpellingNote("self is the module", call="torch.zeros", method="new_zeros"), fix.note
+    assert "self.weight.new_zeros" in why_text(fix)
 
 
 def test_an_f_string_device_names_its_tensor_and_an_if_header_is_a_statement():
@@ -118,7 +121,7 @@ def test_a_fix_keeps_the_dtype_rule_of_the_call_it_replaces():
         "flags = x.new_full((4,), True, dtype=torch.bool)",
         "zeros = x.new_zeros(4, dtype=torch.get_default_dtype())",  # the default dtype, whatever the user sets it to
     ]
-    assert all(fix.verified for fix in fixes.values()), [fix.why for fix in fixes.values()]
+    assert all(fix.verified for fix in fixes.values()), [fix.check for fix in fixes.values()]
 
 
 def test_eye_and_as_tensor_of_literal_data_have_spellings_that_keep_the_device_symbolic():
@@ -127,4 +130,4 @@ def test_eye_and_as_tensor_of_literal_data_have_spellings_that_keep_the_device_s
         "eye = torch.diag(x.new_ones(4, dtype=torch.get_default_dtype()))",
         "picks = x.new_tensor([0, 2], dtype=torch.int64)",
     ]
-    assert all(fix.verified for fix in fixes.values()), [fix.why for fix in fixes.values()]
+    assert all(fix.verified for fix in fixes.values()), [fix.check for fix in fixes.values()]

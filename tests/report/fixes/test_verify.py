@@ -15,7 +15,9 @@ import torch
 
 import neurondev
 from neurondev import examples
+from neurondev.render.sentences import why_text
 from neurondev.report.fixes.edits import propose
+from neurondev.report.fixes.records import FixCheck
 from neurondev.report.fixes.verify import verify
 
 pytestmark = pytest.mark.xla
@@ -65,7 +67,7 @@ def test_a_fix_that_changes_the_dtype_is_not_verified(user_module):
     (fix,) = neurondev.explain(module.gather, torch.randn(3, 4), run=False, quiet=True).fixes
     # new_tensor would take x's dtype (float indices, which fail): the int64 the original made is spelled
     assert fix.after == "picks = x.new_tensor(index, dtype=torch.int64)"
-    assert fix.verified, fix.why
+    assert fix.verified, fix.check
 
 
 def spelled_differently(name, after):
@@ -82,23 +84,24 @@ def spelled_differently(name, after):
 
 
 @pytest.mark.parametrize(
-    "name, after, reason",
+    "name, after, check",
     [
-        ("literal-cpu", "bias = torch.zeros(x.shape[-1])", "traced on XLA the fixed statement still makes"),
-        ("literal-cpu", 'bias = torch.zeros(x.shape[-1], device="cpu")  # moved', "the fixed statement still has 1 pin(s)"),
-        ("ones", "weights = x.new_zeros(x.shape[-1])", "the outputs on CPU differ"),
+        ("literal-cpu", "bias = torch.zeros(x.shape[-1])", FixCheck("host value", place="XLA", where="bias (cpu)")),
+        ("literal-cpu", 'bias = torch.zeros(x.shape[-1], device="cpu")  # moved', FixCheck("pins left", count=1, where="torch.zeros")),
+        ("ones", "weights = x.new_zeros(x.shape[-1])", "outputs differ"),
         (
             "zeros",
             "total = x.new_zeros(x.shape[-1], dtype=torch.float32)",
-            "with torch.set_default_dtype(torch.float64) the fixed statement makes",
+            FixCheck("other default differs", before="float64[8]", after="float32[8]"),
         ),
     ],
     ids=["no-device-is-still-the-host", "pin-left", "values-changed", "dtype-baked-in"],
 )
-def test_a_wrong_fix_fails_the_check_that_catches_it(name, after, reason):
+def test_a_wrong_fix_fails_the_check_that_catches_it(name, after, check):
     fix = spelled_differently(name, after)
     assert not fix.verified and fix.status == "not verified"
-    assert reason in fix.why, fix.why
+    assert (fix.check.kind if isinstance(check, str) else fix.check) == check, fix.check
+    assert why_text(fix).startswith("not verified: "), why_text(fix)
 
 
 def test_verifying_leaves_the_users_module_file_and_functions_as_they_were(user_module):
@@ -175,7 +178,7 @@ def test_pins_of_the_same_node_name_in_two_graphs_are_told_apart(user_module):
     assert [(pin.graph, pin.node, pin.function) for pin in explanation.pins] == [(0, "out", "torch.zeros"), (1, "out", "torch.arange")]
     fixed, unspelled = explanation.fixes
     assert fixed.verified and fixed.after == "out = x.new_zeros(x.shape, dtype=torch.get_default_dtype())", (
-        fixed.why
+        fixed.check
     )  # the arange's node is named out too
     assert unspelled.status == "no spelling"
 
