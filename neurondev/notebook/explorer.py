@@ -9,7 +9,7 @@ from neurondev.errors import InvalidSubjectError, NeurondevError
 from neurondev.fx.pins import DevicePin
 from neurondev.fx.subgraphs import node_named
 from neurondev.render.html import escape as _e
-from neurondev.render.sentences import why_text
+from neurondev.render.sentences import skip_text, why_text
 from neurondev.report.advice import fix_for
 from neurondev.report.model import ExplanationData, Section
 
@@ -162,7 +162,7 @@ class Explorer(widgets.VBox):
         except NeurondevError as error:
             self.status.value = f'<span style="color:#c62828">{_e(error)}</span>'
         else:
-            self.status.value = f"ran: {_e(self.explanation.skipped or 'both graphs, figures below')}"
+            self.status.value = f"ran: {_e(skip_text(self.explanation.skipped) or 'both graphs, figures below')}"
             self.run_button.description = f"Run on {self.explanation.place}"
         self.progress.layout.visibility = "hidden"
         self._refresh()

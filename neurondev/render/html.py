@@ -8,7 +8,16 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from neurondev.render.drawing import DrawBudget, svg_or_reason
-from neurondev.render.sentences import describe, lines_text, not_compared_text, runtime_info_text, values_text, verdict_text, why_text
+from neurondev.render.sentences import (
+    describe,
+    lines_text,
+    not_compared_text,
+    runtime_info_text,
+    skip_text,
+    values_text,
+    verdict_text,
+    why_text,
+)
 from neurondev.render.text import (
     after_text,
     before_text,
@@ -106,7 +115,9 @@ def program_panel(explanation: ExplanationData) -> str:
     programs = explanation.program
     place = explanation.place
     if programs is None:
-        return f'<h4>Your program on {_e(place)}</h4><p class="nd-note">Not run: {_e(explanation.program_skipped)}</p>'
+        return (
+            f'<h4>Your program on {_e(place)}</h4><p class="nd-note">Not run: {_e(skip_text(explanation.program_skipped, "program"))}</p>'
+        )
     runs = (programs.as_written, programs.rewritten)
     table = _NATIVE_PROGRAM_ROWS if explanation.stack == "native" else _PROGRAM_ROWS
     rows = "".join(f"<tr><th>{_e(label)}</th>" + "".join(f"<td>{cell(run)}</td>" for run in runs) + "</tr>" for label, cell in table)
@@ -170,7 +181,7 @@ _NATIVE_PROGRAM_ROWS: list[tuple[str, Callable[[ProgramRun], str]]] = [
 def _runtime(explanation: ExplanationData) -> str:
     info = explanation.runtime
     if not info:
-        return f'<p class="nd-muted">Target {_e(explanation.target)}; not run: {_e(explanation.skipped)}</p>'
+        return f'<p class="nd-muted">Target {_e(explanation.target)}; not run: {_e(skip_text(explanation.skipped))}</p>'
     xla = f" &middot; torch_xla {_e(info['torch_xla'])}" if info.get("torch_xla") else ""
     return (
         f'<p class="nd-muted">Ran on {_e(info.get("device"))} ({_e(info.get("runtime"))}: {_e(runtime_info_text(info))}) '

@@ -6,10 +6,11 @@ import dataclasses
 import math
 from typing import TYPE_CHECKING, Any
 
-from neurondev.render.sentences import describe, why_text
+from neurondev.render.sentences import describe, runtime_info_text, skip_text, why_text
 from neurondev.render.text import summary
 from neurondev.report.advice import fix_for
 from neurondev.report.findings import explanation_findings, finding_entry, watch_findings
+from neurondev.report.skips import Skip
 from neurondev.rulebook import rule_named
 
 if TYPE_CHECKING:
@@ -104,11 +105,11 @@ def explanation_dict(explanation: ExplanationData) -> dict[str, Any]:
             "graphs_match_cpu": explanation.graphs_match_cpu,
             "xla_matches_cpu": explanation.xla_matches_cpu,
             "program": _programs(explanation.program),
-            "program_skipped": explanation.program_skipped,
+            "program_skipped": _skip(explanation.program_skipped, "program"),
             "first_difference": _with_text(explanation.first_difference),
             "device_specialised": [d.to_dict() for d in explanation.device_specialised],
-            "skipped": explanation.skipped,
-            "runtime": dict(explanation.runtime),
+            "skipped": _skip(explanation.skipped, "graphs"),
+            "runtime": {**explanation.runtime, "why": runtime_info_text(explanation.runtime)} if explanation.runtime else {},
             "pins": len(explanation.pins),
             "totals": {"before": explanation.totals("before").to_dict(), "after": explanation.totals("after").to_dict()},
             "graphs": [_section(section) for section in explanation.sections],
@@ -116,7 +117,7 @@ def explanation_dict(explanation: ExplanationData) -> dict[str, Any]:
             "moved_inputs": [dataclasses.asdict(m) for m in captured.moved_inputs],
             "notes": list(explanation.notes),
             "native": _traces(explanation.traces),
-            "native_skipped": explanation.traces_skipped,
+            "native_skipped": _skip(explanation.traces_skipped, "native"),
             "fixes": [{**fix.to_dict(), "why": why_text(fix)} for fix in explanation.fixes],
             "findings": findings_list(explanation_findings(explanation)),
         }
@@ -153,3 +154,8 @@ def watch_dict(record: WatchRecord) -> dict[str, Any]:
         "seconds": record.seconds,
         "findings": findings_list(watch_findings(record)),
     }
+
+
+def _skip(skip: Skip | None, stage: str) -> dict[str, Any] | None:
+    """Why a stage did not run: its kind and facts, the sentence beside them."""
+    return None if skip is None else {**skip.to_dict(), "text": skip_text(skip, stage)}

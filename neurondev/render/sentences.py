@@ -15,6 +15,7 @@ from neurondev.loops.causes import Cause
 from neurondev.loops.steps import XlaProgram
 from neurondev.report.findings import Finding
 from neurondev.report.fixes.records import Fix, FixCheck, SpellingNote
+from neurondev.report.skips import Skip
 from neurondev.report.transfers import CopySite
 from neurondev.report.verdicts import Verdict
 from neurondev.runs.first_difference import NodeDifference
@@ -35,6 +36,7 @@ __all__ = [
     "reason_text",
     "runtime_info_text",
     "runtime_text",
+    "skip_text",
     "values_text",
     "verdict_text",
     "why_text",
@@ -504,3 +506,34 @@ def runtime_info_text(info: Any) -> str:
     chosen = _CHOSEN_BY.get(info.get("chosen_by") or "", "").format(device=info.get("PJRT_DEVICE"))
     missing = f"torch_neuronx does not import ({info['neuron_error']})" if info.get("neuron_error") else ""
     return "; ".join(part for part in (missing, chosen) if part)
+
+
+_META = (
+    "traced on the meta device: the weights are shapes without values, so nothing can run. To measure it on the device, build "
+    "the same config with fewer layers (e.g. num_hidden_layers=2) and real or random weights, and explain that"
+)
+
+
+def skip_text(skip: Skip | None, stage: str = "graphs") -> str:
+    """Why a stage of explain did not run, in words; ``stage`` is 'graphs', 'program' or 'native' (the native trace)."""
+    if skip is None:
+        return ""
+    if skip.kind == "no device":
+        return f"no {skip.device} device: {skip.error}"
+    if skip.kind == "ran elsewhere":
+        head = "the native trace " if stage == "native" else ""
+        return f"{head}ran on {skip.device} for the original; explain the function again with target={skip.target!r}"
+    said = {
+        ("run off", "graphs"): "run=False: the graphs were not run on the device",
+        ("run off", "program"): "run=False: your program was not run on the device",
+        ("traced on meta", "native"): "traced on the meta device: there are no values to trace with on the device",
+        ("from a capture", "program"): "explained from a Capture: pass the function and its inputs to run your program on the device",
+        ("from a capture", "native"): "explained from a Capture: there is no function to trace on the device",
+    }
+    kinds = {
+        "no graph": "no graph was recorded, so there is nothing to run",
+        "traced on meta": _META,
+        "not needed": "nothing here needs the device",
+        "exported": "an exported program's graph is ATen-level, the program's dynamo graphs are not: they are not compared line by line",
+    }
+    return said.get((skip.kind, stage)) or kinds.get(skip.kind, skip.kind)

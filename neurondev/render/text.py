@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from neurondev.render.sentences import describe, verdict_text
+from neurondev.render.sentences import describe, skip_text, verdict_text
 from neurondev.runs.program_records import DEVICE_MISMATCH
 from neurondev.runs.run_records import GraphBreak, RunRecord
 
@@ -133,7 +133,7 @@ def _stops_text(records: Sequence[RunRecord]) -> str:
 
 def before_text(explanation: ExplanationData) -> str:
     if explanation.skipped:
-        return f"not run ({explanation.skipped})"
+        return f"not run ({skip_text(explanation.skipped)})"
     failure = failure_text(explanation.before)
     if failure:
         return failure
@@ -198,7 +198,7 @@ def program_text(explanation: ExplanationData) -> str:
     programs = explanation.program
     place = explanation.place
     if programs is None:
-        return f"Your program on {place}: not run ({explanation.program_skipped})"
+        return f"Your program on {place}: not run ({skip_text(explanation.program_skipped, 'program')})"
     written, rewritten = programs.as_written, programs.rewritten
     same = written.failure is not None and rewritten.failure is not None and written.failure.where == rewritten.failure.where
     after = "fails the same way" if same else describe(rewritten)

@@ -23,6 +23,7 @@ from neurondev.fx.kernels import CpuKernel
 from neurondev.fx.pins import DevicePin, pin_table
 from neurondev.passes.device_rewriter import Rewrite
 from neurondev.report.fixes.records import Fix
+from neurondev.report.skips import Skip
 from neurondev.report.transfers import CopySite, copy_sites
 from neurondev.report.verdicts import Verdict
 from neurondev.runs.first_difference import NodeDifference
@@ -170,17 +171,17 @@ class ExplanationData:
     level: str
     capture: Capture = dataclasses.field(repr=False)
     sections: tuple[Section, ...] = ()
-    skipped: str | None = None
+    skipped: Skip | None = None
     runtime: Mapping[str, str] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
     traces: TraceComparison | None = None
-    traces_skipped: str | None = None
+    traces_skipped: Skip | None = None
     rtol: float | None = None
     atol: float | None = None
     notes: tuple[str, ...] = ()
     stage_seconds: Mapping[str, float] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
     fixes: tuple[Fix, ...] = ()
     program: Programs | None = None
-    program_skipped: str | None = None
+    program_skipped: Skip | None = None
     rerunner: Callable[..., ExplanationData] | None = dataclasses.field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:  # read-only mappings, whatever the caller passed
@@ -379,7 +380,7 @@ class ExplanationData:
 
     def __repr__(self) -> str:
         pins, graphs = len(self.pins), len(self.sections)
-        ran = f"{len(self.before)} graph(s) run" if not self.skipped else f"not run: {self.skipped}"
+        ran = f"{len(self.before)} graph(s) run" if not self.skipped else f"not run ({self.skipped.kind})"
         return f"<Explanation of {self.name}: {pins} device pin(s) in {graphs} graph(s), {ran}>"
 
     def rerun(self, *, target: str | torch.device | None = None, on_step: Callable[[], None] | None = None) -> ExplanationData:

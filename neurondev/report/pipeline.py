@@ -24,6 +24,7 @@ from neurondev.errors import InvalidOptionError, NotCallableError
 from neurondev.report.model import ExplanationData, Section, SectionKey
 from neurondev.report.options import ExplainOptions, default, refuse_shadowing
 from neurondev.report.progress import Stages
+from neurondev.report.skips import Skip
 from neurondev.report.stage_records import Made, Native, ProgramStage, RewrittenGraph, Runs, Runtime, TracedGraph
 from neurondev.report.stages import (
     fix_stage,
@@ -107,7 +108,7 @@ def rerun(explanation: ExplanationData, *, target: str | torch.device, on_step: 
     on_meta = explanation.capture.device == "meta"
     traced = tuple(TracedGraph(s.key, s.traced, s.inputs, s.host_values, on_meta) for s in explanation.sections)
     same = options.target.type == explanation.target.type
-    elsewhere = f"ran on {explanation.place} for the original; explain the function again with target={str(options.target)!r}"
+    elsewhere = Skip("ran elsewhere", device=explanation.place, target=str(options.target))
     program = ProgramStage(explanation.program, None, explanation.program_skipped) if same else ProgramStage(skipped=elsewhere)
     with kept_global_state(), stages:
         pinned = pin_stage(traced, options.target, stages)
@@ -117,7 +118,7 @@ def rerun(explanation: ExplanationData, *, target: str | torch.device, on_step: 
         if same:
             native = Native(explanation.traces, explanation.traces_skipped, native_timings(explanation.traces, rewritten, runs))
         else:  # the native trace's graphs hold the original device's values: never run them on another
-            native = Native(skipped=f"the native trace {elsewhere}")
+            native = Native(skipped=elsewhere)
         verdicts = verdict_stage(rewritten, runs, options, stages)
     made = Made(options, explanation.capture, runtime, pinned, rewritten, runs, program, explanation.fixes, native, verdicts)
     return _assemble(made, stages)
@@ -142,7 +143,7 @@ def _explain(subject: Any, options: ExplainOptions, call: tuple[tuple, dict] | N
     with kept_global_state(generators), Stages(shown, quiet=options.quiet, name=name) as stages:
         # XLA starts first: autograd sizes its device queues when it first runs, and a CPU trace that
         # back-propagates before torch_xla is loaded leaves XLA values no queue (an internal assert later)
-        runtime = runtime_stage(stages, options.target) if xla else Runtime(unavailable="nothing here needs the device")
+        runtime = runtime_stage(stages, options.target) if xla else Runtime(unavailable=Skip("not needed"))
         captured = subject if call is None else _trace(subject, call, options, stages)
         made = Made(options, captured, runtime)
         made = replace(made, pinned=pin_stage(trace_stage(captured, options.level), options.target, stages))
@@ -172,9 +173,7 @@ def _trace(fn: Callable[..., Any], call: tuple[tuple, dict], options: ExplainOpt
 
 
 def _exported_native() -> Native:
-    return Native(
-        skipped="an exported program's graph is ATen-level, the program's dynamo graphs are not: they are not compared line by line"
-    )
+    return Native(skipped=Skip("exported"))
 
 
 def _assemble(made: Made, stages: Stages) -> ExplanationData:

@@ -15,6 +15,7 @@ from neurondev.passes.device_rewriter import Rewrite
 from neurondev.report.fixes.records import Fix
 from neurondev.report.model import NativeTiming, SectionKey
 from neurondev.report.options import ExplainOptions
+from neurondev.report.skips import Skip
 from neurondev.report.verdicts import Verdict
 from neurondev.runs.interface import Driver
 from neurondev.runs.program_records import Programs
@@ -60,7 +61,7 @@ class Runtime:
     """The device's runtime, started before anything makes a value there (XLA's, or a native device's); or why there is none."""
 
     info: Mapping[str, str] = dataclasses.field(default_factory=dict)
-    unavailable: str | None = None
+    unavailable: Skip | None = None
     driver: Driver | None = None
 
 
@@ -70,7 +71,7 @@ class Runs:
 
     records: Mapping[SectionKey, tuple[RunRecord, RunRecord]] = dataclasses.field(default_factory=dict)
     runtime: Mapping[str, str] = dataclasses.field(default_factory=dict)
-    skipped: str | None = None
+    skipped: Skip | None = None
     driver: Driver | None = None
 
 
@@ -81,7 +82,7 @@ class ProgramStage:
 
     programs: Programs | None = None
     native: Capture | None = None
-    skipped: str | None = None
+    skipped: Skip | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,7 +90,7 @@ class Native:
     """The native trace on XLA and, per key both traces have, the rewritten/native time per call."""
 
     traces: TraceComparison | None = None
-    skipped: str | None = None
+    skipped: Skip | None = None
     timings: Mapping[SectionKey, NativeTiming] = dataclasses.field(default_factory=dict)
 
 
@@ -100,7 +101,7 @@ class Made:
 
     options: ExplainOptions
     captured: Capture
-    runtime: Runtime = dataclasses.field(default_factory=lambda: Runtime(unavailable="nothing here needs the device"))
+    runtime: Runtime = dataclasses.field(default_factory=lambda: Runtime(unavailable=Skip("not needed")))
     pinned: tuple[PinnedGraph, ...] = ()
     rewritten: tuple[RewrittenGraph, ...] = ()
     runs: Runs = dataclasses.field(default_factory=Runs)

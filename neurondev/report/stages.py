@@ -21,6 +21,7 @@ from neurondev.report.fixes.records import Fix, FixCheck
 from neurondev.report.model import NativeTiming, SectionKey
 from neurondev.report.options import ExplainOptions
 from neurondev.report.progress import Stages
+from neurondev.report.skips import Skip
 from neurondev.report.stage_records import Made, Native, PinnedGraph, ProgramStage, RewrittenGraph, Runs, Runtime, TracedGraph
 from neurondev.report.verdicts import Verdict, cpu_verdict, rewrite_verdict
 from neurondev.runs.first_difference import NodeDifference
@@ -145,19 +146,19 @@ def runtime_stage(stages: Stages, target: torch.device) -> Runtime:
         driver = driver_for(target)
         return Runtime(MappingProxyType(dict(driver.describe())), driver=driver)
     except XlaUnavailableError as error:
-        return Runtime(unavailable=f"no XLA device: {error}")
+        return Runtime(unavailable=Skip("no device", device="XLA", error=str(error)))
     except NeurondevError as error:
-        return Runtime(unavailable=f"no {target.type} device: {error}")
+        return Runtime(unavailable=Skip("no device", device=target.type, error=str(error)))
 
 
 def run_stage(rewritten: tuple[RewrittenGraph, ...], runtime: Runtime, options: ExplainOptions, stages: Stages) -> Runs:
     """Every graph on the device, before and after the pass; or why not."""
     if not options.run:
-        return Runs(skipped="run=False: the graphs were not run on the device")
+        return Runs(skipped=Skip("run off"))
     if not rewritten:
-        return Runs(skipped="no graph was recorded, so there is nothing to run")
+        return Runs(skipped=Skip("no graph"))
     if rewritten[0].pinned.traced.on_meta:
-        return Runs(skipped=_META_SKIP)
+        return Runs(skipped=Skip("traced on meta"))
     if runtime.unavailable is not None:
         return Runs(skipped=runtime.unavailable)
     assert runtime.driver is not None
@@ -191,23 +192,17 @@ def _run(
     return record
 
 
-_META_SKIP = (
-    "traced on the meta device: the weights are shapes without values, so nothing can run. To measure it on the device, build "
-    "the same config with fewer layers (e.g. num_hidden_layers=2) and real or random weights, and explain that"
-)
-
-
 def program_stage(
     subject: ProgramSubject | None, captured: Capture, runtime: Runtime, options: ExplainOptions, stages: Stages
 ) -> ProgramStage:
     """The user's whole function under torch.compile on the device: as written (its own backend), then rewritten
     (the neurondev backend), each called twice and compared with the eager CPU result."""
     if not options.program:
-        return ProgramStage(skipped="run=False: your program was not run on the device")
+        return ProgramStage(skipped=Skip("run off"))
     if subject is None:
-        return ProgramStage(skipped="explained from a Capture: pass the function and its inputs to run your program on the device")
+        return ProgramStage(skipped=Skip("from a capture"))
     if captured.device == "meta":
-        return ProgramStage(skipped=_META_SKIP)
+        return ProgramStage(skipped=Skip("traced on meta"))
     if runtime.unavailable is not None:
         return ProgramStage(skipped=runtime.unavailable)
     from neurondev.devices.compiler import backend
@@ -246,15 +241,15 @@ def native_stage(made: Made, fn: Any, call: tuple[tuple, dict] | None, stages: S
     else:
         stages.start("trace on the device")
         if call is None:
-            return Native(skipped="explained from a Capture: there is no function to trace on the device")
+            return Native(skipped=Skip("from a capture"))
         if captured.device == "meta":
-            return Native(skipped="traced on the meta device: there are no values to trace with on XLA")
+            return Native(skipped=Skip("traced on meta"))
         try:
             from neurondev.devices.drivers import driver_for
 
             traces = compare_with_native(captured, fn, *call, driver=driver_for(options.target))
         except XlaUnavailableError as error:
-            return Native(skipped=f"no XLA device: {error}")
+            return Native(skipped=Skip("no device", device="XLA", error=str(error)))
     timings = native_timings(traces, rewritten, runs) if options.native else MappingProxyType({})
     return Native(traces, None, timings)
 

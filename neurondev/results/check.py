@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from neurondev.errors import DevicePinsError, InvalidOptionError
-from neurondev.render.sentences import describe, why_text
+from neurondev.render.sentences import describe, skip_text, why_text
 from neurondev.report.advice import fallback_advice, fix_for
 from neurondev.report.findings import Finding, explanation_findings
 from neurondev.report.model import ExplanationData
@@ -242,7 +242,7 @@ def fallback_findings(explanation: ExplanationData) -> list[Finding]:
     """Every op that fell back to the CPU while the program ran on the device, one finding per op and line
     (a program that did not run there cannot be checked: that is a finding too)."""
     if explanation.program is None:
-        reason = explanation.program_skipped or "it was not run"
+        reason = skip_text(explanation.program_skipped, "program") or "it was not run"
         detail = f"your program did not run on the device ({reason}): no fallback was checked"
         return [Finding("fallback", "program", "", None, detail, "", "ND206")]
     unseen = explanation.program.rewritten.unseen

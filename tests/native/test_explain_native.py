@@ -12,6 +12,7 @@ import torch
 
 import neurondev
 from neurondev import cli, examples
+from neurondev.report.skips import Skip
 from tests.helpers import line_of
 
 HARNESS = Path(__file__).with_name("fallback_model.py")  # a user's model whose import makes aten::addmm fall back
@@ -102,8 +103,9 @@ def test_a_host_tensor_meeting_a_device_one_is_a_failure_with_its_line_as_on_xla
 def test_an_xla_explanation_rerun_on_the_host_device_runs_its_graphs_there_and_leaves_xla_s_program_and_trace_behind(seed_explained):
     again = seed_explained.rerun(target=neurondev.host_device())  # ran XLA's native graphs on the host device: SIGSEGV
     assert again.runtime["device"] == "hostdev:0" and again.after[0].output_devices == ("hostdev:0",) and again.after[0].ok
-    assert again.program is None and "ran on XLA for the original" in again.program_skipped
-    assert again.traces is None and "explain the function again with target='hostdev:0'" in again.traces_skipped
+    assert again.program is None and again.program_skipped == Skip("ran elsewhere", device="XLA", target="hostdev:0")
+    assert again.traces is None and again.traces_skipped == again.program_skipped
+    assert "explain the function again with target='hostdev:0'" in again.summary()
     assert "Your program on hostdev:0: not run (ran on XLA for the original" in again.summary()
 
 

@@ -12,6 +12,7 @@ from torch.utils._pytree import tree_leaves
 
 import neurondev
 from neurondev import examples, testing
+from neurondev.report.skips import Skip
 from tests.helpers import line_of
 
 pytestmark = pytest.mark.xla
@@ -171,7 +172,7 @@ def test_progress_goes_to_stderr_per_stage_unless_quiet(capsys):
 def test_run_false_still_finds_rewrites_and_draws_and_says_why_no_run():
     fn, args, _ = examples.get("seed").build()
     ex = neurondev.explain(fn, *args, run=False, quiet=True)
-    assert ex.before == () and ex.after == () and ex.skipped.startswith("run=False")
+    assert ex.before == () and ex.after == () and ex.skipped == Skip("run off")
     assert len(ex.rewrites) == 1 and ex.rewrite_preserves_values is None and ex.xla_matches_cpu is None
     assert "not run" in ex.summary() and ex._repr_html_().count("<svg") == 2
 
@@ -180,7 +181,7 @@ def test_rerun_returns_a_new_explanation_and_leaves_the_first_as_it_was():
     fn, args, _ = examples.get("seed").build()
     first = neurondev.explain(fn, *args, run=False, quiet=True)
     again = first.rerun(target="xla:0")
-    assert again is not first and first.before == () and first.skipped.startswith("run=False")
+    assert again is not first and first.before == () and first.skipped == Skip("run off")
     assert str(again.target) == "xla:0" and [r.new for r in again.rewrites] == [torch.device("xla", 0)]
     assert again.after[0].ok and again.runtime["device"] == "xla:0" and again.capture is first.capture
 
@@ -306,7 +307,7 @@ def takes_run(x, run=False):
 
 def test_the_two_step_form_keeps_explains_options_and_the_functions_own_apart():
     ex = neurondev.explain(takes_run, run=False, quiet=True)(torch.randn(4), run=True)
-    assert ex.skipped.startswith("run=False") and len(ex.pins) == 1  # run=True reached takes_run: its pin was traced
+    assert ex.skipped == Skip("run off") and len(ex.pins) == 1  # run=True reached takes_run: its pin was traced
     ex = neurondev.explain(takes_run, torch.randn(4), quiet=True)  # no clash when the option is not given
     assert ex.pins == ()
 
@@ -389,4 +390,4 @@ def test_an_exported_program_is_explained_from_its_graph_and_run_as_its_module()
     ex = neurondev.explain(program, torch.randn(8), quiet=True)
     (pin,) = ex.pins
     assert pin.function == "aten.empty.memory_format" and [b.node for b in ex.before[0].graph_breaks] == ["copy_"]
-    assert ex.after[0].graph_breaks == () and ex.xla_matches_cpu is True and "ATen-level" in ex.traces_skipped
+    assert ex.after[0].graph_breaks == () and ex.xla_matches_cpu is True and ex.traces_skipped == Skip("exported")

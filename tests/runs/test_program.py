@@ -10,6 +10,7 @@ import torch.utils.checkpoint
 import neurondev
 from neurondev.cli import command
 from neurondev.render.sentences import describe
+from neurondev.report.skips import Skip
 from tests.helpers import line_of
 
 pytestmark = pytest.mark.xla
@@ -187,10 +188,10 @@ def test_compare_traces_reports_a_native_trace_that_fails_before_any_graph():
 
 def test_run_false_and_a_capture_skip_the_program_and_say_why():
     skipped = neurondev.explain(reads_a_global, torch.randn(8), run=False, quiet=True)
-    assert skipped.program is None and skipped.program_skipped.startswith("run=False")
+    assert skipped.program is None and skipped.program_skipped == Skip("run off")
     assert "Your program on XLA: not run (run=False" in skipped.summary()
     from_capture = neurondev.explain(neurondev.capture(reads_a_global, torch.randn(8)), quiet=True)
-    assert from_capture.program is None and "pass the function and its inputs" in from_capture.program_skipped
+    assert from_capture.program is None and from_capture.program_skipped == Skip("from a capture")
 
 
 STATE = torch.zeros(2)

@@ -95,7 +95,7 @@ def test_without_torch_xla_everything_but_the_runs_works_and_a_run_says_how_to_i
         print("torch_xla" in sys.modules)
         ex = neurondev.explain(fn, *args, quiet=True)
         print(len(ex.pins), len(ex.rewrites), ex.before, ex.after)
-        print(ex.skipped)
+        print(ex.skipped.kind, ex.skipped.device, ex.skipped.error)
         print("<svg" in ex._repr_html_())
     """)
     )
@@ -106,7 +106,7 @@ def test_without_torch_xla_everything_but_the_runs_works_and_a_run_says_how_to_i
     assert f"pip install 'torch-xla=={minor}.*'" in lines[2]
     assert lines[3] == "False"
     assert lines[4] == "1 1 () ()"  # explain: pins and rewrites, no runs, and why
-    assert lines[5].startswith("no XLA device: running on an XLA device needs torch_xla") and "pip install" in lines[5]
+    assert lines[5].startswith("no device XLA running on an XLA device needs torch_xla") and "pip install" in lines[5]
     assert lines[6] == "True"
 
 
