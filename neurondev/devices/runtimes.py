@@ -124,24 +124,16 @@ def default_target() -> RuntimeChoice:
 
 
 def resolve_target(target: object) -> torch.device:
-    """The device for ``target``: None is the default runtime's device; 'hostdev' loads the host test
-    device first; a native device whose backend is not loaded is a DeviceUnavailableError that says how
+    """The device for ``target``: None is this machine's runtime's device, and XLA's when it has none (so
+    that the runs say what is missing): the one meaning None has for a target anywhere in neurondev;
+    'hostdev' loads the host test device first; a native device whose backend is not loaded is a DeviceUnavailableError that says how
     to load it; anything else is parsed as torch parses it (InvalidTargetError when it cannot be)."""
     from neurondev.devices.host.loader import NAME
     from neurondev.errors import DeviceUnavailableError
     from neurondev.fx.devices import parse_target
 
     if target is None:
-        choice = default_target()
-        if choice.target is None:
-            neuron = (
-                f"torch-neuronx {choice.found.neuronx_version}: {choice.neuron}" if choice.found.neuronx_version else "no torch-neuronx"
-            )
-            raise DeviceUnavailableError(
-                f"no device to run on here ({neuron}, no torch_xla, no PrivateUse1 backend loaded); "
-                "pass target='hostdev' to use the host test device (neurondev.host_device() loads it)"
-            )
-        target = choice.target
+        target = default_target().target or "xla"
     kind = target.type if isinstance(target, torch.device) else str(target).split(":")[0] if isinstance(target, str) else None
     if kind == NAME:
         _load_host()  # the ops that fall back stay as the user chose them

@@ -99,12 +99,9 @@ class ExplainOptions:
 
 
 def resolved(target: Any) -> torch.device:
-    """The target as a device: None is this machine's runtime's device (XLA when nothing else is there,
-    so that runs say what is missing); 'hostdev' loads the host test device."""
-    from neurondev.devices.runtimes import default_target, resolve_target
+    """The target as a device, by ``devices.runtimes.resolve_target`` (None: this machine's runtime's device)."""
+    from neurondev.devices.runtimes import resolve_target
 
-    if target is None:
-        target = default_target().target or "xla"
     return resolve_target(target)
 
 

@@ -81,3 +81,15 @@ def test_the_machines_runtime_and_the_xla_device_choice_agree_on_whether_neuron_
     machine = choose(found)
     assert (machine.runtime == "neuron-xla") == (on_xla.runtime == "neuron")
     assert (machine.runtime == "neuron-xla") == (version == "2.9.0" and error is None and privateuse1 != "neuron")
+
+
+@pytest.mark.parametrize("found", [Facts(), Facts(torch_xla=True), Facts(privateuse1="hostdev")], ids=["nothing", "torch_xla", "hostdev"])
+def test_a_target_of_none_means_one_device_for_every_entry_point(monkeypatch, found):
+    """None is this machine's runtime's device, XLA's when it has none, for resolve_target and for explain's
+    and check's options alike (resolve_target used to raise where explain chose XLA)."""
+    from neurondev.devices import runtimes
+    from neurondev.report.options import resolved
+
+    monkeypatch.setattr(runtimes, "facts", lambda: found)
+    assert resolve_target(None) == resolved(None)
+    assert resolve_target(None).type == (choose(found).target or "xla") == ("hostdev" if found.privateuse1 == "hostdev" else "xla")
