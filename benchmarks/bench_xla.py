@@ -24,6 +24,7 @@ import torch
 import neurondev
 from neurondev import examples, xla
 from neurondev import testing as bridge
+from neurondev.render.sentences import runtime_info_text
 
 
 def traced_on_xla(fn: Callable, args: tuple, kwargs: dict, device: torch.device) -> tuple[torch.fx.GraphModule, list]:
@@ -110,7 +111,7 @@ def main() -> None:
     if options.tiny:
         options.examples, options.rounds = ["seed"], 2
     device = xla.device()
-    print(f"device: {xla.describe()['device']} ({xla.describe()['reason']})")
+    print(f"device: {xla.describe()['device']} ({runtime_info_text(xla.describe())})")
     for name in options.examples:
         print(f"\n== {name} ==")
         report(name, measure(name, device, options.rounds))

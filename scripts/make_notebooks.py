@@ -553,7 +553,8 @@ full = neurondev.explain(big, torch.randint(0, 128256, (1, 16)), use_cache=False
 print("parameters:", round(sum(p.numel() for p in big.parameters()) / 1e9, 2), "billion, on", next(big.parameters()).device)
 print("pins:", sorted({(p.function, p.where) for p in full.pins}))
 print("same lines as the 4-layer one above:", {p.where for p in full.pins} == {p.where for p in deep.pins})
-print(full.skipped)""",
+print(full.skipped)  # why nothing ran, as a value: its kind and facts
+print(full)""",
     ),
 ]
 

@@ -68,7 +68,8 @@ KEY_TEXT = {
         "neurondev: error=False, outputs on ['xla:0']",
         "| folded: True",
         "same lines as the 4-layer one above: True",
-        "traced on the meta device: the weights are shapes without values, so nothing can run.",
+        "Skip(kind='traced on meta', device=None, error=None, target=None)",
+        "graph(s), not run (traced on meta)>",
     ],
     "06_beyond_device_arguments.ipynb": [
         "CPU trace ['operator.gt', 'Tensor.float'], XLA trace ['operator.gt', 'Tensor.int']",
