@@ -24,6 +24,7 @@ __all__ = [
     "active_dispatch_modes",
     "dynamo_config",
     "dynamo_failure",
+    "finished_work",
     "patched_xla_counter_increment",
     "privateuse1_name",
     "register_device_module",
@@ -569,6 +570,15 @@ def privateuse1_name() -> str:
 def register_device_module(name: str, module: Any) -> None:
     """Register ``torch.<name>`` for an out-of-tree device (what ``torch.cuda`` is for CUDA)."""
     _hook(torch, "_register_device_module", "registering a device module")(name, module)
+
+
+def finished_work(result: Any) -> Any:
+    """A c10d Work already done, its future holding ``result`` (what a Python process group returns)."""
+    import torch._C._distributed_c10d as c10d
+
+    future: torch.futures.Future = torch.futures.Future()
+    future.set_result(result)
+    return _hook(c10d, "_create_work_from_future", "c10d's Work made from a future")(future)
 
 
 def dynamo_config() -> Any:

@@ -8,7 +8,11 @@ from typing import Any
 import torch
 
 __all__ = [
+    "Event",
+    "Stream",
     "current_device",
+    "current_stream",
+    "default_stream",
     "device",
     "device_count",
     "get_amp_supported_dtype",
@@ -21,6 +25,8 @@ __all__ = [
     "manual_seed_all",
     "set_device",
     "set_rng_state",
+    "set_stream",
+    "stream",
     "synchronize",
 ]
 
@@ -122,3 +128,42 @@ def get_rng_state(device: object = "hostdev") -> torch.Tensor:
 
 def set_rng_state(state: torch.Tensor, device: object = "hostdev") -> None:
     torch.default_generator.set_state(state)
+
+
+# Streams and events, as FSDP2 and DTensor ask a device for them. Every op of this device finishes before it
+# returns, so it has one stream (the default) and every event is complete when recorded: ordering is given.
+
+
+def Stream(device: Any = None, priority: int = 0, **kwargs: Any) -> torch.Stream:  # noqa: N802  (a class to its callers)
+    """A stream of the device (``torch.Stream``): the default one, the only one there is."""
+    return torch.Stream(device=torch.device(_NAME, _get_device_index(device, optional=True)), priority=priority)
+
+
+def Event(enable_timing: bool = False, **kwargs: Any) -> torch.Event:  # noqa: N802
+    """An event of the device (``torch.Event``): complete as soon as it is recorded."""
+    return torch.Event(device=torch.device(_NAME, 0), enable_timing=enable_timing)
+
+
+def current_stream(device: Any = None) -> torch.Stream:
+    return Stream(device)
+
+
+def default_stream(device: Any = None) -> torch.Stream:
+    return Stream(device)
+
+
+def set_stream(stream: Any) -> None:
+    """There is one stream: setting it changes nothing."""
+
+
+class stream:  # noqa: N801  (torch's name: ``with torch.hostdev.stream(s):``)
+    """The stream context manager; there is one stream."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    def __enter__(self) -> Any:
+        return self.stream
+
+    def __exit__(self, *exc: object) -> None:
+        return None

@@ -27,6 +27,7 @@
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/core/impl/alloc_cpu.h>
+#include <torch/csrc/autograd/autograd_not_implemented_fallback.h>
 
 #include <cstring>
 #include <map>
@@ -527,6 +528,9 @@ struct Guard final : c10::impl::DeviceGuardImplInterface {
   void destroyEvent(void*, const c10::DeviceIndex) const noexcept override {}
   bool queryStream(const c10::Stream&) const override { return true; }
   void synchronizeStream(const c10::Stream&) const override {}
+  c10::Stream getStreamFromGlobalPool(c10::Device device, bool) const override { return c10::Stream(c10::Stream::DEFAULT, device); }
+  c10::Stream getNewStream(c10::Device device, int) const override { return c10::Stream(c10::Stream::DEFAULT, device); }
+  void synchronizeEvent(void*) const override {}  // an event is complete when it is recorded
 };
 
 C10_REGISTER_GUARD_IMPL(PrivateUse1, Guard);
@@ -534,12 +538,25 @@ C10_REGISTER_GUARD_IMPL(PrivateUse1, Guard);
 Hooks* hooks = nullptr;
 
 // Register the hooks and the allocator (once per process); false when another backend holds the hooks.
+std::unique_ptr<torch::Library> autograd_fallback;
+
+// The autograd fallback every device key has (an op without an autograd kernel runs, and says so when a
+// gradient is asked of it): torch 2.13 registers it for PrivateUse1, torch 2.9 does not, and then a custom
+// op such as FSDP2's fsdp::all_gather_copy_in cannot run on the device at all, where on CUDA it runs.
+void add_autograd_fallback() {
+  auto key = c10::DispatchKey::AutogradPrivateUse1;
+  if (autograd_fallback || c10::Dispatcher::singleton().hasBackendFallbackForDispatchKey(key)) return;
+  autograd_fallback = std::make_unique<torch::Library>(torch::Library::IMPL, "_", key, __FILE__, __LINE__);
+  autograd_fallback->fallback(torch::autograd::basicAutogradNotImplementedFallback());
+}
+
 bool install() {
   if (hooks != nullptr) return true;
   if (at::isPrivateUse1HooksRegistered()) return false;
   hooks = new Hooks();
   at::RegisterPrivateUse1HooksInterface(hooks);
   c10::SetAllocator(kDeviceType, &memory);
+  add_autograd_fallback();
   return true;
 }
 

@@ -151,3 +151,6 @@ def _register(module: Any) -> None:
     torch.utils.rename_privateuse1_backend(NAME)
     register_device_module(NAME, device_module)
     torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_storage=True)
+    from neurondev.devices.host.collectives import register
+
+    register(NAME)  # dist.init_process_group() picks its collectives, as it picks NCCL for CUDA

@@ -1,0 +1,190 @@
+"""Collectives on the host test device: a c10d process group that runs gloo on host copies of its tensors.
+
+gloo refuses a PrivateUse1 tensor ("ProcessGroupGloo::allreduce: unsupported device type hostdev"), so no
+DDP or FSDP program could run across processes on the host device. ``register()`` (called by
+``neurondev.host_device()``) registers this group with c10d for the device type and the CPU, through
+``torch.distributed.Backend.register_backend(..., devices=[...])``: ``dist.init_process_group()`` under
+torchrun then picks it (the host device is the process's accelerator), as it picks NCCL for CUDA.
+
+Each collective copies its host-device tensors to the CPU, runs gloo's collective there, and copies the
+results back: on the host device those are copies within host memory, which the device's own log and
+dispatch accounting see as copies to and from the device (``aten::_to_copy`` and ``aten::copy_``); on a
+real device a collective is a device operation (its runtime's, NCCL's or Neuron's collectives) and moves
+no data through the host. Work completes before the call returns.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+__all__ = ["BACKEND", "HostProcessGroup", "register"]
+
+BACKEND = "hostdev"
+
+
+def _on_host(tensor: torch.Tensor) -> torch.Tensor:
+    """The tensor itself when it is on the CPU, else a CPU copy of it."""
+    return tensor if tensor.device.type == "cpu" else tensor.to("cpu")
+
+
+def _copy_back(tensors: Sequence[torch.Tensor], host: Sequence[torch.Tensor]) -> None:
+    for tensor, copy in zip(tensors, host):
+        if copy is not tensor:
+            tensor.copy_(copy)
+
+
+def _done(result: Any) -> Any:
+    """A finished Work whose future holds ``result`` (what c10d's callers wait on)."""
+    from neurondev._compat import finished_work
+
+    return finished_work(result)
+
+
+def _named(group: Any, *names: str) -> Any:
+    """The first of ``names`` the gloo group has (torch renamed its single-tensor collectives)."""
+    for name in names:
+        if hasattr(group, name):
+            return getattr(group, name)
+    raise AttributeError(f"gloo's process group has none of {names}")
+
+
+def _process_group_class() -> type:
+    import torch.distributed as dist
+
+    base: Any = dist.ProcessGroup  # its methods are c10d's virtual ones, overridden here in Python
+
+    class HostProcessGroup(base):
+        """c10d's collectives for host-device (and CPU) tensors, run by gloo on host copies."""
+
+        def __init__(self, store: Any, rank: int, size: int, timeout: datetime.timedelta) -> None:
+            super().__init__(rank, size)
+            self._group_name = self._group_desc = ""
+            self._gloo: Any = dist.ProcessGroupGloo(store, rank, size, timeout)
+
+        def getBackendName(self) -> str:  # noqa: N802  (c10d's name for it)
+            return BACKEND
+
+        def setGroupName(self, name: str) -> None:  # noqa: N802  (c10d names the group after creating it)
+            self._group_name = name
+
+        def getGroupName(self) -> str:  # noqa: N802
+            return self._group_name
+
+        def setGroupDesc(self, desc: str) -> None:  # noqa: N802
+            self._group_desc = desc
+
+        def getGroupDesc(self) -> str:  # noqa: N802
+            return self._group_desc
+
+        def _run(self, tensors: Sequence[torch.Tensor], host: Sequence[torch.Tensor], work: Any, result: Any) -> Any:
+            work.wait()
+            _copy_back(tensors, host)
+            return _done(result)
+
+        def broadcast(self, tensors: list[torch.Tensor], opts: Any) -> Any:
+            host = [_on_host(t) for t in tensors]
+            return self._run(tensors, host, self._gloo.broadcast(host, opts), tensors)
+
+        def allreduce(self, tensors: list[torch.Tensor], opts: Any) -> Any:
+            host = [_on_host(t) for t in tensors]
+            return self._run(tensors, host, self._gloo.allreduce(host, opts), tensors)
+
+        def allreduce_coalesced(self, tensors: list[torch.Tensor], opts: Any) -> Any:
+            host = [_on_host(t) for t in tensors]
+            return self._run(tensors, host, self._gloo.allreduce_coalesced(host, opts), tensors)
+
+        def reduce(self, tensors: list[torch.Tensor], opts: Any) -> Any:
+            host = [_on_host(t) for t in tensors]
+            return self._run(tensors, host, self._gloo.reduce(host, opts), tensors)
+
+        def allgather(self, outputs: list[list[torch.Tensor]], inputs: list[torch.Tensor], opts: Any) -> Any:
+            host_out = [[_on_host(t) for t in out] for out in outputs]
+            work = self._gloo.allgather(host_out, [_on_host(t) for t in inputs], opts)
+            flat = [t for out in outputs for t in out]
+            return self._run(flat, [t for out in host_out for t in out], work, outputs)
+
+        def _allgather_base(self, output: torch.Tensor, input: torch.Tensor, opts: Any) -> Any:
+            host = _on_host(output)
+            gather = _named(self._gloo, "all_gather_single", "_allgather_base")
+            return self._run([output], [host], gather(host, _on_host(input), opts), output)
+
+        all_gather_single = _allgather_base  # its name from torch 2.11 on
+
+        def allgather_into_tensor_coalesced(self, outputs: list[torch.Tensor], inputs: list[torch.Tensor], opts: Any) -> Any:
+            """gloo has no coalesced form: one gather per pair, in order (every rank calls them in the same order)."""
+            for output, input in zip(outputs, inputs):
+                self._allgather_base(output, input, opts).wait()
+            return _done(outputs)
+
+        all_gather_single_coalesced = allgather_into_tensor_coalesced
+
+        def reduce_scatter(self, outputs: list[torch.Tensor], inputs: list[list[torch.Tensor]], opts: Any) -> Any:
+            host = [_on_host(t) for t in outputs]
+            work = self._gloo.reduce_scatter(host, [[_on_host(t) for t in group] for group in inputs], opts)
+            return self._run(outputs, host, work, outputs)
+
+        def _reduce_scatter_base(self, output: torch.Tensor, input: torch.Tensor, opts: Any) -> Any:
+            host = _on_host(output)
+            scatter = _named(self._gloo, "reduce_scatter_single", "_reduce_scatter_base")
+            return self._run([output], [host], scatter(host, _on_host(input), opts), output)
+
+        reduce_scatter_single = _reduce_scatter_base  # its name from torch 2.11 on
+
+        def reduce_scatter_tensor_coalesced(self, outputs: list[torch.Tensor], inputs: list[torch.Tensor], opts: Any) -> Any:
+            """gloo has no coalesced form: one reduce-scatter per pair, in order."""
+            for output, input in zip(outputs, inputs):
+                self._reduce_scatter_base(output, input, opts).wait()
+            return _done(outputs)
+
+        reduce_scatter_single_coalesced = reduce_scatter_tensor_coalesced
+
+        def gather(self, outputs: list[list[torch.Tensor]], inputs: list[torch.Tensor], opts: Any) -> Any:
+            host_out = [[_on_host(t) for t in out] for out in outputs]
+            work = self._gloo.gather(host_out, [_on_host(t) for t in inputs], opts)
+            flat = [t for out in outputs for t in out]
+            return self._run(flat, [t for out in host_out for t in out], work, outputs)
+
+        def scatter(self, outputs: list[torch.Tensor], inputs: list[list[torch.Tensor]], opts: Any) -> Any:
+            host = [_on_host(t) for t in outputs]
+            work = self._gloo.scatter(host, [[_on_host(t) for t in group] for group in inputs], opts)
+            return self._run(outputs, host, work, outputs)
+
+        def barrier(self, opts: Any) -> Any:
+            self._gloo.barrier().wait()
+            return _done(None)
+
+        def send(self, tensors: list[torch.Tensor], dst: int, tag: int) -> Any:
+            return self._run([], [], self._gloo.send([_on_host(t) for t in tensors], dst, tag), tensors)
+
+        def recv(self, tensors: list[torch.Tensor], src: int, tag: int) -> Any:
+            host = [_on_host(t) for t in tensors]
+            return self._run(tensors, host, self._gloo.recv(host, src, tag), tensors)
+
+    return HostProcessGroup
+
+
+_class: type | None = None
+
+
+def HostProcessGroup(store: Any, rank: int, size: int, timeout: datetime.timedelta) -> Any:  # noqa: N802  (a class to its callers)
+    """The host device's process group (its class is built when torch.distributed is first needed)."""
+    global _class
+    if _class is None:
+        _class = _process_group_class()
+    return _class(store, rank, size, timeout)
+
+
+def register(device_type: str) -> bool:
+    """Register the host device's process group with c10d for ``device_type`` and the CPU; False where
+    torch was built without distributed support (nothing to register with)."""
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        return False
+    if BACKEND not in dist.Backend.backend_list:
+        dist.Backend.register_backend(BACKEND, HostProcessGroup, devices=[device_type, "cpu"])
+    return True

@@ -1,0 +1,56 @@
+"""Collectives on the host device across processes under torchrun (gloo refuses its tensors): each gives
+the values it gives on CPU, and DDP and FSDP2 train two steps with the losses they have on CPU."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+RANKS = Path(__file__).parent / "ranks"
+
+
+def torchrun(procs: int, script: str, *args: str) -> None:
+    """``torchrun --standalone --nproc-per-node procs script args``, failing the test with its output."""
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={procs}", str(RANKS / script), *args]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, env={"OMP_NUM_THREADS": "1", **_environ()})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
+
+
+def _environ() -> dict[str, str]:
+    import os
+
+    return {k: v for k, v in os.environ.items() if k != "PJRT_DEVICE"}
+
+
+def ranks(prefix: Path, procs: int) -> list[dict]:
+    return [torch.load(f"{prefix}.{rank}") for rank in range(procs)]
+
+
+@pytest.mark.parametrize("procs", [2, 4])
+def test_each_collective_on_host_device_tensors_gives_what_it_gives_on_cpu(tmp_path, procs):
+    torchrun(procs, "collectives.py", "cpu", str(tmp_path / "cpu"))
+    torchrun(procs, "collectives.py", "hostdev", str(tmp_path / "hostdev"))
+    on_cpu, on_host_device = ranks(tmp_path / "cpu", procs), ranks(tmp_path / "hostdev", procs)
+    for rank, (cpu, host) in enumerate(zip(on_cpu, on_host_device)):
+        assert host["devices"] == ["hostdev"] and cpu["devices"] == ["cpu"]
+        assert "hostdev:hostdev" in host["backend"], host["backend"]  # picked by init_process_group() itself
+        for name in ("all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor", "broadcast"):
+            assert torch.equal(host[name], cpu[name]), (rank, name, host[name], cpu[name])
+    assert torch.equal(on_cpu[0]["all_reduce"], torch.arange(6.0) * sum(range(1, procs + 1)))  # the values are the sums
+    assert torch.equal(on_cpu[0]["broadcast"], torch.full((4,), float(procs - 1)))
+
+
+@pytest.mark.parametrize("wrapper", ["ddp", "fsdp2"])
+def test_a_model_trains_two_steps_across_two_ranks_on_the_host_device_as_on_cpu(tmp_path, wrapper):
+    torchrun(2, "training.py", wrapper, "cpu", str(tmp_path / "cpu"))
+    torchrun(2, "training.py", wrapper, "hostdev", str(tmp_path / "hostdev"))
+    for cpu, host in zip(ranks(tmp_path / "cpu", 2), ranks(tmp_path / "hostdev", 2)):
+        assert host["device"] == "hostdev"
+        assert torch.equal(host["losses"], cpu["losses"]) and torch.equal(host["weight"], cpu["weight"])
+    first, second = ranks(tmp_path / "hostdev", 2)
+    assert not torch.equal(first["losses"], second["losses"])  # each rank its own batches
+    assert torch.equal(first["weight"], second["weight"])  # one model: the gradients were averaged
