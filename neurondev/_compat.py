@@ -250,7 +250,10 @@ def _route(op: str, key: Any) -> Any:
         return None
     if key == _BACKEND_SELECT:
         return key
-    if torch._C._dispatch_has_kernel_for_dispatch_key(op, key):
+    try:
+        if torch._C._dispatch_has_kernel_for_dispatch_key(op, key):
+            return None
+    except RuntimeError:  # not the dispatcher's (prim::device, a TorchScript operator meta tensors dispatch): it runs as it is
         return None
     return next((composite for composite in _COMPOSITES if torch._C._dispatch_has_kernel_for_dispatch_key(op, composite)), key)
 

@@ -488,6 +488,18 @@ RULES: tuple[Rule, ...] = (
         "the loop keeps compiling graphs",
         "read the causes of the last compiles (ND401-ND410)",
     ),
+    Rule(
+        "ND412",
+        "ranks-diverge",
+        "loop",
+        "the ranks of a torchrun job differ: one compiled, made a new XLA program, fell back or copied where the others did not",
+        "rank divergence",
+        None,
+        "the other ranks wait in their next collective while one rank compiles, minutes each on Trainium; graphs that differ can hang the job",
+        "the other ranks wait in their next collective while one rank compiles or copies",
+        "make every rank see the same shapes and branches: shard evenly, pad the last batch (or drop it on every rank), "
+        "keep rank-dependent values out of the compiled code",
+    ),
 )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import json
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -431,6 +432,11 @@ def _watch(options: argparse.Namespace) -> int:
         raise UsageError(f"no script {options.script}: give the path of a Python file, e.g. neurondev watch train.py --epochs 1")
     watched, raised = _watched_run(script, options)
     record = watched.record
+    from neurondev.results.ranks import job
+
+    where = job()
+    if where is not None:  # a rank of a torchrun job: rank 0 reports for all of them
+        return _watch_ranks(record, raised, where, options)
     if not options.sync_each_step and not options.no_verify and raised is None:
         record = _checked(record, script, options)
     from neurondev.results.watched import Watch
@@ -443,6 +449,39 @@ def _watch(options: argparse.Namespace) -> int:
         print(f"neurondev: the script raised {type(raised).__name__}: the record above is up to that point", file=sys.stderr)
         return EXIT_ERROR
     return EXIT_CLEAN if record.reached_steady_state else EXIT_FINDINGS
+
+
+def _own_exit(record: Any, raised: BaseException | None) -> int:
+    """A watch's exit code: the script's own sys.exit code, 2 when it raised, 1 when it never got steady, else 0."""
+    if raised is not None and record.raised is not None and record.raised.exit_code is not None:
+        return int(record.raised.exit_code)
+    if raised is not None:
+        return EXIT_ERROR
+    return EXIT_CLEAN if record.reached_steady_state else EXIT_FINDINGS
+
+
+def _watch_ranks(record: Any, raised: BaseException | None, where: Any, options: argparse.Namespace) -> int:
+    """One rank of a torchrun job: its record to rank 0, which writes the job's JSON and card and says where the
+    ranks diverge; 1 on rank 0 when they diverge in what they compile, else each rank's own code. The sync advice
+    is not run again here (that would start the job's script outside the job)."""
+    from neurondev.render.json import plain, watch_dict
+    from neurondev.render.ranks import ranks_report, ranks_summary
+    from neurondev.results.ranks import gathered, merged
+
+    own = _own_exit(record, raised)
+    output = Path(options.json or options.html or "neurondev-watch.json")
+    records = gathered({"rank": where.rank, **plain(watch_dict(record))}, where, output.resolve().parent)
+    if records is None:
+        return own
+    data, found = merged(records)
+    print(ranks_summary(data, found))
+    if options.html:
+        Path(options.html).write_text(ranks_report(data, found), encoding="utf-8")
+        print(f"report: {options.html}")
+    if options.json:
+        Path(options.json).write_text(json.dumps(data, indent=2, allow_nan=False), encoding="utf-8")
+        print(f"json: {options.json}")
+    return EXIT_FINDINGS if data["diverges_in_compiles"] else own
 
 
 def _watched_run(script: Path, options: argparse.Namespace) -> tuple[Any, BaseException | None]:

@@ -12,6 +12,7 @@ import torch
 
 import neurondev
 from neurondev._compat import dispatch_mode_keeps_compiled_code
+from tests.helpers import run_python
 
 
 @pytest.fixture
@@ -86,3 +87,21 @@ def test_a_watched_function_on_a_native_device_has_its_calls_costs_in_the_native
     assert {"copies_to_host", "copies_to_device", "syncs", "fallbacks", "device_lines"} <= set(calls.columns)
     if dispatch_mode_keeps_compiled_code():
         assert list(calls.fallbacks) == [1, 1] and all("aten::index_select" in text for text in calls.device_lines)
+
+
+def test_a_compiled_module_under_ddp_on_the_host_device_is_watched_to_its_end():
+    """dynamo makes fake tensors of DDP's views under the accounting mode, which then sees prim::device, an op the
+    dispatcher does not have: the watch used to raise it into the user's program."""
+    result = run_python("""
+        import torch, torch.distributed as dist, neurondev
+        from torch.nn.parallel import DistributedDataParallel
+        device = neurondev.host_device()
+        dist.init_process_group(store=dist.HashStore(), rank=0, world_size=1)
+        model = DistributedDataParallel(torch.compile(torch.nn.Linear(8, 1).to(device), backend="aot_eager"))
+        with neurondev.watch() as watched:
+            batch = torch.randn(4, 9).to(device)
+            model(batch[:, :8]).sum().backward()
+        print([(c.kind, c.step) for c in watched.record.compiles], watched.record.raised)
+        dist.destroy_process_group()
+    """)
+    assert result.stdout.strip().splitlines()[-1] == "[('first', 1)] None", result.stderr[-3000:]

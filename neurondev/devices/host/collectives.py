@@ -164,6 +164,9 @@ def _process_group_class() -> type:
             host = [_on_host(t) for t in tensors]
             return self._run(tensors, host, self._gloo.recv(host, src, tag), tensors)
 
+    for name, member in list(vars(HostProcessGroup).items()):
+        if callable(member) and not name.startswith("__"):  # run, never traced: a collective is a call into c10d
+            setattr(HostProcessGroup, name, torch.compiler.disable(member))
     return HostProcessGroup
 
 

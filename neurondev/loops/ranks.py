@@ -1,0 +1,130 @@
+"""Where the ranks of a job differ: per function and step, which ranks compiled, recompiled, made a new XLA
+program, fell back or copied while the others did not, each with its cause and line (from their watch JSON)."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from neurondev.rulebook import Ruled
+
+__all__ = ["COMPILING", "RankCause", "RankDivergence", "divergences"]
+
+COMPILING = ("compile", "recompile", "xla program")  # a rank that compiles alone leaves the others waiting in a collective
+_STEP_COUNTS = {"xla program": "xla_compiles", "fallback": "fallbacks", "copy to host": "copies_to_host"}
+
+
+@dataclasses.dataclass(frozen=True)
+class RankCause:
+    """What one rank did at a divergence: its rank, the compile's cause with its facts and the line dynamo
+    compiled (a compile), or the count and the lines of the step's device costs (a program, a fallback, a copy)."""
+
+    rank: int
+    cause: str | None = None
+    rule: str | None = None
+    value: str | None = None
+    before: str | None = None
+    after: str | None = None
+    file: str | None = None
+    line: int | None = None
+    count: int | None = None
+    where: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {key: value for key, value in dataclasses.asdict(self).items() if value is not None}
+
+
+@dataclasses.dataclass(frozen=True)
+class RankDivergence(Ruled):
+    """One place the ranks differ: a ``kind`` (``compile``, ``recompile``, ``xla program``, ``fallback``, ``copy to
+    host``) at a ``function`` (None for a step's device costs) and ``step``; ``ranks`` did it, ``others`` did not;
+    ``causes`` says what each of ``ranks`` did. ``compiles``: a divergence in what the ranks compile."""
+
+    RECORD: ClassVar[str] = "rank divergence"
+
+    kind: str
+    step: int | None
+    function: str | None
+    ranks: tuple[int, ...]
+    others: tuple[int, ...]
+    causes: tuple[RankCause, ...] = ()
+
+    @property
+    def compiles(self) -> bool:
+        return self.kind in COMPILING
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "kind": self.kind,
+            "step": self.step,
+            "function": self.function,
+            "ranks": list(self.ranks),
+            "others": list(self.others),
+            "causes": [cause.to_dict() for cause in self.causes],
+        }
+
+
+def divergences(ranks: Sequence[Mapping[str, Any]]) -> tuple[RankDivergence, ...]:
+    """Every place the ranks (each a watch's JSON with its ``rank``) differ, compiles first, in step order."""
+    every = tuple(int(data["rank"]) for data in ranks)
+    found = [*_compile_divergences(ranks, every), *_step_divergences(ranks, every)]
+    return tuple(sorted(found, key=lambda d: (d.step if d.step is not None else -1, COMPILING.index(d.kind) if d.compiles else 9)))
+
+
+def _compile_divergences(ranks: Sequence[Mapping[str, Any]], every: tuple[int, ...]) -> list[RankDivergence]:
+    """Per (kind, function, step): the ranks that compiled there while the others did not."""
+    seen: dict[tuple[str, str, int | None], dict[int, dict[str, Any]]] = collections.defaultdict(dict)
+    for data in ranks:
+        for row in data.get("compiles", ()):
+            kind = {"first": "compile", "recompile": "recompile"}.get(row.get("kind"))
+            if kind is not None:
+                seen[(kind, row["function"], row.get("step"))].setdefault(int(data["rank"]), row)
+    found = []
+    for (kind, function, step), rows in seen.items():
+        if len(rows) == len(every):
+            continue
+        causes = tuple(_compile_cause(rank, row) for rank, row in sorted(rows.items()))
+        found.append(RankDivergence(kind, step, function, tuple(sorted(rows)), _others(every, rows), causes))
+    return found
+
+
+def _compile_cause(rank: int, row: Mapping[str, Any]) -> RankCause:
+    return RankCause(
+        rank,
+        cause=row.get("cause"),
+        rule=row.get("rule"),
+        value=row.get("value"),
+        before=row.get("before"),
+        after=row.get("after"),
+        file=row.get("file"),
+        line=row.get("line"),
+    )
+
+
+def _step_divergences(ranks: Sequence[Mapping[str, Any]], every: tuple[int, ...]) -> list[RankDivergence]:
+    """Per step: the ranks whose step made a new XLA program, fell back or copied to the host where others did not."""
+    found = []
+    steps = sorted({row["step"] for data in ranks for row in data.get("steps", ())})
+    for step in steps:
+        rows = {int(data["rank"]): _row_of(data, step) for data in ranks}
+        for kind, column in _STEP_COUNTS.items():
+            did = {rank: row for rank, row in rows.items() if row is not None and (row.get(column) or 0) > 0}
+            measured = [rank for rank, row in rows.items() if row is not None and row.get(column) is not None]
+            if did and len(did) < len(measured):
+                causes = tuple(
+                    RankCause(rank, count=row[column], where=row.get("xla_triggers") or row.get("device_lines"))
+                    for rank, row in sorted(did.items())
+                )
+                found.append(RankDivergence(kind, step, None, tuple(sorted(did)), _others(every, did), causes))
+    return found
+
+
+def _row_of(data: Mapping[str, Any], step: int) -> Mapping[str, Any] | None:
+    return next((row for row in data.get("steps", ()) if row["step"] == step), None)
+
+
+def _others(every: tuple[int, ...], did: Mapping[int, Any]) -> tuple[int, ...]:
+    return tuple(rank for rank in every if rank not in did)
