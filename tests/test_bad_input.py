@@ -233,6 +233,14 @@ def test_watch_misuse_is_named():
         neurondev.watch()(1)
     with pytest.raises(neurondev.InvalidOptionError, match=r"record is the WatchRecord of a finished watch .*got dict"):
         neurondev.Watch(record={"steps": []})
+    with neurondev.watch() as watched:
+        pass
+    with pytest.raises(neurondev.InvalidOptionError, match="timeout is a number of seconds above 0"):
+        watched.across_ranks(timeout=0)
+    with pytest.raises(neurondev.InvalidOptionError, match="folder is an existing folder every rank can write to"):
+        watched.across_ranks(__file__)
+    alone = watched.across_ranks()  # no torchrun: a job of one rank, nothing written
+    assert [data["rank"] for data in alone.to_dict()["ranks"]] == [0] and alone.divergence == ()
 
 
 @pytest.mark.parametrize(

@@ -348,7 +348,6 @@ def _codes(given: list[str] | None) -> tuple[str, ...] | None:
 
 
 def _check(options: argparse.Namespace) -> int:
-    import json
 
     from neurondev.errors import DevicePinsError
     from neurondev.render.json import SCHEMA
@@ -434,9 +433,8 @@ def _watch(options: argparse.Namespace) -> int:
     record = watched.record
     from neurondev.results.ranks import job
 
-    where = job()
-    if where is not None:  # a rank of a torchrun job: rank 0 reports for all of them
-        return _watch_ranks(record, raised, where, options)
+    if job() is not None:  # a rank of a torchrun job: rank 0 reports for all of them
+        return _watch_ranks(record, raised, options)
     if not options.sync_each_step and not options.no_verify and raised is None:
         record = _checked(record, script, options)
     from neurondev.results.watched import Watch
@@ -460,28 +458,19 @@ def _own_exit(record: Any, raised: BaseException | None) -> int:
     return EXIT_CLEAN if record.reached_steady_state else EXIT_FINDINGS
 
 
-def _watch_ranks(record: Any, raised: BaseException | None, where: Any, options: argparse.Namespace) -> int:
+def _watch_ranks(record: Any, raised: BaseException | None, options: argparse.Namespace) -> int:
     """One rank of a torchrun job: its record to rank 0, which writes the job's JSON and card and says where the
     ranks diverge; 1 on rank 0 when they diverge in what they compile, else each rank's own code. The sync advice
     is not run again here (that would start the job's script outside the job)."""
-    from neurondev.render.json import plain, watch_dict
-    from neurondev.render.ranks import ranks_report, ranks_summary
-    from neurondev.results.ranks import gathered, merged
+    from neurondev.results.watched import Watch
 
     own = _own_exit(record, raised)
     output = Path(options.json or options.html or "neurondev-watch.json")
-    records = gathered({"rank": where.rank, **plain(watch_dict(record))}, where, output.resolve().parent)
-    if records is None:
+    job = Watch.of(record).across_ranks(output.resolve().parent)
+    if job is None:
         return own
-    data, found = merged(records)
-    print(ranks_summary(data, found))
-    if options.html:
-        Path(options.html).write_text(ranks_report(data, found), encoding="utf-8")
-        print(f"report: {options.html}")
-    if options.json:
-        Path(options.json).write_text(json.dumps(data, indent=2, allow_nan=False), encoding="utf-8")
-        print(f"json: {options.json}")
-    return EXIT_FINDINGS if data["diverges_in_compiles"] else own
+    _summary_and_files(job, options)
+    return EXIT_FINDINGS if job.diverges_in_compiles else own
 
 
 def _watched_run(script: Path, options: argparse.Namespace) -> tuple[Any, BaseException | None]:
@@ -513,7 +502,6 @@ def _watched_run(script: Path, options: argparse.Namespace) -> tuple[Any, BaseEx
 def _checked(record: Any, script: Path, options: argparse.Namespace) -> Any:
     """The record with its sync advice checked: the script run again, in a fresh process, with
     torch_xla.sync() at the end of each step (nothing else changed)."""
-    import json
     import subprocess
     import tempfile
 

@@ -7,6 +7,7 @@ the output, named after the job's run id, that rank 0 reads and removes.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -16,9 +17,9 @@ from typing import Any
 
 from neurondev.loops.ranks import RankDivergence, divergences
 from neurondev.render.json import SCHEMA
-from neurondev.render.ranks import divergence_text
+from neurondev.render.ranks import divergence_text, ranks_card, ranks_report, ranks_summary
 
-__all__ = ["Job", "gathered", "job", "merged"]
+__all__ = ["Job", "Ranks", "across_ranks", "gathered", "job", "merged"]
 
 
 class Job:
@@ -98,3 +99,48 @@ def merged(records: Sequence[dict[str, Any] | None]) -> tuple[dict[str, Any], tu
         "diverges_in_compiles": any(d.compiles for d in found),
     }
     return data, found
+
+
+@dataclasses.dataclass(frozen=True)
+class Ranks:
+    """A job's watch on rank 0: ``data`` (the JSON: ``ranks``, ``missing``, ``divergence``) and the divergences;
+    ``summary()``, ``to_json()``, ``save_html()`` and the card in a notebook."""
+
+    data: dict[str, Any]
+    divergence: tuple[RankDivergence, ...]
+
+    @property
+    def diverges_in_compiles(self) -> bool:
+        return bool(self.data["diverges_in_compiles"])
+
+    def summary(self) -> str:
+        return ranks_summary(self.data, self.divergence)
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.data
+
+    def to_json(self, **options: Any) -> str:
+        return json.dumps(self.data, indent=options.pop("indent", 2), allow_nan=False, **options)
+
+    def save_html(self, path: str | os.PathLike[str]) -> Path:
+        target = Path(path)
+        target.write_text(ranks_report(self.data, self.divergence), encoding="utf-8")
+        return target
+
+    def _repr_html_(self) -> str:
+        return ranks_card(self.data, self.divergence)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+
+def across_ranks(data: dict[str, Any], folder: Path, *, timeout: float = 600.0, environ: Mapping[str, str] | None = None) -> Ranks | None:
+    """This rank's watch JSON ``data`` gathered with the other ranks' to rank 0: the job's Ranks there, None on
+    the other ranks; a process that is no rank of a torchrun job is a job of one."""
+    where = job(environ)
+    records: list[dict[str, Any] | None] | None = [{"rank": 0, **data}]
+    if where is not None:
+        records = gathered({"rank": where.rank, **data}, where, folder, timeout=timeout)
+    if records is None:
+        return None
+    return Ranks(*merged(records))
