@@ -369,10 +369,31 @@ def _check(options: argparse.Namespace) -> int:
         )
     except DevicePinsError as error:
         findings = [{**f.to_dict(), "url": rule_named(f.rule).url if f.rule else None} for f in error.findings]
-        print(json.dumps({"schema": SCHEMA, "clean": False, "findings": findings}, indent=2) if options.json else str(error))
-        return EXIT_FINDINGS
-    print(json.dumps({"schema": SCHEMA, "clean": True, "findings": []}) if options.json else f"{options.function}: no device pins")
-    return EXIT_CLEAN
+        return _checked_result({"schema": SCHEMA, "clean": False, "findings": findings}, str(error), options)
+    return _checked_result({"schema": SCHEMA, "clean": True, "findings": []}, f"{options.function}: no device pins", options)
+
+
+def _checked_result(result: dict[str, Any], text: str, options: argparse.Namespace) -> int:
+    """Print a check's result (its JSON with --json); under torchrun rank 0 prints every rank's, naming the ranks
+    that failed, and fails when any did (the other ranks print nothing and exit with their own code)."""
+    from neurondev.results.ranks import gathered, job
+
+    own = EXIT_CLEAN if result["clean"] else EXIT_FINDINGS
+    where = job()
+    if where is None:
+        print(json.dumps(result, indent=2) if options.json else text)
+        return own
+    records = gathered({**result, "rank": where.rank, "text": text}, where, Path.cwd())
+    if records is None:
+        return own
+    failed = [rank for rank, record in enumerate(records) if record is None or not record["clean"]]
+    if options.json:
+        print(json.dumps({"schema": result["schema"], "clean": not failed, "failed_ranks": failed, "ranks": records}, indent=2))
+    else:
+        for rank, record in enumerate(records):
+            print(f"rank {rank}: " + (record["text"] if record is not None else "sent no result"))
+        print(f"neurondev check: failed on rank(s) {', '.join(map(str, failed))}" if failed else "neurondev check: every rank is clean")
+    return EXIT_FINDINGS if failed else own
 
 
 def _fix(options: argparse.Namespace) -> int:

@@ -45,7 +45,11 @@ def _run(fn: Callable, args: tuple, kwargs: dict) -> Any:
         return check(fn, *args, **kwargs)
     except NeurondevError as error:  # pins, or a wrong call of the guard itself: a test failure, not a traceback
         message = str(error)
-    pytest.fail(message, pytrace=False)  # outside the except: no "during handling" chain
+    from neurondev.results.ranks import job
+
+    where = job()  # under torchrun each rank runs the suite: say which one failed
+    rank = f"on rank {where.rank} of {where.world} (torchrun): " if where is not None else ""
+    pytest.fail(rank + message, pytrace=False)  # outside the except: no "during handling" chain
 
 
 @pytest.fixture

@@ -215,10 +215,14 @@ def _native_columns(step: Step) -> dict[str, Any]:
     }
 
 
+def _by(collective: str | None) -> str:
+    return f" by {collective}" if collective else ""
+
+
 def device_lines(seen: Seen) -> str | None:
     """'copy to host at f.py:9; 2 sync(s) at f.py:12; aten::index_select at f.py:14': where a step's device costs were."""
-    parts = [f"{c.transfers_to_host} copy(ies) to host at {c.where}" for c in seen.host_copies if c.transfers_to_host]
-    parts += [f"{u.transfers_to_device} copy(ies) to device at {u.where}" for u in seen.uploads]
+    parts = [f"{c.transfers_to_host} copy(ies) to host{_by(c.collective)} at {c.where}" for c in seen.host_copies if c.transfers_to_host]
+    parts += [f"{u.transfers_to_device} copy(ies) to device{_by(u.collective)} at {u.where}" for u in seen.uploads]
     parts += [f"{c.syncs} sync(s) at {c.where}" for c in seen.host_copies if c.syncs]
     parts += [f"{f.calls} x {f.op} at {f.where}" for f in seen.fallbacks]
     return "; ".join(parts) or None

@@ -28,6 +28,7 @@ import torch.fx
 
 from neurondev._compat import OpOverload, TorchDispatchMode, backend_key, dispatch_handler, kernel_route, run_below_mode
 from neurondev.fx.modules import module_path
+from neurondev.native.marks import current_collective
 from neurondev.runs.counts import Counts
 from neurondev.trace.source import Located, SourceLine, is_program_file, source_line, source_of
 
@@ -62,7 +63,8 @@ class DeviceEvent(Located):
     """One thing a native device did that costs the program: ``kind`` (one of ``EVENT_KINDS``), the ATen
     op that did it as the dispatcher ran it (for a fallback: the op that fell back, ``aten::index_select``),
     the op the program called (``called``: ``aten::embedding``; the same op when it was called directly),
-    the bytes it moved, the graph node and module it happened in, and the line."""
+    the bytes it moved, the graph node and module it happened in, the line, and the collective a copy was part
+    of (``c10d::allreduce``: a process group that moves device tensors through the host)."""
 
     kind: str
     op: str
@@ -71,6 +73,7 @@ class DeviceEvent(Located):
     module: str = ""
     source: SourceLine | None = None
     called: str | None = None
+    collective: str | None = None
 
 
 class _Frame:
@@ -208,7 +211,7 @@ class Accounting(TorchDispatchMode):
     def _add(self, kind: str, func: OpOverload, nbytes: int, outer: list[_Frame]) -> None:
         node, module, source = self._where()
         called = name_of(outer[0].func) if outer else None
-        event = DeviceEvent(kind, name_of(func), nbytes, node, module, source, called)
+        event = DeviceEvent(kind, name_of(func), nbytes, node, module, source, called, current_collective())
         with self._lock:
             self.events.append(event)
             self._totals.add(event)
@@ -283,9 +286,12 @@ class _Totals:
 
     def __init__(self) -> None:
         self.to_host = self.to_device = self.bytes_to_host = self.bytes_to_device = self.syncs = self.fallback_bytes = 0
+        self.collective_copies = 0
         self.fallbacks: dict[str, int] = {}
 
     def add(self, event: DeviceEvent) -> None:
+        if event.collective is not None and event.kind in ("copy to host", "copy to device"):
+            self.collective_copies += 1
         if event.kind == "copy to host":
             self.to_host += 1
             self.bytes_to_host += event.bytes
@@ -307,6 +313,7 @@ class _Totals:
             bytes_to_host=self.bytes_to_host,
             bytes_to_device=self.bytes_to_device,
             fallback_bytes=self.fallback_bytes,
+            collective_copies=self.collective_copies,
         )
 
 

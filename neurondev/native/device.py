@@ -139,9 +139,9 @@ def grouped(events: list[DeviceEvent]) -> Seen:
     fallbacks: dict[tuple[Any, ...], list[DeviceEvent]] = {}
     for event in events:
         if event.kind in ("copy to host", "sync"):
-            copies.setdefault((event.node, event.file, event.line), []).append(event)
+            copies.setdefault((event.node, event.file, event.line, event.collective), []).append(event)
         elif event.kind == "copy to device":
-            uploads.setdefault((event.node, event.file, event.line), []).append(event)
+            uploads.setdefault((event.node, event.file, event.line, event.collective), []).append(event)
         elif event.kind == "fallback":
             fallbacks.setdefault((event.op, event.called, event.node, event.module, event.file, event.line), []).append(event)
     return Seen(
@@ -155,13 +155,20 @@ def _host_copy(group: list[DeviceEvent]) -> HostCopy:
     first = group[0]
     copies = [e for e in group if e.kind == "copy to host"]
     return HostCopy(
-        first.node or "", first.op, len(copies), len(group) - len(copies), sum(e.bytes for e in copies), first.source, first.module
+        first.node or "",
+        first.op,
+        len(copies),
+        len(group) - len(copies),
+        sum(e.bytes for e in copies),
+        first.source,
+        first.module,
+        first.collective,
     )
 
 
 def _upload(group: list[DeviceEvent]) -> Upload:
     first = group[0]
-    return Upload(first.node or "", first.op, len(group), first.source, sum(e.bytes for e in group), first.module)
+    return Upload(first.node or "", first.op, len(group), first.source, sum(e.bytes for e in group), first.module, first.collective)
 
 
 def _fallback(group: list[DeviceEvent]) -> Fallback:

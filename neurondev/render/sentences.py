@@ -412,7 +412,8 @@ def graph_break_text(cut: GraphBreak) -> str:
 @describe.register
 def host_copy_text(copy: HostCopy) -> str:
     if copy.transfers_to_host:
-        return f"{copy.function} copied {copy.bytes} bytes to the host ({copy.transfers_to_host} copies){_at(copy)}"
+        by = f" for {copy.collective} (this device's collectives go through the host; a real device's do not)" if copy.collective else ""
+        return f"{copy.function} copied {copy.bytes} bytes to the host ({copy.transfers_to_host} copies){by}{_at(copy)}"
     return f"{copy.function} made the host wait for the device ({copy.syncs} sync(s)){_at(copy)}"
 
 

@@ -32,7 +32,9 @@ class Watch(WatchDisplay):
         if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
             raise InvalidOptionError(f"timeout is a number of seconds above 0, got {timeout!r}")
         if not isinstance(folder, (str, os.PathLike)) or not Path(folder).is_dir():
-            raise InvalidOptionError(f"folder is an existing folder every rank can write to (the ranks' records meet there), got {folder!r}")
+            raise InvalidOptionError(
+                f"folder is an existing folder every rank can write to (the ranks' records meet there), got {folder!r}"
+            )
         return across_ranks(plain(watch_dict(self.record)), Path(folder), timeout=float(timeout))
 
 

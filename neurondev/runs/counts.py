@@ -17,7 +17,8 @@ class Counts:
     program made (with their ``bytes_to_host`` / ``bytes_to_device``), ``syncs`` the host reads of device
     values (``.item()``), ``fallbacks`` the ops its backend ran on the CPU and ``fallback_bytes`` what
     those copied; it has no lazy program to execute or compile (0). ``compile_seconds`` is the time XLA
-    spent compiling, ``cached_compiles`` the programs it found in its cache instead (XLA).
+    spent compiling, ``cached_compiles`` the programs it found in its cache instead (XLA); ``collective_copies``
+    how many of the native copies a collective made (a process group moving device tensors through the host).
     """
 
     executions: int = 0
@@ -31,6 +32,7 @@ class Counts:
     fallback_bytes: int = 0
     compile_seconds: float = 0.0
     cached_compiles: int = 0
+    collective_copies: int = 0
 
     def __sub__(self, other: Counts) -> Counts:
         earlier = dict(other.fallbacks)
@@ -48,6 +50,7 @@ class Counts:
             self.fallback_bytes - other.fallback_bytes,
             self.compile_seconds - other.compile_seconds,
             max(self.cached_compiles - other.cached_compiles, 0),
+            self.collective_copies - other.collective_copies,
         )
 
     @property

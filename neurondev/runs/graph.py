@@ -285,8 +285,9 @@ def _graph_break(node: torch.fx.Node, delta: Counts) -> GraphBreak:
 
 
 def _host_copy(node: torch.fx.Node, delta: Counts) -> HostCopy:
+    by = function_name(node) if delta.collective_copies else None  # the node is a collective moving its tensors through the host
     return HostCopy(
-        node.name, function_name(node), delta.transfers_to_host, delta.syncs, delta.bytes_to_host, source_of(node), module_path(node)
+        node.name, function_name(node), delta.transfers_to_host, delta.syncs, delta.bytes_to_host, source_of(node), module_path(node), by
     )
 
 
@@ -300,7 +301,8 @@ def _fallbacks(node: torch.fx.Node, delta: Counts) -> list[Fallback]:
 
 
 def _upload(node: torch.fx.Node, delta: Counts) -> Upload:
-    return Upload(node.name, function_name(node), delta.transfers_to_device, source_of(node), delta.bytes_to_device, module_path(node))
+    by = function_name(node) if delta.collective_copies else None
+    return Upload(node.name, function_name(node), delta.transfers_to_device, source_of(node), delta.bytes_to_device, module_path(node), by)
 
 
 def _devices(value: Any) -> Any:

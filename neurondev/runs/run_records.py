@@ -75,7 +75,9 @@ class GraphBreak(Located, Ruled):
 class HostCopy(Located, Ruled):
     """A node during which a native device handed data to the host mid-graph: copies to the host
     (``transfers_to_host``, ``bytes``) and syncs (a host read of a device value, ``.item()``). A native
-    device has no lazy graph to break: the program waits for the device and copies instead."""
+    device has no lazy graph to break: the program waits for the device and copies instead. ``collective``: the
+    collective the copies were part of (``c10d::allreduce``, a process group moving device tensors through the
+    host, as the host device's does; on a real device a collective is the device's own operation)."""
 
     RECORD = "host copy"
 
@@ -86,6 +88,7 @@ class HostCopy(Located, Ruled):
     bytes: int
     source: SourceLine | None = None
     module: str = ""
+    collective: str | None = None
 
     @property
     def rule(self) -> str | None:
@@ -101,6 +104,7 @@ class HostCopy(Located, Ruled):
             "syncs": self.syncs,
             "bytes": self.bytes,
             "module": self.module,
+            "collective": self.collective,
             **self.source_dict(),
         }
 
@@ -146,7 +150,8 @@ class Fallback(Located, Ruled):
 class Upload(Located, Ruled):
     """A node (or, in a program, a line) that copies host data to the device on every call (``torch.tensor([...],
     device=...)``, ``torch.arange(4).to(x.device)``, ``torch.rand``, an empty KV cache): no break, but a transfer
-    per call; the bytes it moved where the device counts them (native devices) and the module."""
+    per call; the bytes it moved where the device counts them (native devices), the module, and the collective
+    it was part of (as ``HostCopy.collective``)."""
 
     RECORD = "upload"
 
@@ -156,6 +161,7 @@ class Upload(Located, Ruled):
     source: SourceLine | None = None
     bytes: int = 0
     module: str = ""
+    collective: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -165,6 +171,7 @@ class Upload(Located, Ruled):
             "transfers_to_device": self.transfers_to_device,
             "bytes": self.bytes,
             "module": self.module,
+            "collective": self.collective,
             **self.source_dict(),
         }
 

@@ -8,9 +8,10 @@ torchrun then picks it (the host device is the process's accelerator), as it pic
 
 Each collective copies its host-device tensors to the CPU, runs gloo's collective there, and copies the
 results back: on the host device those are copies within host memory, which the device's own log and
-dispatch accounting see as copies to and from the device (``aten::_to_copy`` and ``aten::copy_``); on a
-real device a collective is a device operation (its runtime's, NCCL's or Neuron's collectives) and moves
-no data through the host. Work completes before the call returns.
+dispatch accounting see as copies to and from the device (``aten::_to_copy`` and ``aten::copy_``), counted
+like any other and said to be the collective's (``HostCopy.collective``: ``c10d::allreduce``); on a real
+device a collective is a device operation (its runtime's, NCCL's or Neuron's collectives) and moves no data
+through the host. Work completes before the call returns.
 """
 
 from __future__ import annotations
@@ -165,9 +166,43 @@ def _process_group_class() -> type:
             return self._run(tensors, host, self._gloo.recv(host, src, tag), tensors)
 
     for name, member in list(vars(HostProcessGroup).items()):
-        if callable(member) and not name.startswith("__"):  # run, never traced: a collective is a call into c10d
-            setattr(HostProcessGroup, name, torch.compiler.disable(member))
+        if callable(member) and not name.startswith("_") or name in _COLLECTIVES:  # run, never traced: a call into c10d
+            setattr(HostProcessGroup, name, torch.compiler.disable(_said(name, member) if name in _COLLECTIVES else member))
     return HostProcessGroup
+
+
+_COLLECTIVES = {
+    "broadcast",
+    "allreduce",
+    "allreduce_coalesced",
+    "reduce",
+    "allgather",
+    "_allgather_base",
+    "all_gather_single",
+    "allgather_into_tensor_coalesced",
+    "all_gather_single_coalesced",
+    "reduce_scatter",
+    "_reduce_scatter_base",
+    "reduce_scatter_single",
+    "reduce_scatter_tensor_coalesced",
+    "reduce_scatter_single_coalesced",
+    "gather",
+    "scatter",
+    "send",
+    "recv",
+}
+
+
+def _said(name: str, method: Any) -> Any:
+    """``method`` with its copies said to be the collective's (``c10d::allreduce``), for the device's accounting."""
+    from neurondev.native.marks import collective
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with collective(f"c10d::{name.strip('_')}"):
+            return method(*args, **kwargs)
+
+    run.__name__ = run.__qualname__ = name
+    return run
 
 
 _class: type | None = None

@@ -54,3 +54,15 @@ def test_a_model_trains_two_steps_across_two_ranks_on_the_host_device_as_on_cpu(
     first, second = ranks(tmp_path / "hostdev", 2)
     assert not torch.equal(first["losses"], second["losses"])  # each rank its own batches
     assert torch.equal(first["weight"], second["weight"])  # one model: the gradients were averaged
+
+
+def test_explain_on_each_rank_finds_the_frozen_copy_and_the_pass_removes_it_leaving_the_collectives_own(tmp_path):
+    """The seed's collective case on the host device with two ranks: on every rank the buffer is frozen to the CPU
+    and its copy_ copies to the host; after the pass only the collective's own copies are left, said to be its."""
+    torchrun(2, "explain.py", str(tmp_path / "explained"))
+    collective = "_c10d_functional.reduce_scatter_tensor"
+    for rank, found in enumerate(ranks(tmp_path / "explained", 2)):
+        assert found["pins"] == [("output", "torch.empty", "cpu")], rank
+        assert [(f, c) for f, c, _ in found["before"]] == [("Tensor.copy_", None), (collective, collective)], found["before"]
+        assert [(f, c) for f, c, _ in found["after"]] == [(collective, collective)], found["after"]
+        assert found["values"] is True and torch.equal(found["output"], found["expected"]) and found["program"] is True

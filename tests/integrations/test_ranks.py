@@ -1,0 +1,63 @@
+"""neurondev check and the pytest marker under torchrun: the job fails when any rank fails, and the rank is named."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+RANKED = textwrap.dedent("""
+    import os
+
+    import torch
+
+
+    def step(x):
+        if os.environ.get("RANK") == "1":  # this rank's code differs: it pins a value to the device it traced on
+            return x + torch.ones(x.shape, device=x.device)
+        return x + x.new_ones(x.shape)
+""")
+
+
+def torchrun(folder, *command: str) -> subprocess.CompletedProcess:
+    run = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", *command]
+    environ = {k: v for k, v in os.environ.items() if k not in ("PJRT_DEVICE", "PYTEST_XDIST_WORKER")} | {"OMP_NUM_THREADS": "1"}
+    return subprocess.run(run, capture_output=True, text=True, timeout=600, env=environ, cwd=folder)
+
+
+def test_neurondev_check_fails_the_job_naming_the_rank_that_failed(tmp_path):
+    (tmp_path / "ranked.py").write_text(RANKED)
+    done = torchrun(tmp_path, "-m", "neurondev", "check", "ranked.py:step", "--input", "randn(8)", "--target", "hostdev")
+    assert done.returncode != 0
+    assert "rank 0: ranked.py:step: no device pins" in done.stdout
+    assert "rank 1: 1 device pin(s) frozen into the graph of step" in done.stdout and "[ND101]" in done.stdout
+    assert "neurondev check: failed on rank(s) 1" in done.stdout
+
+
+def test_a_clean_function_passes_on_every_rank(tmp_path):
+    (tmp_path / "ranked.py").write_text(RANKED.replace('"1"', '"9"'))
+    done = torchrun(tmp_path, "-m", "neurondev", "check", "ranked.py:step", "--input", "randn(8)", "--target", "hostdev")
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    assert "neurondev check: every rank is clean" in done.stdout
+
+
+def test_the_pytest_marker_fails_on_the_rank_whose_code_pins_and_says_which(tmp_path):
+    (tmp_path / "ranked.py").write_text(RANKED)
+    (tmp_path / "test_step.py").write_text(
+        textwrap.dedent("""
+            import pytest
+            import torch
+
+            from ranked import step
+
+
+            @pytest.mark.neurondev_check(step, torch.randn(8), target="hostdev")
+            def test_step():
+                pass
+        """)
+    )
+    done = torchrun(tmp_path, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_step.py")
+    assert done.returncode != 0
+    assert "on rank 1 of 2 (torchrun): 1 device pin(s) frozen" in done.stdout
+    assert "on rank 0 of 2" not in done.stdout and done.stdout.count("1 passed") == 1
