@@ -973,6 +973,35 @@ print("clean:", neurondev.check(Net(), torch.randn(2, 16), target=device, fallba
 `neurondev check ... --target hostdev --fallbacks error` for CI. On a Trainium machine with TorchNeuron
 the default target is its `neuron` device, and the same calls run there.""",
     ),
+    (
+        "md",
+        """## Two ranks, one of them ragged
+
+The host device has collectives (gloo on host copies), so a DDP job runs on it under `torchrun`.
+`neurondev/gallery/ragged_ranks.py` trains on two ranks, each on its own shard; the last rank's shard is
+a sample short, so its last batch has 3 rows where the other's has 4. `neurondev watch` under torchrun
+watches both ranks, and rank 0 says where they diverge ([ND412](../rules/ND412.md)); `--pad` is the fix.
+See the how-to guide *Across ranks*.""",
+    ),
+    (
+        "code",
+        """import json, subprocess, sys, tempfile
+from neurondev.gallery import ragged_ranks
+
+def watched_job(*arguments):
+    with tempfile.TemporaryDirectory() as folder:
+        command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+                   "-m", "neurondev", "watch", "--json", f"{folder}/ranks.json", ragged_ranks.__file__, *arguments]
+        done = subprocess.run(command, capture_output=True, text=True, cwd=folder)
+        return done.returncode, json.load(open(f"{folder}/ranks.json"))
+
+code, job = watched_job()
+print("exit code != 0:", code != 0)
+for divergence in job["divergence"]:
+    print(divergence["rule"], divergence["text"])
+code, job = watched_job("--pad")
+print("padded: exit code", code, "| divergences:", job["divergence"])""",
+    ),
 ]
 
 NOTEBOOK_CELLS = {

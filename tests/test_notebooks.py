@@ -112,6 +112,9 @@ KEY_TEXT = {
         "xla: runs True, agrees with CPU True, CPU fallbacks per call 0",
         "aten::addmm.out fell back to the CPU 1 time(s) per call (464 bytes copied) in fc",
         "clean: Net",
+        "exit code != 0: True",
+        "ND412 step 4: rank 1 recompiled Linear.forward and rank 0 did not (rank 1: args[0] was 4 when traced and is 3 at linear.py:130 [ND405])",
+        "padded: exit code 0 | divergences: []",
     ],
 }
 _TIMING = re.compile(r"\d+(?:\.\d+)?\s?(?:ms|s)\b")
