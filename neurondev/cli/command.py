@@ -376,7 +376,7 @@ def _check(options: argparse.Namespace) -> int:
 def _checked_result(result: dict[str, Any], text: str, options: argparse.Namespace) -> int:
     """Print a check's result (its JSON with --json); under torchrun rank 0 prints every rank's, naming the ranks
     that failed, and fails when any did (the other ranks print nothing and exit with their own code)."""
-    from neurondev.results.ranks import gathered, job
+    from neurondev.results.jobs import gathered, job
 
     own = EXIT_CLEAN if result["clean"] else EXIT_FINDINGS
     where = job()
@@ -452,7 +452,7 @@ def _watch(options: argparse.Namespace) -> int:
         raise UsageError(f"no script {options.script}: give the path of a Python file, e.g. neurondev watch train.py --epochs 1")
     watched, raised = _watched_run(script, options)
     record = watched.record
-    from neurondev.results.ranks import job
+    from neurondev.results.jobs import job
 
     if job() is not None:  # a rank of a torchrun job: rank 0 reports for all of them
         return _watch_ranks(record, raised, options)

@@ -27,10 +27,10 @@ def main(argv: list[str] | None = None) -> list[float]:
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
 
-    import neurondev
+    from neurondev.devices.host.loader import host_device
 
     options = _options(argv)
-    device = neurondev.host_device() if options.device == "hostdev" else torch.device(options.device)
+    device = host_device() if options.device == "hostdev" else torch.device(options.device)
     dist.init_process_group()
     rank, size = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(0)

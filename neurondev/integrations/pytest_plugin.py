@@ -45,7 +45,7 @@ def _run(fn: Callable, args: tuple, kwargs: dict) -> Any:
         return check(fn, *args, **kwargs)
     except NeurondevError as error:  # pins, or a wrong call of the guard itself: a test failure, not a traceback
         message = str(error)
-    from neurondev.results.ranks import job
+    from neurondev.results.jobs import job
 
     where = job()  # under torchrun each rank runs the suite: say which one failed
     rank = f"on rank {where.rank} of {where.world} (torchrun): " if where is not None else ""

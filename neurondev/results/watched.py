@@ -11,7 +11,7 @@ from neurondev.errors import InvalidOptionError
 from neurondev.render.display import WatchDisplay
 
 if TYPE_CHECKING:
-    from neurondev.results.ranks import Ranks
+    from neurondev.results.jobs import Ranks
 
 __all__ = ["Watch", "watch"]
 
@@ -27,7 +27,7 @@ class Watch(WatchDisplay):
         travel through the job's process group while it is up, else through files in ``folder`` (removed after).
         Outside a torchrun job it is a job of one rank."""
         from neurondev.render.json import plain, watch_dict
-        from neurondev.results.ranks import across_ranks
+        from neurondev.results.jobs import across_ranks
 
         if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
             raise InvalidOptionError(f"timeout is a number of seconds above 0, got {timeout!r}")

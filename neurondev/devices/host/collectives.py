@@ -102,16 +102,23 @@ def _process_group_class() -> type:
             host = [_on_host(t) for t in tensors]
             return self._run(tensors, host, self._gloo.reduce(host, opts), tensors)
 
-        def allgather(self, outputs: list[list[torch.Tensor]], inputs: list[torch.Tensor], opts: Any) -> Any:
+        def _to_lists(self, run: Any, outputs: list[list[torch.Tensor]], inputs: list[torch.Tensor], opts: Any) -> Any:
+            """A collective from tensors into lists of tensors (gather, all_gather), run on host copies."""
             host_out = [[_on_host(t) for t in out] for out in outputs]
-            work = self._gloo.allgather(host_out, [_on_host(t) for t in inputs], opts)
+            work = run(host_out, [_on_host(t) for t in inputs], opts)
             flat = [t for out in outputs for t in out]
             return self._run(flat, [t for out in host_out for t in out], work, outputs)
 
-        def _allgather_base(self, output: torch.Tensor, input: torch.Tensor, opts: Any) -> Any:
+        def _single(self, names: tuple[str, ...], output: torch.Tensor, input: torch.Tensor, opts: Any) -> Any:
+            """A collective of one output tensor and one input tensor, by gloo's name for it in this torch."""
             host = _on_host(output)
-            gather = _named(self._gloo, "all_gather_single", "_allgather_base")
-            return self._run([output], [host], gather(host, _on_host(input), opts), output)
+            return self._run([output], [host], _named(self._gloo, *names)(host, _on_host(input), opts), output)
+
+        def allgather(self, outputs: list[list[torch.Tensor]], inputs: list[torch.Tensor], opts: Any) -> Any:
+            return self._to_lists(self._gloo.allgather, outputs, inputs, opts)
+
+        def _allgather_base(self, output: torch.Tensor, input: torch.Tensor, opts: Any) -> Any:
+            return self._single(("all_gather_single", "_allgather_base"), output, input, opts)
 
         all_gather_single = _allgather_base  # its name from torch 2.11 on
 
@@ -129,9 +136,7 @@ def _process_group_class() -> type:
             return self._run(outputs, host, work, outputs)
 
         def _reduce_scatter_base(self, output: torch.Tensor, input: torch.Tensor, opts: Any) -> Any:
-            host = _on_host(output)
-            scatter = _named(self._gloo, "reduce_scatter_single", "_reduce_scatter_base")
-            return self._run([output], [host], scatter(host, _on_host(input), opts), output)
+            return self._single(("reduce_scatter_single", "_reduce_scatter_base"), output, input, opts)
 
         reduce_scatter_single = _reduce_scatter_base  # its name from torch 2.11 on
 
@@ -144,10 +149,7 @@ def _process_group_class() -> type:
         reduce_scatter_single_coalesced = reduce_scatter_tensor_coalesced
 
         def gather(self, outputs: list[list[torch.Tensor]], inputs: list[torch.Tensor], opts: Any) -> Any:
-            host_out = [[_on_host(t) for t in out] for out in outputs]
-            work = self._gloo.gather(host_out, [_on_host(t) for t in inputs], opts)
-            flat = [t for out in outputs for t in out]
-            return self._run(flat, [t for out in host_out for t in out], work, outputs)
+            return self._to_lists(self._gloo.gather, outputs, inputs, opts)
 
         def scatter(self, outputs: list[torch.Tensor], inputs: list[list[torch.Tensor]], opts: Any) -> Any:
             host = [_on_host(t) for t in outputs]

@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from neurondev.loops.ranks import RankDivergence, divergences
+from neurondev.loops.divergence import RankDivergence, divergences
+from neurondev.render.job_card import divergence_text, ranks_card, ranks_report, ranks_summary
 from neurondev.render.json import SCHEMA
-from neurondev.render.ranks import divergence_text, ranks_card, ranks_report, ranks_summary
 
 __all__ = ["Job", "Ranks", "across_ranks", "gathered", "job", "merged"]
 

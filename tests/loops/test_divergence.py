@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from neurondev.loops.ranks import divergences
-from neurondev.results.ranks import job, merged
+from neurondev.loops.divergence import divergences
+from neurondev.results.jobs import job, merged
 
 
 def rank(number, compiles=(), steps=()):

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from neurondev.loops.ranks import RankCause, RankDivergence
+from neurondev.loops.divergence import RankCause, RankDivergence
 from neurondev.render.html import CSS
 from neurondev.render.html import escape as _e
 from neurondev.rulebook import rule_named
