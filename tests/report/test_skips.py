@@ -32,3 +32,9 @@ def test_explain_without_runs_says_why_as_a_value_and_in_words_in_its_json():
     assert ex.skipped == Skip("run off") and ex.program_skipped == Skip("run off")
     report = json.loads(ex.to_json())
     assert report["skipped"] == {"kind": "run off", "text": "run=False: the graphs were not run on the device"}
+
+
+def test_run_false_on_the_host_device_verifies_its_fixes_there_without_torch_xla():
+    """The fixes' original program ran on XLA whatever the target: without torch_xla, run=False on the host device raised."""
+    ex = neurondev.explain(seed_function, torch.randn(64), target="hostdev", run=False, quiet=True)
+    assert ex.skipped == Skip("run off") and ex.fixes and all(fix.check.kind != "fixed code raised" for fix in ex.fixes)

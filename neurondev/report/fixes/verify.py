@@ -76,7 +76,7 @@ def verify(
         return tuple(_fix(e, FixCheck("no spelling")) for f in files for e in f.edits)
     if fn is None or call is None:
         return _fixes(files, _Outcome({id(e): unverifiable for _, e in spelled}, None))
-    against = _with_program(original or Original(), fn, call, xla)
+    against = _with_program(original or Original(), fn, call, target if xla else None)
     outcome = _round(fn, call, spelled, pins, target, xla, against)
     if outcome.respell:  # values of another dtype only: spell the original's dtype and check again
         files = [
@@ -90,15 +90,16 @@ def verify(
     return _fixes(files, outcome)
 
 
-def _with_program(original: Original, fn: Callable[..., Any], call: tuple[tuple, dict], xla: bool) -> Original:
-    """The original's program on XLA, run here when explain did not run it (check, the fix command)."""
-    if original.program is not None or not xla:
+def _with_program(original: Original, fn: Callable[..., Any], call: tuple[tuple, dict], target: torch.device | None) -> Original:
+    """The original's program on the target, run here when explain did not run it (check, the fix command, run=False);
+    None: no device to run on."""
+    if original.program is not None or target is None:
         return original
     from neurondev.devices.drivers import driver_for
     from neurondev.runs.program import ProgramSubject, run_program
 
-    driver = driver_for(torch.device("xla"))
-    run, _ = run_program(ProgramSubject(fn, *call), driver.program_backend(), driver=driver, label="openxla", calls=1)
+    driver = driver_for(target)
+    run, _ = run_program(ProgramSubject(fn, *call), driver.program_backend(), driver=driver, label=driver.program_label, calls=1)
     return dataclasses.replace(original, program=run)
 
 
