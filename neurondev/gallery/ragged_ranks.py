@@ -52,6 +52,7 @@ def main(argv: list[str] | None = None) -> list[float]:
         optimizer.step()
         losses.append(loss.item())
     if not options.keep_group:
+        dist.barrier()  # every rank done before the group goes
         dist.destroy_process_group()
     return losses
 

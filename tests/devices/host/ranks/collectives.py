@@ -40,4 +40,5 @@ results["broadcast"] = sent
 dist.barrier()
 results["devices"] = sorted({t.device.type for t in results.values() if isinstance(t, torch.Tensor)})
 torch.save({k: v.cpu() if isinstance(v, torch.Tensor) else v for k, v in results.items()}, f"{out}.{rank}")
+dist.barrier()  # every rank done before the group goes: a rank torn down mid-exchange aborts the other (torch 2.13, gloo)
 dist.destroy_process_group()

@@ -31,4 +31,5 @@ found = {
     "program": explained.program is not None and explained.program.rewritten.ok,
 }
 torch.save(found, f"{sys.argv[1]}.{rank}")
+dist.barrier()  # every rank done before the group goes: a rank torn down mid-exchange aborts the other (torch 2.13, gloo)
 dist.destroy_process_group()

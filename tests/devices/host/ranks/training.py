@@ -39,4 +39,5 @@ for _ in range(2):
 weight = model[0].weight
 weight = weight.full_tensor() if hasattr(weight, "full_tensor") else weight
 torch.save({"losses": torch.stack(losses), "weight": weight.detach().cpu(), "device": weight.device.type}, f"{out}.{rank}")
+dist.barrier()  # every rank done before the group goes: a rank torn down mid-exchange aborts the other (torch 2.13, gloo)
 dist.destroy_process_group()
