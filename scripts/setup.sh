@@ -30,6 +30,7 @@ venv() {
     if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
         return 0
     fi
+    enough_disk "$venv"
     [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
     echo "setup: installing the tested packages into $venv (log: $venv/setup.log)"
     if ! { "$venv/bin/python" -m pip install --upgrade pip &&
@@ -41,6 +42,17 @@ venv() {
     bash scripts/setup_drawing.sh "$venv"
     host_device "$venv"
     echo "$want" > "$stamp"
+}
+
+enough_disk() {
+    # pip dies half-way with 'No space left on device': say so before it starts (.venv ~9 GB, .venv-current ~3 GB)
+    local need_gb=12 free_gb
+    free_gb=$(df -Pk . | awk 'NR==2 {print int($4 / 1048576)}')
+    if [ "$free_gb" -lt "$need_gb" ]; then
+        echo "setup: $1 needs about $need_gb GB free here and $(pwd) has $free_gb GB:" \
+             "free some space (old clones, ~/.cache/pip) and run make setup again" >&2
+        exit 1
+    fi
 }
 
 host_device() {
