@@ -816,7 +816,7 @@ with neurondev.watch() as training:
         lr *= 0.9
 print(training.summary())
 for advice in training.advice:
-    print("-", advice.text)""",
+    print("-", neurondev.describe(advice))""",
     ),
     (
         "md",
@@ -1036,8 +1036,17 @@ def execute(notebook, timeout: int = 900):
     return notebook
 
 
+# Cards link each finding to its rule's page: in the committed outputs, the page beside the tutorial in the built
+# site (site/tutorials/NN/ -> site/rules/CODE/), not this checkout's file:// path.
+SITE_FROM_A_TUTORIAL = "../../"
+
+
 def main(prefixes: list[str]) -> None:
+    import os
+
     import nbformat
+
+    os.environ.setdefault("NEURONDEV_DOCS_URL", SITE_FROM_A_TUTORIAL)  # the kernels inherit it
 
     for name, cells in NOTEBOOK_CELLS.items():
         if prefixes and not any(name.startswith(prefix) for prefix in prefixes):

@@ -348,11 +348,9 @@ def _codes(given: list[str] | None) -> tuple[str, ...] | None:
 
 
 def _check(options: argparse.Namespace) -> int:
-
     from neurondev.errors import DevicePinsError
-    from neurondev.render.json import SCHEMA
+    from neurondev.render.json import SCHEMA, check_finding
     from neurondev.results.explanation import check
-    from neurondev.rulebook import rule_named
 
     fn, args = _function_and_inputs(options)
     try:
@@ -368,7 +366,7 @@ def _check(options: argparse.Namespace) -> int:
             ignore=_codes(options.ignore) or (),
         )
     except DevicePinsError as error:
-        findings = [{**f.to_dict(), "url": rule_named(f.rule).url if f.rule else None} for f in error.findings]
+        findings = [check_finding(f) for f in error.findings]
         return _checked_result({"schema": SCHEMA, "clean": False, "findings": findings}, str(error), options)
     return _checked_result({"schema": SCHEMA, "clean": True, "findings": []}, f"{options.function}: no device pins", options)
 
@@ -526,6 +524,7 @@ def _checked(record: Any, script: Path, options: argparse.Namespace) -> Any:
     import subprocess
     import tempfile
 
+    from neurondev.loops.causes import AdviceCheck
     from neurondev.loops.record import SYNC_ADVICE, with_checked_advice
 
     if not any(advice.cause in SYNC_ADVICE for advice in record.advice):
@@ -536,14 +535,12 @@ def _checked(record: Any, script: Path, options: argparse.Namespace) -> Any:
         command = [sys.executable, "-m", "neurondev", "watch", "--sync-each-step", "--json", str(report), str(script), *options.arguments]
         subprocess.run(command, capture_output=True, text=True, timeout=options.verify_timeout)
         if not report.is_file():
-            return with_checked_advice(record, SYNC_ADVICE, "not verified: the run with a sync per step did not finish")
+            return with_checked_advice(record, SYNC_ADVICE, AdviceCheck("did not finish"))
         again = json.loads(report.read_text())
     steps = len(again["steps"])
     if again["reached_steady_state"]:
-        verdict = f"verified: run again with torch_xla.sync() at the end of each step, it was steady after step {again['steady_state']} of {steps}"
-        return with_checked_advice(record, SYNC_ADVICE, verdict)
-    verdict = f"checked, not enough: with a sync per step it still compiles from step {again['since_step']} of {steps}"
-    return with_checked_advice(record, SYNC_ADVICE, verdict, enough=False)
+        return with_checked_advice(record, SYNC_ADVICE, AdviceCheck("verified", steady=again["steady_state"], steps=steps))
+    return with_checked_advice(record, SYNC_ADVICE, AdviceCheck("not enough", since=again["since_step"], steps=steps))
 
 
 def _doctor(options: argparse.Namespace) -> int:

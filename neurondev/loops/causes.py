@@ -21,7 +21,19 @@ from neurondev.loops.recorder import CompileEvent
 from neurondev.rulebook import Ruled
 from neurondev.trace.source import Located, SourceLine, is_program_file, is_user_file, source_line
 
-__all__ = ["ADVICE", "EXPECTED", "KINDS", "Advice", "Cause", "advice_for", "cause_of"]
+__all__ = [
+    "ADVICE",
+    "CHECK_KINDS",
+    "EXPECTED",
+    "KINDS",
+    "PROGRAM_ADVICE",
+    "Advice",
+    "AdviceCheck",
+    "Cause",
+    "Recurring",
+    "advice_for",
+    "cause_of",
+]
 
 _PREFIX = re.compile(r"^\s*\d+/\d+:\s*")
 _TENSOR = re.compile(
@@ -74,18 +86,75 @@ class Cause(Located, Ruled):
         }
 
 
-@dataclasses.dataclass(frozen=True)
-class Advice(Located):
-    """What to write instead for one cause, said once with its line; ``verified`` says whether it was checked
-    (the command re-runs a loop with a mechanical fix applied: a sync per step) or not."""
+CHECK_KINDS = ("verified", "not enough", "did not finish")
 
-    cause: str
-    text: str
-    source: SourceLine | None = None
-    verified: str = "not verified"
+
+@dataclasses.dataclass(frozen=True)
+class AdviceCheck:
+    """How a second run with the advice's mechanical fix applied went: ``kind`` ('verified': steady after step
+    ``steady`` of ``steps``; 'not enough': it still compiled from step ``since``; 'did not finish'), and the fix
+    that was applied (``fix``: 'sync each step', a torch_xla.sync() at the end of each step)."""
+
+    kind: str
+    fix: str = "sync each step"
+    steady: int | None = None
+    since: int | None = None
+    steps: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"cause": self.cause, "text": self.text, **self.source_dict(), "verified": self.verified}
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class Recurring:
+    """How XLA's programs recur: ``per_step`` (the program counts of the steps that compile), from ``since``,
+    or one new program every ``period`` steps; ``unit`` is 'step' or 'call'."""
+
+    per_step: tuple[int, ...]
+    since: int | None
+    period: int | None = None
+    unit: str = "step"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "per_step": list(self.per_step)}
+
+
+@dataclasses.dataclass(frozen=True)
+class Advice(Located):
+    """What to write instead for one cause, said once with its line: ``cause`` (a kind of ``Cause`` in
+    ``ADVICE``, or XLA's side in ``PROGRAM_ADVICE``) and its facts: ``function`` (the compiled function),
+    ``value`` (what changed), ``sizes`` and ``buckets`` (a changing size's sizes and the buckets that cover them),
+    ``recurring`` (XLA's programs), ``inputs`` (a growing lazy graph's input counts), ``programs`` (XLA's
+    programs by kind), ``analysed`` (whether torch_xla's analysis named their triggers); ``check`` says how
+    a second run with its fix went (None: not checked). ``render.sentences.advice_text`` says it in words."""
+
+    cause: str
+    function: str | None = None
+    value: str | None = None
+    sizes: tuple[int, ...] = ()
+    buckets: tuple[int, ...] = ()
+    recurring: Recurring | None = None
+    inputs: tuple[int, ...] = ()
+    programs: tuple[tuple[str, int], ...] = ()
+    analysed: bool = True
+    source: SourceLine | None = None
+    check: AdviceCheck | None = None
+
+    @property
+    def verified(self) -> bool:
+        """A second run with the fix applied reached a steady state."""
+        return self.check is not None and self.check.kind == "verified"
+
+    def to_dict(self) -> dict[str, Any]:
+        facts = {"function": self.function, "value": self.value, "sizes": list(self.sizes), "buckets": list(self.buckets)}
+        xla = {
+            "recurring": None if self.recurring is None else self.recurring.to_dict(),
+            "inputs": list(self.inputs),
+            "programs": dict(self.programs),
+            "analysed": self.analysed,
+        }
+        checked = {"check": None if self.check is None else self.check.to_dict(), "verified": self.verified}
+        return {"cause": self.cause, **facts, **xla, **self.source_dict(), **checked}
 
 
 def cause_of(event: CompileEvent) -> Cause:
@@ -199,42 +268,14 @@ def _read_at(guard: str, frame_file: str) -> SourceLine | None:
     return source_line(file, line, found["function"], found["code"])
 
 
-def advice_for(cause: Cause, sizes: list[int]) -> str | None:
-    """What to write instead for a cause (None for a first compile)."""
-    if cause.kind == "python number":
-        return (
-            f"pass {cause.value} as a tensor (torch.tensor({cause.value}) on the device, updated in place) so the graph reads it "
-            "instead of baking it in, or keep it constant"
-        )
-    if cause.kind == "cache growth":
-        return (
-            "a cache that grows by one position per call is a new shape every step: use a static cache "
-            "(cache_implementation='static' in transformers generate, or a preallocated buffer written at an index)"
-        )
-    if cause.kind == "changing size":
-        buckets = _buckets(sizes)
-        return (
-            f"{cause.value} takes {len(set(sizes))} sizes ({', '.join(map(str, sorted(set(sizes))))}): pad to a few bucket sizes "
-            f"({', '.join(map(str, buckets))}), or drop the short last batch (DataLoader(drop_last=True)); "
-            "torch._dynamo.mark_dynamic saves dynamo's retrace only, XLA still compiles one program per size"
-        )
-    if cause.kind == "recompile limit":
-        return (
-            "from here the function runs uncompiled: every op is traced lazily on XLA on every call; raising "
-            "torch._dynamo.config.recompile_limit only delays the cost: remove the cause of the recompiles above"
-        )
-    if cause.kind == "flag":
-        return (
-            f"{cause.value} takes two values: that is two graphs, compiled once each (expected); to keep them apart "
-            "compile the train and the eval step as two functions (a flag passed as a tensor would not be a bool any more)"
-        )
-    if cause.kind == "library value":
-        where = f" the line of yours that takes this branch is where it is called{f' (dynamo read it at {cause.where})' if cause.source else ''};"
-        return (
-            f"{cause.value} is the library's own state, not yours to make a tensor:{where} if each call changes it, report it "
-            "to the library (a guard on its internal value recompiles every call)"
-        )
-    return None
+def advice_for(cause: Cause, function: str, sizes: list[int]) -> Advice | None:
+    """What to write instead for a cause of ``function``'s compiles (None for a cause that needs none: a first
+    compile, generate's prompt to decode, a guard of no known kind); ``sizes``: a changing value's sizes."""
+    if cause.kind not in ADVICE:
+        return None
+    seen = tuple(sorted(set(sizes))) if cause.kind == "changing size" else ()
+    buckets = tuple(_buckets(list(seen))) if seen else ()
+    return Advice(cause.kind, function, cause.value, seen, buckets, source=cause.source)
 
 
 def _buckets(sizes: list[int]) -> list[int]:
@@ -244,4 +285,5 @@ def _buckets(sizes: list[int]) -> list[int]:
 
 
 ADVICE = ("python number", "cache growth", "changing size", "recompile limit", "flag", "library value")
+PROGRAM_ADVICE = ("lazy state growing", "stop check", "host read", "xla programs")  # XLA's side: what its programs say
 EXPECTED = ("first compile", "prompt to decode", "flag")  # compiles a loop is expected to make once each

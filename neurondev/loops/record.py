@@ -6,7 +6,7 @@ import dataclasses
 import traceback
 from typing import Any
 
-from neurondev.loops.causes import Advice, Cause, advice_for, cause_of
+from neurondev.loops.causes import Advice, AdviceCheck, Cause, advice_for, cause_of
 from neurondev.loops.recorder import CompileEvent, Recorder
 from neurondev.loops.steps import Step, cut, step_kind
 from neurondev.loops.verdict import SteadyState, program_advice, steady_state
@@ -19,13 +19,34 @@ __all__ = [
     "COMPILE_COLUMNS",
     "STEP_COLUMNS",
     "SYNC_ADVICE",
+    "GAP_KINDS",
     "Compile",
+    "Gap",
     "Raised",
     "WatchRecord",
     "device_lines",
     "snapshot",
     "with_checked_advice",
 ]
+
+GAP_KINDS = ("torch_xla not loaded", "analysis off", "analysis to stderr", "native needs torch 2.13")
+
+
+@dataclasses.dataclass(frozen=True)
+class Gap:
+    """What a watch's figures do not cover, and why: ``kind`` (in ``GAP_KINDS``: the watched code never loaded
+    torch_xla; torch_xla's analysis was off, or printed to stderr, so XLA's programs are counted, not their
+    triggers; this torch cannot keep a native device's accounting on around compiled code) and its facts:
+    ``device`` (the native device), ``torch`` (this torch's version), ``level`` (PT_XLA_DEBUG_LEVEL)."""
+
+    kind: str
+    device: str | None = None
+    torch: str | None = None
+    level: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
 
 SYNC_ADVICE = ("lazy state growing", "xla programs")  # advice whose mechanical fix is a torch_xla.sync() per step
 
@@ -129,8 +150,8 @@ class Raised(Located):
 @dataclasses.dataclass(frozen=True)
 class WatchRecord:
     """Everything a watch recorded, set once: ``compiles`` (each with its cause), ``steps``, ``steady``, the
-    advice (each checked or said not to be), what the XLA and native figures cover (``xla_note``,
-    ``analysis_note``, ``native_note``: None when nothing is missing), the block's own error (``raised``)."""
+    advice (each checked or not), what the XLA and native figures leave out (``xla_gap``, ``analysis_gap``,
+    ``native_gap``: a ``Gap``, None when nothing is missing), the block's own error (``raised``)."""
 
     name: str
     watched_function: bool
@@ -142,9 +163,9 @@ class WatchRecord:
     seconds: float
     xla_total: Counts | None = None
     native_total: Counts | None = None
-    xla_note: str | None = None
-    analysis_note: str | None = None
-    native_note: str | None = None
+    xla_gap: Gap | None = None
+    analysis_gap: Gap | None = None
+    native_gap: Gap | None = None
     raised: Raised | None = None
     sync_each_step: bool = False
     tried: tuple[Advice, ...] = ()  # advice run again with its fix applied that did not make the loop steady
@@ -228,7 +249,7 @@ def device_lines(seen: Seen) -> str | None:
     return "; ".join(parts) or None
 
 
-def snapshot(recorder: Recorder, *, name: str, watched_function: bool, notes: dict[str, str | None], raised: Raised | None) -> WatchRecord:
+def snapshot(recorder: Recorder, *, name: str, watched_function: bool, gaps: dict[str, Gap | None], raised: Raised | None) -> WatchRecord:
     """The frozen record of what ``recorder`` holds now."""
     events, marks = tuple(recorder.events), tuple(recorder.marks)
     kind = step_kind(marks, watched_function)
@@ -243,7 +264,7 @@ def snapshot(recorder: Recorder, *, name: str, watched_function: bool, notes: di
     seconds = sum(step.seconds for step in steps) if watched_function else (last.at - first.at if first and last else 0.0)
     return WatchRecord(
         name, watched_function, kind, compiles, steps, steady, advice, seconds, xla_total, native_total,
-        notes.get("xla"), notes.get("analysis"), notes.get("native"), raised, recorder.sync_each_step,
+        gaps.get("xla"), gaps.get("analysis"), gaps.get("native"), raised, recorder.sync_each_step,
     )  # fmt: skip
 
 
@@ -282,9 +303,9 @@ def _advice(
     for compile_ in compiles:
         cause = compile_.cause
         key = (cause.kind, cause.value if cause.kind != "recompile limit" else compile_.event.function)
-        text = advice_for(cause, sizes.get(cause.value or "", []))
-        if text is not None and key not in said:
-            said[key] = Advice(cause.kind, f"{compile_.event.function}: {text}", cause.source)
+        advice = advice_for(cause, compile_.event.function, sizes.get(cause.value or "", []))
+        if advice is not None and key not in said:
+            said[key] = advice
     return tuple(said.values()) + tuple(program_advice(steps, steady, analysed=analysed, unit=unit))
 
 
@@ -304,11 +325,11 @@ def _total(first: Any, last: Any) -> Any:
     return last - (first if first is not None else Counts())
 
 
-def with_checked_advice(record: WatchRecord, causes: tuple[str, ...], verdict: str, *, enough: bool = True) -> WatchRecord:
-    """A new record whose advice for ``causes`` says how a second run with the fix applied went; advice that was
-    not enough leaves ``advice`` for ``tried`` (it is no longer something to do)."""
-    checked = [dataclasses.replace(a, verified=verdict) if a.cause in causes else a for a in record.advice]
-    if enough:
+def with_checked_advice(record: WatchRecord, causes: tuple[str, ...], check: AdviceCheck) -> WatchRecord:
+    """A new record whose advice for ``causes`` carries ``check``, how a second run with the fix applied went;
+    advice that was not enough leaves ``advice`` for ``tried`` (it is no longer something to do)."""
+    checked = [dataclasses.replace(a, check=check) if a.cause in causes else a for a in record.advice]
+    if check.kind != "not enough":
         return dataclasses.replace(record, advice=tuple(checked))
     kept = tuple(a for a in checked if a.cause not in causes)
     return dataclasses.replace(record, advice=kept, tried=record.tried + tuple(a for a in checked if a.cause in causes))

@@ -16,13 +16,13 @@ from typing import Any, Self
 from neurondev._compat import privateuse1_name
 from neurondev.errors import InvalidOptionError, NestedWatchError, NotCallableError
 from neurondev.loops.causes import Advice
-from neurondev.loops.record import CALL_COLUMNS, COMPILE_COLUMNS, STEP_COLUMNS, Compile, WatchRecord, raised_by, snapshot
+from neurondev.loops.record import CALL_COLUMNS, COMPILE_COLUMNS, STEP_COLUMNS, Compile, Gap, WatchRecord, raised_by, snapshot
 from neurondev.loops.recorder import Recorder, active, settled
 from neurondev.trace.source import display_name
 
 __all__ = ["CALL_COLUMNS", "COMPILE_COLUMNS", "STEP_COLUMNS", "Compile", "WatchData"]
 
-_NO_XLA = "torch_xla was not loaded by the watched code: XLA figures are empty"
+_NO_XLA = Gap("torch_xla not loaded")
 
 
 class WatchData:
@@ -49,7 +49,7 @@ class WatchData:
         self._options = {"sync_each_step": sync_each_step, "xla_analysis": xla_analysis}
         self._recorder: Recorder | None = None
         self._unhook: Callable[[], None] = _nothing
-        self._notes: dict[str, str | None] = {}
+        self._gaps: dict[str, Gap | None] = {}
         if record is not None and (fn is not None or not isinstance(record, WatchRecord)):
             raise InvalidOptionError(
                 f"record is the WatchRecord of a finished watch (w.record), with no function, got {type(record).__name__}"
@@ -62,7 +62,7 @@ class WatchData:
             self.__wrapped__ = fn
             self.__doc__ = getattr(fn, "__doc__", None)
 
-    _OWN = frozenset({"_fn", "_options", "_recorder", "_unhook", "_notes", "_state", "_record", "name", "__wrapped__", "__doc__"})
+    _OWN = frozenset({"_fn", "_options", "_recorder", "_unhook", "_gaps", "_state", "_record", "name", "__wrapped__", "__doc__"})
 
     def __setattr__(self, name: str, value: Any) -> None:
         """Its own attributes only: a Watch takes no new ones (what it found is ``record``, a frozen snapshot)."""
@@ -122,7 +122,7 @@ class WatchData:
     def _device_loaded(self) -> None:
         """The watched code loaded a native device (renamed PrivateUse1, as TorchNeuron's import and
         neurondev.host_device() do): its accounting starts now, for what runs on it from here."""
-        native, self._notes["native"] = _native_accounting()
+        native, self._gaps["native"] = _native_accounting()
         if native is not None and self._recorder is not None and self._recorder.native is None and self._state == "recording":
             native.__enter__()
             self._recorder.native = native
@@ -138,17 +138,17 @@ class WatchData:
             recorder.native.__exit__(None, None, None)
         self._state = "done"
         raised = raised_by(error, len(recorder.events))
-        notes = {**self._notes, "xla": _NO_XLA if recorder.marks[-1].xla is None else None}
-        self._record = snapshot(recorder, name=self.name, watched_function=self._fn is not None, notes=notes, raised=raised)
+        gaps = {**self._gaps, "xla": _NO_XLA if recorder.marks[-1].xla is None else None}
+        self._record = snapshot(recorder, name=self.name, watched_function=self._fn is not None, gaps=gaps, raised=raised)
 
     def _new_recorder(self) -> Recorder:
         from neurondev.xla import analysis
 
         if self._options["xla_analysis"]:
             analysis.enable()
-        on, said = analysis.status()
-        self._notes["analysis"] = None if on else said
-        native, self._notes["native"] = _native_accounting()
+        on, state, level = analysis.status()
+        self._gaps["analysis"] = None if on else Gap("analysis to stderr" if state == "to stderr" else "analysis off", level=level)
+        native, self._gaps["native"] = _native_accounting()
         log = analysis.open_log()
         return Recorder(native=native, analysis=log, sync_each_step=self._options["sync_each_step"])
 
@@ -160,8 +160,8 @@ class WatchData:
             return self._record
         if self._recorder is None:
             raise InvalidOptionError("this watch has recorded nothing yet: run the block (or call the function) first")
-        notes = {**self._notes, "xla": None}
-        return snapshot(self._recorder, name=self.name, watched_function=self._fn is not None, notes=notes, raised=None)
+        gaps = {**self._gaps, "xla": None}
+        return snapshot(self._recorder, name=self.name, watched_function=self._fn is not None, gaps=gaps, raised=None)
 
     @property
     def state(self) -> str:
@@ -208,9 +208,9 @@ class WatchData:
         return self.record.advice
 
     @property
-    def xla_note(self) -> str | None:
-        """Why the XLA figures are empty, when they are."""
-        return self.record.xla_note
+    def xla_gap(self) -> Gap | None:
+        """Why the XLA figures are empty, when they are (``Gap``; ``render.sentences.gap_text`` says it)."""
+        return self.record.xla_gap
 
     @property
     def seconds(self) -> float:
@@ -248,9 +248,9 @@ def _when_a_device_loads(loaded: Callable[[], None]) -> Callable[[], None]:
     return undo
 
 
-def _native_accounting() -> tuple[Any, str | None]:
+def _native_accounting() -> tuple[Any, Gap | None]:
     """An accounting of the native device loaded in this process for the loop (None: there is none, or this
-    torch cannot keep it on around compiled code), and what to say when it cannot."""
+    torch cannot keep it on around compiled code), and the gap when it cannot."""
     import torch
 
     name = privateuse1_name()
@@ -259,11 +259,7 @@ def _native_accounting() -> tuple[Any, str | None]:
     from neurondev._compat import dispatch_mode_keeps_compiled_code
 
     if not dispatch_mode_keeps_compiled_code():
-        version = torch.__version__.split("+")[0]
-        return (
-            None,
-            f"{name}'s copies, syncs and fallbacks per step are counted from torch 2.13 (with torch {version} the accounting would make dynamo recompile)",
-        )
+        return None, Gap("native needs torch 2.13", device=name, torch=torch.__version__.split("+")[0])
     from neurondev.native.accounting import Accounting
 
     return Accounting(name), None

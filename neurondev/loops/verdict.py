@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from neurondev.loops.causes import Advice
+from neurondev.loops.causes import Advice, Recurring
 from neurondev.loops.recorder import CompileEvent, Mark
 from neurondev.loops.steps import Step, XlaProgram
 
@@ -141,54 +141,22 @@ def program_advice(steps: Sequence[Step], steady: SteadyState, *, analysed: bool
         return []
     late = [step for step in steps if steady.since is not None and step.number >= steady.since]
     programs = [program for step in late for program in step.programs]
-    per_step = sorted({step.xla_compiles or 0 for step in late if step.compiled})
-    counted = f"{'/'.join(map(str, per_step))} program(s) on every {unit} from {unit} {steady.since}"
-    if steady.period is not None:
-        counted = f"a new program every {steady.period} {unit}s from {unit} {steady.since}"
+    per_step = tuple(sorted({step.xla_compiles or 0 for step in late if step.compiled}))
+    recurring = Recurring(per_step, steady.since, steady.period, unit)
     if not analysed:
-        return [Advice("xla programs", _UNANALYSED.format(counted=counted))]
+        return [Advice("xla programs", recurring=recurring, analysed=False)]
     advice = []
     growing = _growing_inputs(programs)
     if growing:
-        shown = ", ".join(map(str, growing[:6])) + (", ..." if len(growing) > 6 else "")
         trigger = next((program.source for program in programs if program.source is not None), None)
-        at = f" (triggered at {trigger.where}: `{trigger.code}`)" if trigger is not None else ""
-        advice.append(
-            Advice(
-                "lazy state growing",
-                f"XLA compiles {counted}{at} and the lazy graph keeps growing (its inputs reach {shown}): it carries state "
-                "across steps that no sync cuts: call torch_xla.sync() (or xm.mark_step()) at the end of each step",
-                trigger,
-            )
-        )
+        advice.append(Advice("lazy state growing", recurring=recurring, inputs=tuple(growing), source=trigger))
     reads = [program for program in programs if program.kind == "host read" and program.source is not None]
     generate = next((program for program in reads if program.file and program.file.replace("\\", "/").endswith(_GENERATE)), None)
     if generate is not None:
-        advice.append(Advice("stop check", _STOP_CHECK.format(counted=counted, where=generate.where), generate.source))
+        advice.append(Advice("stop check", recurring=recurring, source=generate.source))
     elif reads:
-        first = reads[0]
-        advice.append(
-            Advice(
-                "host read",
-                f"XLA compiles {counted}: a host read of a lazy value at {first.where} (`{first.code}`) compiles and runs the pending "
-                "graph there: keep the value on the device, or read it after torch_xla.sync()",
-                first.source,
-            )
-        )
-    return advice or [Advice("xla programs", f"XLA compiles {counted}: " + _causes_named(programs))]
-
-
-_UNANALYSED = (
-    "XLA compiles {counted}: the lazy graph differs every step, most often state no torch_xla.sync() cuts (call it at the end "
-    "of each step) or a host read of a growing tensor; torch_xla's own analysis of each compile names the trigger: run the loop "
-    "with `neurondev watch script.py`, or set PT_XLA_DEBUG_LEVEL=2 and PT_XLA_DEBUG_FILE before the first XLA compile"
-)
-_STOP_CHECK = (
-    "XLA compiles {counted}: transformers' own stop check ({where}: bool(unfinished_sequences.max() == 0)) reads, every token, a "
-    "value made from input_ids, which grows by one token a step: a new program each step (and the bridge syncs the forward's "
-    "inputs). A decode loop of your own over a preallocated token buffer (written at an index: fixed shapes), reading its "
-    "stop condition every N steps, avoids it; generate cannot"
-)
+        advice.append(Advice("host read", recurring=recurring, source=reads[0].source))
+    return advice or [Advice("xla programs", recurring=recurring, programs=_by_kind(programs))]
 
 
 def _growing_inputs(programs: Sequence[XlaProgram]) -> list[int]:
@@ -202,8 +170,9 @@ def _growing_inputs(programs: Sequence[XlaProgram]) -> list[int]:
     return grown if len(grown) >= 2 else []
 
 
-def _causes_named(programs: Sequence[XlaProgram]) -> str:
+def _by_kind(programs: Sequence[XlaProgram]) -> tuple[tuple[str, int], ...]:
+    """XLA's programs counted by the kind of their trigger, in the order first seen."""
     kinds: dict[str, int] = {}
     for program in programs:
         kinds[program.kind] = kinds.get(program.kind, 0) + 1
-    return ", ".join(f"{n} x {kind}" for kind, n in kinds.items()) or "no analysis of them was written"
+    return tuple(kinds.items())

@@ -111,14 +111,9 @@ class NativeDriver:
         return grouped(self._counting().events[mark:])
 
     def unseen(self) -> str | None:
-        """What a program run cannot see: inside graphs that a device's own compiler runs (TorchNeuron's), ops do
-        not pass the dispatcher one by one. A call is otherwise counted whole (torch 2.9: by a call of its own)."""
-        if self._device.type not in _OWN_BACKENDS:
-            return None
-        return (
-            f"inside the graphs {_OWN_BACKENDS[self._device.type]}'s compiler runs, ops do not pass the dispatcher: what falls back "
-            "there is in the backend's own record (torch_neuronx.get_fallback_ops()), not on a line"
-        )
+        """The compiler whose graphs a program run cannot see into (TorchNeuron's: inside them, ops do not pass the
+        dispatcher one by one), None when every op is seen. A call is otherwise counted whole (torch 2.9: by a call of its own)."""
+        return _OWN_BACKENDS.get(self._device.type)
 
     def program_backend(self) -> Callable[..., Any]:
         own = _OWN_BACKENDS.get(self._device.type)

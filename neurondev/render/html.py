@@ -14,6 +14,7 @@ from neurondev.render.sentences import (
     not_compared_text,
     runtime_info_text,
     skip_text,
+    unseen_text,
     values_text,
     verdict_text,
     why_text,
@@ -126,7 +127,7 @@ def program_panel(explanation: ExplanationData) -> str:
     first = first_difference_text(explanation).strip()
     notes = "".join(f'<p class="nd-note">{_e(text)}</p>' for text in (specialised, first) if text)
     unseen = programs.rewritten.unseen
-    notes += f'<p class="nd-note">Not seen: {_e(unseen)}.</p>' if unseen else ""
+    notes += f'<p class="nd-note">Not seen: {_e(unseen_text(unseen))}.</p>' if unseen else ""
     return (
         f'<h4>Your program on {_e(place)}</h4><p class="nd-note">Your whole function under <code>torch.compile</code>, its inputs and '
         f"module on {_e(place)}, called twice (the second call is the steady state), against the function run eagerly on CPU.</p>"

@@ -6,24 +6,28 @@ import dataclasses
 import math
 from typing import TYPE_CHECKING, Any
 
-from neurondev.render.sentences import describe, runtime_info_text, skip_text, why_text
+from neurondev.render.sentences import describe, finding_detail, finding_fix, runtime_info_text, skip_text, why_text
 from neurondev.render.text import summary
+from neurondev.render.watch_words import advice_check_text, advice_text, gap_text
 from neurondev.report.advice import fix_for
-from neurondev.report.findings import explanation_findings, finding_entry, watch_findings
+from neurondev.report.findings import Finding, explanation_findings, finding_entry, watch_findings
 from neurondev.report.skips import Skip
 from neurondev.rulebook import rule_named
 
 if TYPE_CHECKING:
     from neurondev.fx.pins import DevicePin
-    from neurondev.loops.record import WatchRecord
+    from neurondev.loops.causes import Advice
+    from neurondev.loops.record import Gap, WatchRecord
     from neurondev.report.model import ExplanationData, Section
     from neurondev.runs.program_records import Programs
     from neurondev.runs.traces import TraceComparison
 
-__all__ = ["SCHEMA", "explanation_dict", "findings_list", "plain", "watch_dict"]
+__all__ = ["SCHEMA", "check_finding", "explanation_dict", "findings_list", "plain", "watch_dict"]
 
-# The version of the JSON's layout: 2 added ``schema``, ``findings`` and every finding's ``"rule"``.
-SCHEMA = 2
+# The version of the JSON's layout: 2 added ``schema``, ``findings`` and every finding's ``"rule"``; 3 gave a
+# watch's advice its facts and ``check`` (``verified`` a bool), turned its notes into ``*_gap`` kinds, and gave each
+# finding of check the facts of what it was found in (``found``, ``place``), its words beside them.
+SCHEMA = 3
 
 
 def plain(value: Any) -> Any:
@@ -92,6 +96,13 @@ def findings_list(records: list[Any]) -> list[dict[str, Any]]:
     return plain([finding_entry(record, describe(record)) for record in records])
 
 
+def check_finding(finding: Finding) -> dict[str, Any]:
+    """One finding of check as JSON: its rule and facts (``found``: the record's), the words beside them (``detail``,
+    ``fix``) and its rule's page (``url``)."""
+    words = {"detail": finding_detail(finding), "fix": finding_fix(finding)}
+    return plain({**finding.to_dict(), **words, "url": rule_named(finding.rule).url if finding.rule else None})
+
+
 def explanation_dict(explanation: ExplanationData) -> dict[str, Any]:
     captured = explanation.capture
     return plain(
@@ -127,8 +138,10 @@ def explanation_dict(explanation: ExplanationData) -> dict[str, Any]:
 def watch_dict(record: WatchRecord) -> dict[str, Any]:
     """A watch's plain data: ``compiles``, ``steps`` and ``calls`` (rows as the tables have them), ``steady_state``
     (with ``recompile_limit_step``: where dynamo gave up, the function running uncompiled after it; ``period``: a new
-    program every k steps), how steps were cut (``step_kind``), ``advice`` ([{cause, text, file, line, code, where}]),
-    ``tried`` (advice run again with its fix and not enough), ``summary``, the notes, ``raised``, ``seconds``."""
+    program every k steps), how steps were cut (``step_kind``), ``advice`` (each its cause, facts, line, ``check`` and
+    ``verified``, with ``text`` and ``check_text``), ``tried`` (advice run again with its fix and not enough),
+    ``summary``, what the figures leave out (``xla_gap``, ``analysis_gap``, ``native_gap``: kind, facts, text),
+    ``raised``, ``seconds``."""
     from neurondev.render.watch import watch_summary
 
     raised = record.raised
@@ -144,16 +157,26 @@ def watch_dict(record: WatchRecord) -> dict[str, Any]:
         "recompile_limit_step": record.steady.limit_step,
         "period": record.steady.period,
         "step_kind": record.step_kind,
-        "advice": [a.to_dict() for a in record.advice],
-        "tried": [a.to_dict() for a in record.tried],
+        "advice": [_advice(a) for a in record.advice],
+        "tried": [_advice(a) for a in record.tried],
         "summary": watch_summary(record),
-        "xla_note": record.xla_note,
-        "analysis_note": record.analysis_note,
-        "native_note": record.native_note,
+        "xla_gap": _gap(record.xla_gap),
+        "analysis_gap": _gap(record.analysis_gap),
+        "native_gap": _gap(record.native_gap),
         "raised": None if raised is None else {"exception": raised.exception, "message": raised.message, **raised.source_dict()},
         "seconds": record.seconds,
         "findings": findings_list(watch_findings(record)),
     }
+
+
+def _advice(advice: Advice) -> dict[str, Any]:
+    """One piece of advice: its cause, facts and check, the sentences beside them."""
+    return {**advice.to_dict(), "text": advice_text(advice), "check_text": advice_check_text(advice.check)}
+
+
+def _gap(gap: Gap | None) -> dict[str, Any] | None:
+    """What the figures leave out: its kind and facts, the sentence beside them."""
+    return None if gap is None else {**gap.to_dict(), "text": gap_text(gap)}
 
 
 def _skip(skip: Skip | None, stage: str) -> dict[str, Any] | None:

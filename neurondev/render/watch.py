@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from neurondev.loops.record import device_lines
 from neurondev.render.html import escape as _e
 from neurondev.render.sentences import cause_words
+from neurondev.render.watch_words import advice_check_text, advice_text, gap_text
 from neurondev.report.findings import watch_findings
 from neurondev.trace.source import is_user_file
 
@@ -42,7 +43,7 @@ def _after_the_limit(record: WatchRecord, limit: int, unit: str) -> str:
     if not after:
         return text + "."
     text += f", then the function ran uncompiled for the {len(after)} {unit}(s) after it"
-    if record.xla_note is None:
+    if record.xla_gap is None:
         text += f", XLA compiling programs in {sum(1 for step in after if step.xla_compiles)} of them"
     return text + "."
 
@@ -63,10 +64,10 @@ def watch_summary(record: WatchRecord) -> str:
         text += " Why: " + "; ".join(named[:3]) + ("; ..." if len(named) > 3 else "") + "."
     if record.advice:
         first = record.advice[0]
-        checked = f" [{first.verified}]" if first.verified != "not verified" else ""
-        text += f" Advice ({len(record.advice)}): {first.text}" + (f" ({first.where})" if first.source else "") + f"{checked}."
+        checked = f" [{advice_check_text(first.check)}]" if first.check is not None else ""
+        text += f" Advice ({len(record.advice)}): {advice_text(first)}" + (f" ({first.where})" if first.source else "") + f"{checked}."
     if record.tried:
-        text += " Tried, not enough: " + "; ".join(f"{a.cause} ({a.verified})" for a in record.tried) + "."
+        text += " Tried, not enough: " + "; ".join(f"{a.cause} ({advice_check_text(a.check)})" for a in record.tried) + "."
     return text
 
 
@@ -95,7 +96,7 @@ def steady_text(record: WatchRecord) -> str:
         return f"No steady state: {side} keeps compiling{since}{every} to the end ({unit} {len(record.steps)}){tail}{limit}."
     if steady.after == 0:
         return "Nothing compiled at all: steady from the start."
-    measured = "dynamo or XLA" if record.xla_note is None else "by dynamo (no XLA figures in this loop)"
+    measured = "dynamo or XLA" if record.xla_gap is None else "by dynamo (no XLA figures in this loop)"
     return f"Steady state after {unit} {steady.after}: nothing compiled after it, {measured}."
 
 
@@ -152,7 +153,7 @@ def _causes_said_once(read: tuple[Compile, ...]) -> list[str]:
 def _xla_total(record: WatchRecord) -> str:
     delta = record.xla_total
     if delta is None:
-        return f"({record.xla_note}.) " if record.xla_note else ""
+        return f"({gap_text(record.xla_gap)}.) " if record.xla_gap else ""
     compiled = (
         f"{delta.compilations} XLA program(s) compiled ({delta.compile_seconds:.1f} s)" if delta.compilations else "0 XLA programs compiled"
     )
@@ -162,7 +163,7 @@ def _xla_total(record: WatchRecord) -> str:
 def _native_total(record: WatchRecord) -> str:
     delta = record.native_total
     if delta is None:
-        return f"({record.native_note}.) " if record.native_note else ""
+        return f"({gap_text(record.native_gap)}.) " if record.native_gap else ""
     text = (
         f"On the native device: {delta.transfers_to_host} copy(ies) to the host, {delta.transfers_to_device} to the device, "
         f"{delta.syncs} sync(s), {delta.fallback_calls} CPU fallback(s)"
@@ -265,7 +266,7 @@ def _programs_table(record: WatchRecord) -> str:
         for p in step.programs
     )
     if not rows:
-        return f'<p class="nd-note">{_e(record.analysis_note)}</p>' if record.analysis_note else ""
+        return f'<p class="nd-note">{_e(gap_text(record.analysis_gap))}</p>' if record.analysis_gap else ""
     head = f"<tr><th>{_unit(record)}</th><th>cause</th><th>triggered at</th><th>code</th><th>graph inputs</th><th>graph hash</th></tr>"
     return f'<h4>XLA programs compiled (torch_xla\'s analysis)</h4><table class="nd-programs">{head}{rows}</table>'
 
@@ -273,7 +274,8 @@ def _programs_table(record: WatchRecord) -> str:
 def _advice(record: WatchRecord) -> str:
     def items(advice: Sequence[Advice]) -> str:
         return "".join(
-            f"<li>{_e(a.text)}{f' <span class=nd-muted>({_e(a.where)})</span>' if a.source else ''} <span class=nd-muted>[{_e(a.verified)}]</span></li>"
+            f"<li>{_e(advice_text(a))}{f' <span class=nd-muted>({_e(a.where)})</span>' if a.source else ''} "
+            f"<span class=nd-muted>[{_e(advice_check_text(a.check))}]</span></li>"
             for a in advice
         )
 
@@ -286,7 +288,7 @@ def watch_card(record: WatchRecord) -> str:
     from neurondev.render.html import CSS, findings_table
 
     css = "nd-good" if record.reached_steady_state and record.raised is None else "nd-bad"
-    notes = "".join(f'<p class="nd-note">{_e(note)}</p>' for note in (record.xla_note, record.native_note) if note)
+    notes = "".join(f'<p class="nd-note">{_e(gap_text(gap))}</p>' for gap in (record.xla_gap, record.native_gap) if gap)
     return (
         f'<style>{CSS}</style><div class="neurondev-card nd-watch"><h3>neurondev watch: {_e(record.name)}</h3>'
         f'<p class="nd-headline"><span class="{css}">{_e(watch_summary(record))}</span></p>{notes}'

@@ -14,20 +14,34 @@ if TYPE_CHECKING:
     from neurondev.loops.record import WatchRecord
     from neurondev.report.model import ExplanationData
 
-__all__ = ["Finding", "explanation_findings", "finding_entry", "watch_findings"]
+__all__ = ["FINDING_KINDS", "Finding", "explanation_findings", "finding_entry", "watch_findings"]
+
+
+FINDING_KINDS = ("pin", "host value", "cpu kernel", "program", "device-specialised", "fallback", "device")
 
 
 @dataclasses.dataclass(frozen=True)
 class Finding(Located):
-    """One thing check reports: a device pin, or a line traced differently on XLA; ``rule`` is its code (``ND101``)."""
+    """One thing check reports, ``rule`` its code (``ND101``): ``kind`` (``FINDING_KINDS``), the node, function and
+    line, and ``found``, the record it was found in (a DevicePin, HostValue, CpuKernel, LineDifference, ProgramFailure,
+    Fallback, or a device run's record), with the facts its words need: ``place`` (the device checked), for your
+    program's failure its ``backend``, ``as_written`` and the ``host`` value at its line; for a program-level fallback
+    finding (``found`` None) ``why`` ('not run', with ``skip``; 'unseen', with the ``compiler`` whose graphs hide
+    their ops). ``render.sentences`` says what it is and what to write instead."""
 
-    kind: str  # "pin", "host value", "cpu kernel", "program", "device-specialised", "fallback" or "device"
+    kind: str
     node: str
     function: str
     source: SourceLine | None
-    detail: str
-    fix: str
+    found: Any
     rule: str | None = None
+    place: str = "XLA"
+    backend: str | None = None
+    as_written: bool = True
+    host: Any = None
+    why: str | None = None
+    skip: Any = None
+    compiler: str | None = None
 
     def allowed_by(self, rules: Iterable[str]) -> bool:
         """Allowed by a node name, a file:line (file name or path), or a glob over those, the function or code."""
@@ -37,15 +51,21 @@ class Finding(Located):
         return any(rule in names or any(fnmatch.fnmatch(name, rule) for name in names) for rule in rules)
 
     def to_dict(self) -> dict[str, Any]:
+        """The finding's facts: its rule, kind, node, function, line, and the facts of what it was found in."""
         source = self.source.to_dict() if self.source else {"file": None, "line": None, "code": None, "where": self.where}
+        found = self.found.to_dict() if hasattr(self.found, "to_dict") else self.found.row() if hasattr(self.found, "row") else {}
+        program = {"backend": self.backend, "as_written": self.as_written} if self.kind == "program" else {}
+        closed = {"why": self.why, "skip": None if self.skip is None else self.skip.to_dict(), "compiler": self.compiler}
         return {
             "rule": self.rule,
             "kind": self.kind,
             "node": self.node,
             "function": self.function,
             **source,
-            "detail": self.detail,
-            "fix": self.fix,
+            "place": self.place,
+            **program,
+            **(closed if self.why else {}),
+            "found": {key: value for key, value in found.items() if key not in ("rule", "file", "line", "code", "where")},
         }
 
 
@@ -71,7 +91,8 @@ def explanation_findings(explanation: ExplanationData) -> list[Any]:
     if programs is not None:
         found += [run.failure for run in (programs.as_written, programs.rewritten) if run.failure is not None]
         if programs.rewritten.unseen:
-            found.append(Finding("fallback", "program", "", None, programs.rewritten.unseen, "", "ND206"))
+            unseen = programs.rewritten.unseen
+            found.append(Finding("fallback", "program", "", None, None, "ND206", explanation.place, why="unseen", compiler=unseen))
     return [record for record in found if record.rule is not None]
 
 

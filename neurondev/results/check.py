@@ -10,8 +10,7 @@ from typing import Any
 import torch
 
 from neurondev.errors import DevicePinsError, InvalidOptionError
-from neurondev.render.sentences import describe, skip_text, why_text
-from neurondev.report.advice import fallback_advice, fix_for
+from neurondev.render.sentences import describe, why_text
 from neurondev.report.findings import Finding, explanation_findings
 from neurondev.report.model import ExplanationData
 from neurondev.report.options import ExplainOptions, default, refuse_shadowing, value_of
@@ -22,70 +21,22 @@ from neurondev.trace.capture import check_inputs
 
 __all__ = ["check", "findings_of"]
 
-_SPECIALISED_FIX = "no device rewrite changes Python that branches on the device: trace on XLA, or make both branches the same"
-
 
 def findings_of(explanation: ExplanationData) -> list[Finding]:
     """Every pin that costs something (unused pins and results handed back at the end are not
     findings), every host value and CPU kernel, and every device-specialised line of the native trace."""
+    place = explanation.place
     found = [
-        Finding(
-            "pin",
-            pin.node,
-            pin.function,
-            pin.source,
-            f"{pin.node}: {pin.function}, device={pin.device} ({pin.kind}, {pin.location})",
-            fix_for(pin),
-            pin.rule,
-        )
+        Finding("pin", pin.node, pin.function, pin.source, pin, pin.rule, place)
         for pin in explanation.pins
         if not pin.unused and not pin.output_transfer
     ]
-    found += [
-        Finding(
-            "host value",
-            value.placeholder,
-            value.origin,
-            value.source,
-            f"{describe(value)} stays on the CPU when the model moves to {explanation.place}",
-            value.fix,
-            value.rule,
-        )
-        for value in explanation.host_values
-    ]
-    found += [
-        Finding(
-            "cpu kernel", kernel.node, kernel.function, kernel.source, f"{kernel.function} is a kernel for the CPU", kernel.fix, kernel.rule
-        )
-        for kernel in explanation.cpu_kernels
-    ]
+    found += [Finding("host value", v.placeholder, v.origin, v.source, v, v.rule, place) for v in explanation.host_values]
+    found += [Finding("cpu kernel", k.node, k.function, k.source, k, k.rule, place) for k in explanation.cpu_kernels]
     found += _program_findings(explanation)
     if explanation.traces is not None:
-        found += [
-            Finding(
-                "device-specialised",
-                f"line {d.line}",
-                "",
-                d.source,
-                f"traced as {list(d.cpu_ops)} on CPU but {list(d.xla_ops)} on {explanation.place}",
-                _SPECIALISED_FIX,
-                d.rule,
-            )
-            for d in explanation.traces.differences
-        ]
+        found += [Finding("device-specialised", f"line {d.line}", "", d.source, d, d.rule, place) for d in explanation.traces.differences]
     return found
-
-
-_PROGRAM_FIXES = {
-    "mixed devices at compile time": "keep every tensor the code reads on the device: pass it in, or register it as a buffer of the module",
-    "default device ignored under torch.compile": (
-        "torch.compile on this torch makes this factory call's tensor on the CPU, not on the default device you set "
-        "(PyTorch issue 175953): pass the device (device=x.device), or use a torch that applies it (2.13 does)"
-    ),
-    "host-only call between graphs": "keep .numpy(), .tolist() and Python numbers of tensors out of the compiled function (use torch ops, or do it after)",
-    "wrong device at run time": "move every input and the module to the device (model.to(device), x.to(device)) before the call",
-    "other": "see the message; run it yourself with torch.compile(fn, backend='{backend}') on inputs on {place}",
-}
 
 
 def _program_findings(explanation: ExplanationData) -> list[Finding]:
@@ -94,17 +45,25 @@ def _program_findings(explanation: ExplanationData) -> list[Finding]:
     if programs is None:
         return []
     found: list[Finding] = []
-    place = explanation.place
-    written = f"as written ({programs.as_written.backend})"
-    for label, run in ((written, programs.as_written), ("with the neurondev backend", programs.rewritten)):
+    for run in (programs.as_written, programs.rewritten):
         failure = run.failure
         if failure is None or (run is programs.rewritten and found and found[-1].where == failure.where):
             continue
         host = next((v for v in explanation.host_values if v.file == failure.file and v.line == failure.line), None)
-        fix = host.fix if host is not None and failure.kind == "mixed devices at compile time" else _PROGRAM_FIXES[failure.kind]
-        fix = fix.format(backend=programs.as_written.backend, place=place)
-        detail = f"your program on {place} {label} {describe(failure)}"
-        found.append(Finding("program", f"program {run.backend}", failure.kind, failure.source, detail, fix, failure.rule))
+        found.append(
+            Finding(
+                "program",
+                f"program {run.backend}",
+                failure.kind,
+                failure.source,
+                failure,
+                failure.rule,
+                explanation.place,
+                backend=programs.as_written.backend,
+                as_written=run is programs.as_written,
+                host=host,
+            )  # fmt: skip
+        )
     return found
 
 
@@ -223,11 +182,8 @@ def _device_findings(explanation: ExplanationData, checked: tuple[str, ...]) -> 
         if record.rule in wanted:
             name = getattr(record, "node", None) or getattr(record, "what", None) or getattr(record, "question", "")
             rule = rule_named(record.rule)
-            found.append(Finding("device", str(name), rule.name, getattr(record, "source", None), describe(record), rule.fix, rule.code))
+            found.append(Finding("device", str(name), rule.name, getattr(record, "source", None), record, rule.code, explanation.place))
     return found
-
-
-_UNSEEN_FIX = "check on a device whose compiled graphs pass the dispatcher (the host test device), or read the backend's own record"
 
 
 def _strict(fallbacks: Any) -> bool:
@@ -241,24 +197,13 @@ def _strict(fallbacks: Any) -> bool:
 def fallback_findings(explanation: ExplanationData) -> list[Finding]:
     """Every op that fell back to the CPU while the program ran on the device, one finding per op and line
     (a program that did not run there cannot be checked: that is a finding too)."""
+    place = explanation.place
     if explanation.program is None:
-        reason = skip_text(explanation.program_skipped, "program") or "it was not run"
-        detail = f"your program did not run on the device ({reason}): no fallback was checked"
-        return [Finding("fallback", "program", "", None, detail, "", "ND206")]
+        return [Finding("fallback", "program", "", None, None, "ND206", place, why="not run", skip=explanation.program_skipped)]
     unseen = explanation.program.rewritten.unseen
-    closed = [Finding("fallback", "program", "", None, f"cannot verify fallbacks here: {unseen}", _UNSEEN_FIX, "ND206")] if unseen else []
+    closed = [Finding("fallback", "program", "", None, None, "ND206", place, why="unseen", compiler=unseen)] if unseen else []
     return closed + [
-        Finding(
-            "fallback",
-            fallback.node or fallback.op,
-            fallback.op,
-            fallback.source,
-            f"{fallback.op} fell back to the CPU {fallback.calls} time(s) per call ({fallback.bytes} bytes copied)"
-            + (f" inside {fallback.inside}" if fallback.inside else "")
-            + (f" in {fallback.module}" if fallback.module else ""),
-            fallback_advice(fallback.op),
-            fallback.rule,
-        )
+        Finding("fallback", fallback.node or fallback.op, fallback.op, fallback.source, fallback, fallback.rule, place)
         for _, fallback in explanation.fallbacks
     ]
 

@@ -84,7 +84,7 @@ class Driver(Protocol):
         ...
 
     def unseen(self) -> str | None:
-        """What a program run on this device cannot see (None: nothing left out)."""
+        """The compiler whose graphs a program run on this device cannot see into (None: nothing left out)."""
         ...
 
 

@@ -109,7 +109,7 @@ class ProgramRun:
     outputs: Any = dataclasses.field(default=None, repr=False, compare=False)
     stack: str = "xla"
     device: str = ""
-    unseen: str | None = None
+    unseen: str | None = None  # the compiler whose graphs this run could not see into (its fallbacks are not on lines)
     state: Comparison | None = None
 
     @property

@@ -119,17 +119,15 @@ def _number(text: str | None) -> int | None:
     return int(text) if text and text.isdigit() else None
 
 
-def status() -> tuple[bool, str]:
-    """Whether torch_xla's analysis can be read in this process, and what to say about it."""
+def status() -> tuple[bool, str, str | None]:
+    """Whether torch_xla's analysis can be read in this process: (on, state, level), state being 'on',
+    'to stderr' (on, without PT_XLA_DEBUG_FILE) or 'off', level the PT_XLA_DEBUG_LEVEL set."""
     level, path = os.environ.get(LEVEL), os.environ.get(FILE)
     if level and int(level) >= 2 and path:
-        return True, f"torch_xla's compilation analysis (PT_XLA_DEBUG_LEVEL={level}) into {path}"
+        return True, "on", level
     if level and int(level) >= 2:
-        return False, "torch_xla's analysis is on but printed to stderr (set PT_XLA_DEBUG_FILE too, before the first XLA compile)"
-    return False, (
-        "torch_xla's compilation analysis is off in this process: each step's XLA compiles are counted, not their causes "
-        "(run the loop with `neurondev watch script.py`, or set PT_XLA_DEBUG_LEVEL=2 and PT_XLA_DEBUG_FILE before the first XLA compile)"
-    )
+        return False, "to stderr", level
+    return False, "off", level
 
 
 def enable(path: str | Path | None = None) -> bool:
@@ -179,5 +177,5 @@ class AnalysisLog:
 
 def open_log() -> AnalysisLog | None:
     """The analysis file torch_xla writes in this process, when its analysis is on and goes to a file."""
-    on, _ = status()
+    on = status()[0]
     return AnalysisLog(os.environ[FILE]) if on else None

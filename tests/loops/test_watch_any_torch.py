@@ -51,6 +51,7 @@ def test_the_recompile_limit_is_named_and_every_call_after_it_is_a_step_of_its_o
 
 
 def test_advice_run_again_with_its_fix_and_not_enough_leaves_the_advice_for_tried():
+    from neurondev.loops.causes import AdviceCheck
     from neurondev.loops.record import with_checked_advice
 
     torch._dynamo.reset()  # scaled's compiles start from none
@@ -59,11 +60,13 @@ def test_advice_run_again_with_its_fix_and_not_enough_leaves_the_advice_for_trie
         for i in range(3):
             step(torch.randn(8, 4), 0.1 * 0.9**i)
     (advice,) = w.advice
-    checked = with_checked_advice(w.record, (advice.cause,), "checked, not enough: it still compiles from step 2 of 3", enough=False)
+    checked = with_checked_advice(w.record, (advice.cause,), AdviceCheck("not enough", since=2, steps=3))
     assert checked.advice == () and [a.cause for a in checked.tried] == [advice.cause]
     shown = neurondev.Watch.of(checked)
     assert "Tried, not enough: python number (checked, not enough" in shown.summary() and "Advice (" not in shown.summary()
-    assert json.loads(shown.to_json())["tried"][0]["verified"].startswith("checked, not enough")
+    tried = json.loads(shown.to_json())["tried"][0]
+    assert tried["check"] == {"kind": "not enough", "fix": "sync each step", "steady": None, "since": 2, "steps": 3}
+    assert tried["verified"] is False and tried["check_text"].startswith("checked, not enough")
     assert "Tried, not enough" in shown._repr_html_()
     built = neurondev.Watch(record=checked)  # built by its constructor, as Watch.of builds it
     assert built.record is checked and built.summary() == shown.summary() and built.name == w.name

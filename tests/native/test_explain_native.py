@@ -183,10 +183,11 @@ def test_the_strict_check_fails_closed_where_the_program_cannot_be_seen_whole(de
 
     ex = neurondev.explain(Net(), torch.randn(2, 16), target=device, quiet=True)
     assert fallback_findings(ex) == []  # every op passed the dispatcher: nothing fell back
-    unseen = "inside the graphs neuron's compiler runs, ops do not pass the dispatcher"  # what a TorchNeuron run says
-    programs = dataclasses.replace(ex.program, rewritten=dataclasses.replace(ex.program.rewritten, unseen=unseen))
+    # what a TorchNeuron run records: its graphs are neuron's compiler's, their ops unseen by the dispatcher
+    programs = dataclasses.replace(ex.program, rewritten=dataclasses.replace(ex.program.rewritten, unseen="neuron"))
     (finding,) = fallback_findings(dataclasses.replace(ex, program=programs))
-    assert finding.kind == "fallback" and finding.detail.startswith("cannot verify fallbacks here: inside the graphs")
+    assert (finding.kind, finding.rule, finding.why, finding.compiler) == ("fallback", "ND206", "unseen", "neuron")
+    assert "cannot verify fallbacks here: inside the graphs neuron's compiler runs" in neurondev.describe(finding)
 
 
 class Recurrent(torch.nn.Module):

@@ -34,7 +34,7 @@ def test_each_step_counts_its_syncs_and_fallbacks_or_says_why_not(device):
         assert list(w.steps["copies_to_host"]) == [0, 0, 0, 0]
         assert "On the native device: 0 copy(ies) to the host, 0 to the device, 4 sync(s), 4 CPU fallback(s)" in w.summary()
     else:
-        assert set(w.steps["syncs"]) == {None} and "counted from torch 2.13" in w.record.native_note
+        assert set(w.steps["syncs"]) == {None} and w.record.native_gap.kind == "native needs torch 2.13"
 
 
 SCRIPT = """
@@ -70,7 +70,7 @@ def test_the_command_counts_a_device_the_script_loads_itself_each_cost_on_its_li
             and f"sync(s) at {at['.item()']}" in last
         )
     else:  # torch 2.9 recompiles under a dispatch mode: not counted, and said
-        assert {(s["fallbacks"], s["syncs"]) for s in steps} == {(None, None)} and "counted from torch 2.13" in record["native_note"]
+        assert {(s["fallbacks"], s["syncs"]) for s in steps} == {(None, None)} and record["native_gap"]["kind"] == "native needs torch 2.13"
 
 
 def test_a_watched_function_on_a_native_device_has_its_calls_costs_in_the_native_columns(device):

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import neurondev
+from neurondev.fx.kernels import CpuKernel
 from neurondev.render.sentences import describe, values_text, verdict_text
 from neurondev.report.findings import Finding
 from neurondev.report.verdicts import Verdict
@@ -51,8 +52,11 @@ def test_describe_speaks_each_record_and_refuses_anything_else_by_name():
     assert describe(differ).startswith("DIFFER (1 of 3 elements off;")
     value = HostValue(0, "l_table_", 1, "global", "TABLE", "cpu", (4,), SourceLine("m.py", 3, "f", "y = x + TABLE"))
     assert describe(value) == "TABLE (a global, on cpu, used at m.py:3)"
-    finding = Finding("pin", "out", "torch.empty", SourceLine("m.py", 4, "f", "out = torch.empty(3)"), "frozen", "x.new_empty(3)")
-    assert describe(finding) == "  m.py:4: out = torch.empty(3)\n      frozen\n      write instead: x.new_empty(3)"
+    line = SourceLine("m.py", 4, "f", "out = attend(q, k, v)")
+    kernel = CpuKernel(0, "forward", "sdpa", "aten._scaled_dot_product_flash_attention_for_cpu", line)
+    finding = Finding("cpu kernel", "sdpa", kernel.function, line, kernel, kernel.rule)
+    said = f"  m.py:4: out = attend(q, k, v)\n      {kernel.function} is a kernel for the CPU [{kernel.rule}]\n      write instead: {kernel.fix}"
+    assert describe(finding) == said
     verdict = Verdict("cpu", "differ", differ)
     assert describe(verdict) == verdict_text(verdict) == f"the graph on XLA DIFFERS from CPU ({describe(differ)})"
     assert verdict_text(verdict, place="hostdev:0").startswith("the graph on hostdev:0 DIFFERS")

@@ -67,7 +67,7 @@ def test_selecting_a_device_rule_runs_the_graph_and_finds_the_break_with_its_lin
 @pytest.mark.xla
 def test_the_json_of_explain_carries_a_schema_and_every_finding_with_its_rule(seed_explained):
     data = json.loads(seed_explained.to_json())
-    assert data["schema"] == 2
+    assert data["schema"] == 3
     rules = [finding["rule"] for finding in data["findings"]]
     assert rules[0] == "ND101" and "ND201" in rules
     assert all(finding["text"] and finding["url"].endswith(f"rules/{finding['rule']}/") for finding in data["findings"])
@@ -83,7 +83,7 @@ def test_the_json_of_a_watch_carries_each_recompile_with_its_rule():
         for lr in (0.1, 0.2, 0.3):
             step(torch.ones(4), lr)
     data = json.loads(watched.to_json())
-    assert data["schema"] == 2
+    assert data["schema"] == 3
     # torch 2.9 recompiles for 0.2 and 0.3; torch 2.13 makes lr dynamic at its first recompile (one graph for the rest)
     recompiles = [(row["rule"], row["value"], row["before"]) for row in data["compiles"][1:]]
     assert data["compiles"][0]["rule"] is None and recompiles[0] == ("ND401", "lr", "0.1")
@@ -96,7 +96,7 @@ def test_the_command_takes_rule_codes_and_its_json_names_them(tmp_path):
     failing = subprocess.run([*base, "--json"], capture_output=True, text=True, timeout=600)
     assert failing.returncode == 1
     data = json.loads(failing.stdout)
-    assert data["schema"] == 2 and [f["rule"] for f in data["findings"]] == ["ND101"]
+    assert data["schema"] == 3 and [f["rule"] for f in data["findings"]] == ["ND101"]
     passing = subprocess.run([*base, "--ignore", "ND101", "--select", "ND1,ND3"], capture_output=True, text=True, timeout=600)
     assert passing.returncode == 0, passing.stdout + passing.stderr
 

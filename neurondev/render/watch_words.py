@@ -1,0 +1,112 @@
+"""A watch's advice, its check and its gaps in words, from their kinds and facts (the records hold no sentence)."""
+
+from __future__ import annotations
+
+from neurondev.loops.causes import Advice, AdviceCheck, Recurring
+from neurondev.loops.record import Gap
+
+__all__ = ["advice_check_text", "advice_text", "gap_text", "recurring_text"]
+
+_DYNAMO = {
+    "python number": "pass {value} as a tensor (torch.tensor({value}) on the device, updated in place) so the graph reads it "
+    "instead of baking it in, or keep it constant",
+    "cache growth": "a cache that grows by one position per call is a new shape every step: use a static cache "
+    "(cache_implementation='static' in transformers generate, or a preallocated buffer written at an index)",
+    "changing size": "{value} takes {count} sizes ({sizes}): pad to a few bucket sizes ({buckets}), or drop the short last batch "
+    "(DataLoader(drop_last=True)); torch._dynamo.mark_dynamic saves dynamo's retrace only, XLA still compiles one program per size",
+    "recompile limit": "from here the function runs uncompiled: every op is traced lazily on XLA on every call; raising "
+    "torch._dynamo.config.recompile_limit only delays the cost: remove the cause of the recompiles above",
+    "flag": "{value} takes two values: that is two graphs, compiled once each (expected); to keep them apart "
+    "compile the train and the eval step as two functions (a flag passed as a tensor would not be a bool any more)",
+    "library value": "{value} is the library's own state, not yours to make a tensor: the line of yours that takes this branch is "
+    "where it is called{read}; if each call changes it, report it to the library (a guard on its internal value recompiles every call)",
+}
+_UNANALYSED = (
+    "the lazy graph differs every step, most often state no torch_xla.sync() cuts (call it at the end of each step) or a host read "
+    "of a growing tensor; torch_xla's own analysis of each compile names the trigger: run the loop with `neurondev watch script.py`, "
+    "or set PT_XLA_DEBUG_LEVEL=2 and PT_XLA_DEBUG_FILE before the first XLA compile"
+)
+_STOP_CHECK = (
+    "transformers' own stop check ({where}: bool(unfinished_sequences.max() == 0)) reads, every token, a value made from input_ids, "
+    "which grows by one token a step: a new program each step (and the bridge syncs the forward's inputs). A decode loop of your own "
+    "over a preallocated token buffer (written at an index: fixed shapes), reading its stop condition every N steps, avoids it; "
+    "generate cannot"
+)
+
+
+def advice_text(advice: Advice) -> str:
+    """What to write instead, in words: dynamo's side prefixed with the function, XLA's with how its programs recur."""
+    if advice.recurring is not None:
+        return f"XLA compiles {recurring_text(advice.recurring)}{_program_words(advice)}"
+    template = _DYNAMO.get(advice.cause)
+    if template is None:
+        return f"{advice.function}: {advice.cause}"
+    read = f" (dynamo read it at {advice.where})" if advice.source is not None else ""
+    words = template.format(
+        value=advice.value,
+        count=len(advice.sizes),
+        sizes=", ".join(map(str, advice.sizes)),
+        buckets=", ".join(map(str, advice.buckets)),
+        read=read,
+    )
+    return f"{advice.function}: {words}"
+
+
+def _program_words(advice: Advice) -> str:
+    source = advice.source
+    if not advice.analysed:
+        return f": {_UNANALYSED}"
+    if advice.cause == "lazy state growing":
+        shown = ", ".join(map(str, advice.inputs[:6])) + (", ..." if len(advice.inputs) > 6 else "")
+        at = f" (triggered at {source.where}: `{source.code}`)" if source is not None else ""
+        return (
+            f"{at} and the lazy graph keeps growing (its inputs reach {shown}): it carries state across steps that no sync cuts: "
+            "call torch_xla.sync() (or xm.mark_step()) at the end of each step"
+        )
+    if advice.cause == "stop check":
+        return ": " + _STOP_CHECK.format(where=source.where if source is not None else "generate")
+    if advice.cause == "host read" and source is not None:
+        return (
+            f": a host read of a lazy value at {source.where} (`{source.code}`) compiles and runs the pending graph there: "
+            "keep the value on the device, or read it after torch_xla.sync()"
+        )
+    named = ", ".join(f"{n} x {kind}" for kind, n in advice.programs) or "no analysis of them was written"
+    return f": {named}"
+
+
+def recurring_text(recurring: Recurring) -> str:
+    """'1/2 program(s) on every step from step 3', or 'a new program every 4 steps from step 2'."""
+    unit, since = recurring.unit, recurring.since
+    if recurring.period is not None:
+        return f"a new program every {recurring.period} {unit}s from {unit} {since}"
+    return f"{'/'.join(map(str, recurring.per_step))} program(s) on every {unit} from {unit} {since}"
+
+
+def advice_check_text(check: AdviceCheck | None) -> str:
+    """How the second run with the fix applied went, in words ('not verified' when none ran)."""
+    if check is None:
+        return "not verified"
+    if check.kind == "verified":
+        return (
+            f"verified: run again with torch_xla.sync() at the end of each step, it was steady after step {check.steady} of {check.steps}"
+        )
+    if check.kind == "not enough":
+        return f"checked, not enough: with a sync per step it still compiles from step {check.since} of {check.steps}"
+    return "not verified: the run with a sync per step did not finish"
+
+
+def gap_text(gap: Gap) -> str:
+    """What a watch's figures leave out, and why, in words."""
+    if gap.kind == "torch_xla not loaded":
+        return "torch_xla was not loaded by the watched code: XLA figures are empty"
+    if gap.kind == "analysis to stderr":
+        return "torch_xla's analysis is on but printed to stderr (set PT_XLA_DEBUG_FILE too, before the first XLA compile)"
+    if gap.kind == "native needs torch 2.13":
+        return (
+            f"{gap.device}'s copies, syncs and fallbacks per step are counted from torch 2.13 "
+            f"(with torch {gap.torch} the accounting would make dynamo recompile)"
+        )
+    return (
+        "torch_xla's compilation analysis is off in this process: each step's XLA compiles are counted, not their causes "
+        "(run the loop with `neurondev watch script.py`, or set PT_XLA_DEBUG_LEVEL=2 and PT_XLA_DEBUG_FILE before the first XLA compile)"
+    )
