@@ -203,16 +203,18 @@ def test_the_error_is_raised_by_neurondev_itself_not_from_deep_inside_a_dependen
 @pytest.mark.parametrize(
     "make, phrase",
     [
-        (lambda: (lambda x: 3, (torch.randn(3),)), "no tensor operation"),
-        (lambda: (lambda x: x * 2, (torch.randn(3, 3).to_sparse(),)), "not a dense tensor"),
+        (lambda: (lambda x: 3, (torch.randn(3),)), ("no tensor operation", "no tensor op")),
+        (lambda: (lambda x: x * 2, (torch.randn(3, 3).to_sparse(),)), ("not a dense tensor", "not a dense input")),
     ],
     ids=["returns-an-int", "sparse-input"],
 )
 def test_a_capture_that_records_no_graph_says_why(make, phrase):
     fn, args = make()
-    with pytest.warns(neurondev.NoGraphWarning, match=phrase):
+    words, kind = phrase
+    with pytest.warns(neurondev.NoGraphWarning, match=words):
         captured = neurondev.capture(fn, *args)
-    assert captured.graphs == () and any(phrase in note for note in captured.notes)
+    assert captured.graphs == () and [note.kind for note in captured.notes] == [kind]
+    assert words in neurondev.describe(captured.notes[0])
 
 
 def test_an_already_compiled_function_is_unwrapped_and_said_so():
@@ -221,7 +223,9 @@ def test_an_already_compiled_function_is_unwrapped_and_said_so():
         warnings.simplefilter("error", neurondev.NoGraphWarning)
         captured = neurondev.capture(compiled, torch.randn(4))
     assert len(captured.graphs) == 1 and len(neurondev.diagnose(captured)) == 1
-    assert "already compiled with torch.compile" in captured.notes[0]
+    note = captured.notes[0]
+    assert (note.kind, note.original) == ("already compiled", "one_input")
+    assert "already compiled with torch.compile" in neurondev.describe(note)
 
 
 def test_watch_misuse_is_named():

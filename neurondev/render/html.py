@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from neurondev.render.drawing import DrawBudget, svg_or_reason
 from neurondev.render.sentences import (
+    capture_note_text,
     describe,
     lines_text,
     not_compared_text,
@@ -429,7 +430,7 @@ def _native(explanation: ExplanationData) -> str:
 
 
 def _notes(explanation: ExplanationData) -> str:
-    return "".join(f'<p class="nd-note">Note: {_e(n)}</p>' for n in explanation.notes)
+    return "".join(f'<p class="nd-note">Note: {_e(capture_note_text(n))}</p>' for n in explanation.notes)
 
 
 def _section(explanation: ExplanationData, section: Section, budget: DrawBudget) -> str:

@@ -6,7 +6,7 @@ import dataclasses
 import math
 from typing import TYPE_CHECKING, Any
 
-from neurondev.render.sentences import describe, finding_detail, finding_fix, runtime_info_text, skip_text, why_text
+from neurondev.render.sentences import capture_note_text, describe, finding_detail, finding_fix, runtime_info_text, skip_text, why_text
 from neurondev.render.text import summary
 from neurondev.render.watch_words import advice_check_text, advice_text, gap_text
 from neurondev.report.advice import fix_for
@@ -126,7 +126,7 @@ def explanation_dict(explanation: ExplanationData) -> dict[str, Any]:
             "graphs": [_section(section) for section in explanation.sections],
             "dynamo_breaks": [{"reason": b.reason, **(b.source.to_dict() if b.source else {})} for b in captured.dynamo_breaks],
             "moved_inputs": [dataclasses.asdict(m) for m in captured.moved_inputs],
-            "notes": list(explanation.notes),
+            "notes": [{**note.to_dict(), "text": capture_note_text(note)} for note in explanation.notes],
             "native": _traces(explanation.traces),
             "native_skipped": _skip(explanation.traces_skipped, "native"),
             "fixes": [{**fix.to_dict(), "why": why_text(fix)} for fix in explanation.fixes],

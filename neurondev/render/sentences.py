@@ -28,10 +28,12 @@ from neurondev.runs.reasons import NotCompared
 from neurondev.runs.run_records import Fallback, GraphBreak, HostCopy, RunError, RunRecord, place_of
 from neurondev.runs.traces import LineDifference, TraceComparison
 from neurondev.runs.values import Comparison
-from neurondev.trace.capture import DynamoBreak
+from neurondev.trace.capture import NO_GRAPH_WORDS, DynamoBreak
+from neurondev.trace.capture_notes import CaptureNote
 from neurondev.trace.inputs import HostValue
 
 __all__ = [
+    "capture_note_text",
     "cause_words",
     "check_text",
     "describe",
@@ -621,3 +623,25 @@ def finding_fix(finding: Finding) -> str:
     if finding.kind == "fallback":
         return fallback_advice(found.op)
     return rule_named(finding.rule).fix if finding.rule else ""
+
+
+@describe.register
+def capture_note_text(note: CaptureNote) -> str:
+    """What the capture did that a user should know, in words."""
+    if note.kind == "meta":
+        return (
+            "traced on the meta device (the model's weights or the inputs are meta: shapes without values), so no weight was "
+            "materialised; device=meta in the graphs is what a CPU trace shows as cpu"
+        )
+    if note.kind == "already compiled":
+        return f"{note.name} was already compiled with torch.compile: its original {note.original} was traced"
+    if note.no_graph:
+        return NO_GRAPH_WORDS[note.kind]
+    if note.kind == "dynamic marks kept":
+        return (
+            f"input {note.path}: dimension(s) {list(note.dims)} marked dynamic by you stay dynamic in the graph "
+            "(traced with a dynamic dimension; runs use the size it had)"
+        )
+    if note.kind == "arguments copied apart":
+        return f"could not copy the arguments together ({note.error}); their tensors were copied, other objects are the user's own"
+    return "an ExportedProgram: its graph as exported (ATen level), its parameters and buffers as inputs"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from neurondev.render.sentences import describe, skip_text, verdict_text
+from neurondev.render.sentences import capture_note_text, describe, skip_text, verdict_text
 from neurondev.runs.program_records import DEVICE_MISMATCH
 from neurondev.runs.run_records import GraphBreak, RunRecord
 
@@ -257,7 +257,9 @@ def summary(explanation: ExplanationData) -> str:
     """Your program on XLA first; then the graphs traced on CPU and moved to XLA (the headline and the
     after line), dynamo's split, the lines traced differently on XLA, where XLA first differs, the fixes."""
     if not explanation.sections:
-        return f"No graph was recorded for {explanation.name}: " + "; ".join(explanation.notes or ["nothing to explain"])
+        return f"No graph was recorded for {explanation.name}: " + "; ".join(
+            [capture_note_text(n) for n in explanation.notes] or ["nothing to explain"]
+        )
     text = f"{program_text(explanation)}. Traced on CPU, the graph moved to {explanation.place}: {headline(explanation)}. {after_text(explanation)}."
     graphs, breaks = len(explanation.capture.graphs), len(explanation.capture.dynamo_breaks)
     if graphs > 1:

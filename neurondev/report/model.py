@@ -31,6 +31,7 @@ from neurondev.runs.program_records import Programs
 from neurondev.runs.run_records import Fallback, RunRecord, place_of
 from neurondev.runs.traces import LineDifference, TraceComparison
 from neurondev.trace.capture import Capture
+from neurondev.trace.capture_notes import CaptureNote
 from neurondev.trace.inputs import HostValue
 
 __all__ = ["PARTS", "ExplanationData", "NativeTiming", "Section", "SectionKey", "Totals", "all_of"]
@@ -177,7 +178,7 @@ class ExplanationData:
     traces_skipped: Skip | None = None
     rtol: float | None = None
     atol: float | None = None
-    notes: tuple[str, ...] = ()
+    notes: tuple[CaptureNote, ...] = ()
     stage_seconds: Mapping[str, float] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
     fixes: tuple[Fix, ...] = ()
     program: Programs | None = None

@@ -31,6 +31,7 @@ from neurondev.runs.state import program_state
 from neurondev.runs.values import Comparison, compare_outputs
 from neurondev.trace.caches import kept_dynamo_caches
 from neurondev.trace.capture import Capture, quiet_dynamo
+from neurondev.trace.capture_notes import CaptureNote
 from neurondev.trace.copies import MovedInput, fresh_function, kept_global_state, own_namespaces, traced_copies
 from neurondev.trace.generators import reachable_generators
 from neurondev.trace.source import SourceLine, source_line, source_of, user_line_of_error
@@ -89,7 +90,7 @@ def run_program(
     """
     device = driver.device()
     moved: list[MovedInput] = []
-    notes: list[str] = []
+    notes: list[CaptureNote] = []
     recorder = _Recorder(backend, keep_graphs)
     generators = reachable_generators(subject.fn, subject.args, subject.kwargs)  # each run draws as the CPU reference did
     with own_namespaces(subject.fn) as namespaces, kept_global_state(generators):
@@ -167,7 +168,7 @@ class _Recorder:
         if self.keep:
             del self.graphs[count:], self.inputs[count:]
 
-    def capture(self, name: str, moved: list[MovedInput], notes: list[str], device: str, owners: tuple[Any, ...]) -> Capture:
+    def capture(self, name: str, moved: list[MovedInput], notes: list[CaptureNote], device: str, owners: tuple[Any, ...]) -> Capture:
         return Capture(
             name,
             tuple(self.graphs),

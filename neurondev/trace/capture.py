@@ -26,6 +26,7 @@ from neurondev.errors import (
 from neurondev.rulebook import Ruled
 from neurondev.trace.aten import AtenGraph, AtenRecorder, run_backward
 from neurondev.trace.caches import kept_dynamo_caches
+from neurondev.trace.capture_notes import CaptureNote
 from neurondev.trace.copies import MovedInput, fresh_function, kept_global_state, own_namespaces, traced_copies
 from neurondev.trace.generators import reachable_generators
 from neurondev.trace.inputs import HostValue, host_values
@@ -95,7 +96,7 @@ class Capture:
     dynamo_breaks: tuple[DynamoBreak, ...] = ()
     moved_inputs: tuple[MovedInput, ...] = ()
     output: Any = dataclasses.field(default=None, repr=False)
-    notes: tuple[str, ...] = ()
+    notes: tuple[CaptureNote, ...] = ()
     aten_graphs: tuple[AtenGraph, ...] = ()
     level: str = "dynamo"
     device: str = "cpu"
@@ -139,17 +140,11 @@ def capture(fn: Callable, *args: Any, level: str = "dynamo", **kwargs: Any) -> C
     with kept_global_state(reachable_generators(fn, args, kwargs)):
         output, moved, notes = _trace(fn, args, kwargs, recorder, device=device)
     if device.type == "meta":
-        notes.insert(0, _META_NOTE)
+        notes.insert(0, CaptureNote("meta"))
     if not recorder.graphs:
         notes.append(_why_no_graph(args, kwargs))
-        warn_user(f"capture of {display_name(fn)} recorded no graph: {notes[-1]}", NoGraphWarning)
+        warn_user(f"capture of {display_name(fn)} recorded no graph: {NO_GRAPH_WORDS[notes[-1].kind]}", NoGraphWarning)
     return recorder.capture(display_name(fn), output, moved, notes, level=level, device=str(device), rng_state=state)
-
-
-_META_NOTE = (
-    "traced on the meta device (the model's weights or the inputs are meta: shapes without values), so no weight was "
-    "materialised; device=meta in the graphs is what a CPU trace shows as cpu"
-)
 
 
 def trace_device(fn: Any, args: tuple, kwargs: dict) -> torch.device:
@@ -186,8 +181,8 @@ def _trace(
     *,
     device: torch.device = _CPU,
     moved: list[MovedInput] | None = None,
-    notes: list[str] | None = None,
-) -> tuple[Any, list[MovedInput], list[str]]:
+    notes: list[CaptureNote] | None = None,
+) -> tuple[Any, list[MovedInput], list[CaptureNote]]:
     """Trace ``fn`` with copies of its inputs (and of a module) on ``device``; record through ``recorder``."""
     _check_callable(fn)
     moved = [] if moved is None else moved
@@ -240,7 +235,7 @@ def capture_on_device(fn: Callable, args: tuple, kwargs: dict, device: torch.dev
     before dynamo records any graph gives a capture without graphs and the user's own error."""
     recorder = _Recorder()
     moved: list[MovedInput] = []
-    notes: list[str] = []
+    notes: list[CaptureNote] = []
     try:
         output, _, _ = _trace(fn, args, kwargs, recorder, device=device, moved=moved, notes=notes)
         failure = None
@@ -264,23 +259,28 @@ def quiet_dynamo():
             logger.setLevel(level)
 
 
-def _unwrap_compiled(fn: Callable, notes: list[str]) -> Callable:
+def _unwrap_compiled(fn: Callable, notes: list[CaptureNote]) -> Callable:
     """The original of an already ``torch.compile``d function or module, as dynamo's own explain does."""
     original = getattr(fn, "_orig_mod", None) or getattr(fn, "_torchdynamo_orig_callable", None)
     if original is None:
         return fn
-    notes.append(f"{display_name(fn)} was already compiled with torch.compile: its original {display_name(original)} was traced")
+    notes.append(CaptureNote("already compiled", name=display_name(fn), original=display_name(original)))
     return original
 
 
-def _why_no_graph(args: tuple, kwargs: dict) -> str:
-    tensors = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
-    if any(t.layout != torch.strided for t in tensors):
-        return "an input is not a dense tensor (sparse or another layout), which dynamo does not trace; pass dense inputs (x.to_dense())"
-    return (
+# Why a capture recorded no graph: the NoGraphWarning's message (render says the note with the same words).
+NO_GRAPH_WORDS = {
+    "not a dense input": "an input is not a dense tensor (sparse or another layout), which dynamo does not trace; pass dense inputs (x.to_dense())",
+    "no tensor op": (
         "dynamo found no tensor operation to put in a graph (the function does none on its inputs, "
         "returns plain Python values, or every line made dynamo fall back to Python); nothing is pinned"
-    )
+    ),
+}
+
+
+def _why_no_graph(args: tuple, kwargs: dict) -> CaptureNote:
+    tensors = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+    return CaptureNote("not a dense input" if any(t.layout != torch.strided for t in tensors) else "no tensor op")
 
 
 class _Recorder:
@@ -307,7 +307,7 @@ class _Recorder:
             return self.aten.compile(len(self.graphs) - 1, gm, example_inputs)
         return gm.forward
 
-    def capture(self, name: str, output: Any, moved: list[MovedInput], notes: list[str], **extra: Any) -> Capture:
+    def capture(self, name: str, output: Any, moved: list[MovedInput], notes: list[CaptureNote], **extra: Any) -> Capture:
         """The frozen record of what this recorder saw."""
         aten = self.aten.graphs if self.aten is not None else ()
         inputs = tuple(tuple(graph_inputs) for graph_inputs in self.example_inputs)

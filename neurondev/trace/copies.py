@@ -24,6 +24,7 @@ import torch
 from neurondev._compat import DYNAMIC_MARKS, dynamic_dims, keystr, tree_flatten_with_path, tree_unflatten
 from neurondev.errors import CaptureInputError
 from neurondev.trace import process
+from neurondev.trace.capture_notes import CaptureNote
 
 if TYPE_CHECKING:
     from neurondev.trace.namespaces import Namespaces
@@ -47,7 +48,7 @@ def traced_copies(
     kwargs: dict,
     device: torch.device,
     moved: list[MovedInput],
-    notes: list[str],
+    notes: list[CaptureNote],
     namespaces: Namespaces | None = None,
 ) -> tuple[Callable[..., Any], tuple, dict]:
     """(fn, args, kwargs) as copies on ``device``: nothing the trace does reaches the user's objects.
@@ -66,10 +67,7 @@ def traced_copies(
     try:
         state_copy, args_copy, kwargs_copy = copy.deepcopy((state, args, kwargs), memo)
     except Exception as error:  # a lock, a generator, a C object without a copy: trace what we can copy
-        notes.append(
-            f"could not copy the arguments together ({type(error).__name__}: {error}); "
-            "their tensors were copied, other objects are the user's own"
-        )
+        notes.append(CaptureNote("arguments copied apart", error=f"{type(error).__name__}: {error}"))
         state_copy, args_copy, kwargs_copy = state, seeded_args, seeded_kwargs
     walker = _Mover(device, moved, notes)
     if state is None:
@@ -129,7 +127,9 @@ def fresh_function(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fresh
 
 
-def _seed_tensors(tree: Any, prefix: str, memo: dict[int, Any], moved: list[MovedInput], notes: list[str], device: torch.device) -> Any:
+def _seed_tensors(
+    tree: Any, prefix: str, memo: dict[int, Any], moved: list[MovedInput], notes: list[CaptureNote], device: torch.device
+) -> Any:
     """Copy every tensor of a nested structure onto ``device`` (its deep-copy memo set, so that the
     deep copy hands these copies on), recording the ones that were elsewhere."""
     leaves, spec = tree_flatten_with_path(tree)
@@ -143,7 +143,7 @@ def _seed_tensors(tree: Any, prefix: str, memo: dict[int, Any], moved: list[Move
     return tree_unflatten(copies, spec)
 
 
-def _tensor_copy(value: torch.Tensor, path: str, moved: list[MovedInput], notes: list[str], device: torch.device) -> torch.Tensor:
+def _tensor_copy(value: torch.Tensor, path: str, moved: list[MovedInput], notes: list[CaptureNote], device: torch.device) -> torch.Tensor:
     if value.device.type == "meta" and device.type != "meta":
         raise CaptureInputError(
             f"input {path} is a meta tensor: it has a shape but no values, and tracing runs the function; "
@@ -156,23 +156,20 @@ def _tensor_copy(value: torch.Tensor, path: str, moved: list[MovedInput], notes:
     return copied.requires_grad_(value.requires_grad)
 
 
-def _keep_dynamic_marks(value: torch.Tensor, copied: torch.Tensor, path: str, notes: list[str]) -> None:
+def _keep_dynamic_marks(value: torch.Tensor, copied: torch.Tensor, path: str, notes: list[CaptureNote]) -> None:
     """Carry ``torch._dynamo.mark_dynamic`` (and its relatives) over to the traced copy."""
     marks = {name: getattr(value, name) for name in DYNAMIC_MARKS if hasattr(value, name)}
     for name, mark in marks.items():
         setattr(copied, name, copy.copy(mark))
     dims = dynamic_dims(marks)
     if dims is not None:
-        notes.append(
-            f"input {path}: dimension(s) {dims} marked dynamic by you stay dynamic in the graph "
-            "(traced with a dynamic dimension; runs use the size it had)"
-        )
+        notes.append(CaptureNote("dynamic marks kept", path=path, dims=tuple(dims)))
 
 
 class _Mover:
     """Puts every tensor inside copied objects on the trace's device, in place (they are copies)."""
 
-    def __init__(self, device: torch.device, moved: list[MovedInput], notes: list[str]) -> None:
+    def __init__(self, device: torch.device, moved: list[MovedInput], notes: list[CaptureNote]) -> None:
         self.device, self.moved, self.notes = device, moved, notes
         self.seen: set[int] = set()
 

@@ -8,6 +8,7 @@ import torch
 
 from neurondev._compat import tree_leaves
 from neurondev.errors import InputCountError
+from neurondev.trace.capture_notes import CaptureNote
 
 __all__ = ["capture_exported"]
 
@@ -35,6 +36,6 @@ def capture_exported(program: torch.export.ExportedProgram, args: tuple, kwargs:
         raise InputCountError(f"the exported program takes {len(inputs)} input(s) with its state, and {len(given)} more were given")
     with torch.no_grad():
         output = program.module()(*args, **kwargs)
-    notes = ("an ExportedProgram: its graph as exported (ATen level), its parameters and buffers as inputs",)
+    notes = (CaptureNote("exported"),)
     name = f"exported {type(program.module()).__name__}"
     return Capture(name, (program.graph_module,), (tuple(inputs),), output=output, notes=notes)

@@ -124,7 +124,7 @@ def test_dimensions_the_user_marked_dynamic_stay_dynamic():
     (size, _) = [n for n in captured.graphs[0].graph.nodes if n.op == "placeholder"]
     assert isinstance(size.meta["example_value"], torch.SymInt)  # the graph stays dynamic
     assert captured.example_inputs[0][0] == 8 and type(captured.example_inputs[0][0]) is int  # runs get the size it had
-    assert "marked dynamic" in captured.notes[0]
+    assert [(n.kind, n.path, n.dims) for n in captured.notes] == [("dynamic marks kept", "args[0]", (0,))]
     plain = neurondev.capture(fn, torch.randn(8))
     assert len(plain.example_inputs[0]) == 1 and plain.notes == ()
 
