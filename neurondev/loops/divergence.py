@@ -27,6 +27,8 @@ class RankCause:
     value: str | None = None
     before: str | None = None
     after: str | None = None
+    measure: str | None = None
+    dim: int | None = None
     file: str | None = None
     line: int | None = None
     count: int | None = None
@@ -99,6 +101,8 @@ def _compile_cause(rank: int, row: Mapping[str, Any]) -> RankCause:
         value=row.get("value"),
         before=row.get("before"),
         after=row.get("after"),
+        measure=row.get("measure"),
+        dim=row.get("dim"),
         file=row.get("file"),
         line=row.get("line"),
     )

@@ -6,9 +6,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from neurondev.loops.causes import Cause
 from neurondev.loops.divergence import RankCause, RankDivergence
 from neurondev.render.html import CSS
 from neurondev.render.html import escape as _e
+from neurondev.render.sentences import cause_words
 from neurondev.rulebook import rule_named
 
 __all__ = ["divergence_text", "ranks_card", "ranks_report", "ranks_summary"]
@@ -23,10 +25,7 @@ def _cause_text(cause: RankCause) -> str:
     if cause.count is not None:
         return f"{_ranks((cause.rank,))}: {cause.count}" + (f" ({cause.where})" if cause.where else "")
     at = f" at {Path(cause.file).name}:{cause.line}" if cause.file else ""
-    if cause.value is not None:
-        said = f"{cause.value} was {cause.before} when traced and is {cause.after}"
-    else:
-        said = cause.cause or "compiled"
+    said = cause_words(Cause(cause.cause or "other", cause.value, cause.before, cause.after, measure=cause.measure, dim=cause.dim))
     rule = f" [{cause.rule}]" if cause.rule else ""
     return f"{_ranks((cause.rank,))}: {said}{at}{rule}"
 
