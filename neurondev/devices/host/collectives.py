@@ -122,11 +122,15 @@ def _process_group_class() -> type:
 
         all_gather_single = _allgather_base  # its name from torch 2.11 on
 
-        def allgather_into_tensor_coalesced(self, outputs: list[torch.Tensor], inputs: list[torch.Tensor], opts: Any) -> Any:
-            """gloo has no coalesced form: one gather per pair, in order (every rank calls them in the same order)."""
+        def _pairwise(self, single: Any, outputs: list[torch.Tensor], inputs: list[torch.Tensor], opts: Any) -> Any:
+            """gloo has no coalesced form: the single-tensor collective once per pair, in order (every rank calls
+            them in the same order)."""
             for output, input in zip(outputs, inputs):
-                self._allgather_base(output, input, opts).wait()
+                single(output, input, opts).wait()
             return _done(outputs)
+
+        def allgather_into_tensor_coalesced(self, outputs: list[torch.Tensor], inputs: list[torch.Tensor], opts: Any) -> Any:
+            return self._pairwise(self._allgather_base, outputs, inputs, opts)
 
         all_gather_single_coalesced = allgather_into_tensor_coalesced
 
@@ -141,10 +145,7 @@ def _process_group_class() -> type:
         reduce_scatter_single = _reduce_scatter_base  # its name from torch 2.11 on
 
         def reduce_scatter_tensor_coalesced(self, outputs: list[torch.Tensor], inputs: list[torch.Tensor], opts: Any) -> Any:
-            """gloo has no coalesced form: one reduce-scatter per pair, in order."""
-            for output, input in zip(outputs, inputs):
-                self._reduce_scatter_base(output, input, opts).wait()
-            return _done(outputs)
+            return self._pairwise(self._reduce_scatter_base, outputs, inputs, opts)
 
         reduce_scatter_single_coalesced = reduce_scatter_tensor_coalesced
 
