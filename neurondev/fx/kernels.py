@@ -29,14 +29,6 @@ class CpuKernel(Located, Ruled):
     function: str
     source: SourceLine | None
 
-    @property
-    def fix(self) -> str:
-        return (
-            "a CPU trace at ATen level chose this CPU kernel and XLA runs it on the host (a break no device rewrite "
-            "removes): trace on XLA (neurondev.compare_traces, or explain(native=True)) or compile at dynamo level "
-            'through the neurondev backend (torch.compile(model, backend="neurondev")), which lets XLA choose'
-        )
-
     def to_dict(self) -> dict[str, object]:
         return {
             "rule": self.rule,
@@ -46,7 +38,6 @@ class CpuKernel(Located, Ruled):
             "function": self.function,
             "where": self.where,
             "code": self.code,
-            "fix": self.fix,
         }
 
 

@@ -8,9 +8,9 @@ import torch.fx
 from neurondev.errors import InvalidSubjectError, NeurondevError
 from neurondev.fx.pins import DevicePin
 from neurondev.fx.subgraphs import node_named
+from neurondev.render.fix_words import fix_for
 from neurondev.render.html import escape as _e
 from neurondev.render.sentences import skip_text, why_text
-from neurondev.report.advice import fix_for
 from neurondev.report.model import ExplanationData, Section
 
 __all__ = ["Explorer"]

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from neurondev._paths import output_file, output_folder
 from neurondev.loops.result import WatchData
 from neurondev.render.drawing import dot_of
+from neurondev.render.fix_words import fallback_advice
 from neurondev.render.html import card, report
 from neurondev.render.json import explanation_dict, plain, watch_dict
 from neurondev.render.text import summary as explanation_summary
@@ -27,12 +28,37 @@ __all__ = ["ExplanationDisplay", "WatchDisplay"]
 
 
 class ExplanationDisplay(ExplanationData):
-    """An Explanation's displays: ``summary()``, the card (``_repr_html_``), ``save_html``, ``to_dict``/``to_json``,
+    """An Explanation's displays: ``summary()``, ``fallback_table()``, the card (``_repr_html_``), ``save_html``, ``to_dict``/``to_json``,
     ``to_dot``/``svg``/``save_svg`` and ``save_model_explorer``; each computed from the data when asked."""
 
     def summary(self) -> str:
         """The findings in a few sentences, for a terminal."""
         return explanation_summary(self)
+
+    def fallback_table(self) -> Any:
+        """A pandas.DataFrame, one row per op that fell back to the CPU and line: op (as the device ran it), the op
+        the program called when it fell back beneath it (``inside``: ``aten::embedding`` for ``aten::index_select``),
+        calls, bytes copied (per call), file, line, code, module, the scenario and what to write instead (where the
+        program causes it)."""
+        import pandas
+
+        rows = [
+            {
+                "op": fallback.op,
+                "inside": fallback.inside,
+                "calls": fallback.calls,
+                "bytes_copied": fallback.bytes,
+                "file": fallback.file,
+                "line": fallback.line,
+                "code": fallback.code,
+                "module": fallback.module,
+                "scenario": scenario,
+                "instead": fallback_advice(fallback.op),
+            }
+            for scenario, fallback in self.fallbacks
+        ]
+        columns = ["op", "inside", "calls", "bytes_copied", "file", "line", "code", "module", "scenario", "instead"]
+        return pandas.DataFrame(rows, columns=columns)
 
     def _repr_html_(self) -> str:
         return card(self)

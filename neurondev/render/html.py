@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from neurondev.render.drawing import DrawBudget, svg_or_reason
+from neurondev.render.fix_words import CPU_KERNEL_FIX, LIBRARY_NOTE, host_value_fix, short_fix
 from neurondev.render.sentences import (
     capture_note_text,
     describe,
@@ -30,7 +31,6 @@ from neurondev.render.text import (
     specialised_text,
     summary,
 )
-from neurondev.report.advice import LIBRARY_NOTE, short_fix
 from neurondev.report.findings import explanation_findings
 from neurondev.rulebook import rule_named
 from neurondev.runs.run_records import RunRecord, place_of
@@ -275,7 +275,7 @@ def _host_values(explanation: ExplanationData, section: Section) -> str:
         return ""
     rows = "".join(
         f"<tr><td><code>{_e(value.origin)}</code></td><td>{_e(value.kind)}</td><td>{_e(value.where)}</td>"
-        f"<td><code>{_e(value.code or '')}</code></td><td>{_e(value.fix)}</td></tr>"
+        f"<td><code>{_e(value.code or '')}</code></td><td>{_e(host_value_fix(value))}</td></tr>"
         for value in section.host_values
     )
     head = "<tr><th>value</th><th>held in</th><th>used at</th><th>your code</th><th>write instead</th></tr>"
@@ -292,7 +292,7 @@ def _cpu_kernels(section: Section) -> str:
     )
     head = "<tr><th>node</th><th>kernel</th><th>your line</th></tr>"
     return (
-        f'<p class="nd-bad">{len(section.cpu_kernels)} CPU kernel(s) chosen while tracing on CPU: {_e(section.cpu_kernels[0].fix)}.</p>'
+        f'<p class="nd-bad">{len(section.cpu_kernels)} CPU kernel(s) chosen while tracing on CPU: {_e(CPU_KERNEL_FIX)}.</p>'
         f'<table class="nd-kernels">{head}{rows}</table>'
     )
 

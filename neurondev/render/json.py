@@ -6,10 +6,10 @@ import dataclasses
 import math
 from typing import TYPE_CHECKING, Any
 
+from neurondev.render.fix_words import CPU_KERNEL_FIX, fix_for, host_value_fix
 from neurondev.render.sentences import capture_note_text, describe, finding_detail, finding_fix, runtime_info_text, skip_text, why_text
 from neurondev.render.text import summary
 from neurondev.render.watch_words import advice_check_text, advice_text, gap_text
-from neurondev.report.advice import fix_for
 from neurondev.report.findings import Finding, explanation_findings, finding_entry, watch_findings
 from neurondev.report.skips import Skip
 from neurondev.rulebook import rule_named
@@ -85,8 +85,8 @@ def _section(section: Section) -> dict[str, Any]:
             "after": section.after.to_dict() if section.after else None,
             "rewrite_verdict": _with_text(section.rewrite_verdict),
             "cpu_verdict": _with_text(section.cpu_verdict),
-            "host_values": [value.to_dict() for value in section.host_values],
-            "cpu_kernels": [kernel.to_dict() for kernel in section.cpu_kernels],
+            "host_values": [{**value.to_dict(), "fix": host_value_fix(value)} for value in section.host_values],
+            "cpu_kernels": [{**kernel.to_dict(), "fix": CPU_KERNEL_FIX} for kernel in section.cpu_kernels],
         }
     )
 

@@ -14,8 +14,8 @@ from neurondev.fx.pins import DevicePin
 from neurondev.loops.causes import Advice, AdviceCheck, Cause
 from neurondev.loops.record import Gap
 from neurondev.loops.steps import XlaProgram
+from neurondev.render.fix_words import CPU_KERNEL_FIX, fallback_advice, fix_for, host_value_fix
 from neurondev.render.watch_words import advice_check_text, advice_text, gap_text
-from neurondev.report.advice import fallback_advice, fix_for
 from neurondev.report.findings import Finding
 from neurondev.report.fixes.records import Fix, FixCheck, SpellingNote
 from neurondev.report.skips import Skip
@@ -612,13 +612,15 @@ def finding_fix(finding: Finding) -> str:
         return _UNSEEN_FIX
     if finding.kind == "pin":
         return fix_for(found)
-    if finding.kind in ("host value", "cpu kernel"):
-        return str(found.fix)
+    if finding.kind == "host value":
+        return host_value_fix(found)
+    if finding.kind == "cpu kernel":
+        return CPU_KERNEL_FIX
     if finding.kind == "device-specialised":
         return _SPECIALISED_FIX
     if finding.kind == "program":
         host = finding.host
-        fix = host.fix if host is not None and found.kind == "mixed devices at compile time" else _PROGRAM_FIXES[found.kind]
+        fix = host_value_fix(host) if host is not None and found.kind == "mixed devices at compile time" else _PROGRAM_FIXES[found.kind]
         return fix.format(backend=finding.backend, place=finding.place)
     if finding.kind == "fallback":
         return fallback_advice(found.op)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from neurondev.render.fix_words import host_value_fix
 from neurondev.render.sentences import capture_note_text, describe, skip_text, verdict_text
 from neurondev.runs.program_records import DEVICE_MISMATCH
 from neurondev.runs.run_records import GraphBreak, RunRecord
@@ -216,7 +217,7 @@ def _host_cause(explanation: ExplanationData) -> str:
     values = explanation.host_values
     value = next((v for v in values if v.file == failure.file and v.line == failure.line), values[0])
     place = explanation.place
-    return f". {value.origin} ({value.kind}, on {value.device}, used at {value.where}) stays on the host while your inputs are on {place}: {value.fix}"
+    return f". {value.origin} ({value.kind}, on {value.device}, used at {value.where}) stays on the host while your inputs are on {place}: {host_value_fix(value)}"
 
 
 def specialised_text(explanation: ExplanationData) -> str:

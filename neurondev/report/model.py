@@ -159,8 +159,8 @@ class ExplanationData:
     """Everything ``neurondev.explain`` found, as data, set once (the displays are the layers' above:
     ``neurondev.Explanation`` adds them). It holds graphs and tensors: equal only to itself.
 
-    ``pin_table()`` lists the pins as a DataFrame, ``fallback_table()`` the ops that fell back to the
-    CPU, ``transfer_table()`` every copy between host and device by line, ``totals("before")`` sums the runs. Two scenarios, kept apart: ``program`` is your
+    ``pin_table()`` lists the pins as a DataFrame (the display adds ``fallback_table()``, the ops that fell back to
+    the CPU with what to write instead), ``transfer_table()`` every copy between host and device by line, ``totals("before")`` sums the runs. Two scenarios, kept apart: ``program`` is your
     whole function under ``torch.compile`` on XLA, as written (openxla) and rewritten (the neurondev
     backend), ``program_skipped`` says why it was not run; ``before``/``after`` hold one RunRecord
     per graph traced on CPU and moved to XLA (a backend's view, the seed's scenario), empty when
@@ -216,33 +216,6 @@ class ExplanationData:
         if self.program is not None and self.program.rewritten.ok:
             return tuple(("your program", fallback) for fallback in self.program.rewritten.fallbacks)
         return tuple(("graph traced on CPU", fallback) for record in self.after for fallback in record.fallbacks)
-
-    def fallback_table(self) -> Any:
-        """A pandas.DataFrame, one row per op that fell back to the CPU and line: op (as the device ran it), the op
-        the program called when it fell back beneath it (``inside``: ``aten::embedding`` for ``aten::index_select``),
-        calls, bytes copied (per call), file, line, code, module, the scenario and what to write instead (where the
-        program causes it)."""
-        import pandas
-
-        from neurondev.report.advice import fallback_advice
-
-        rows = [
-            {
-                "op": fallback.op,
-                "inside": fallback.inside,
-                "calls": fallback.calls,
-                "bytes_copied": fallback.bytes,
-                "file": fallback.file,
-                "line": fallback.line,
-                "code": fallback.code,
-                "module": fallback.module,
-                "scenario": scenario,
-                "instead": fallback_advice(fallback.op),
-            }
-            for scenario, fallback in self.fallbacks
-        ]
-        columns = ["op", "inside", "calls", "bytes_copied", "file", "line", "code", "module", "scenario", "instead"]
-        return pandas.DataFrame(rows, columns=columns)
 
     def transfer_table(self) -> Any:
         """A pandas.DataFrame, one row per place that copies between the host and the device on every call:

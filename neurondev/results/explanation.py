@@ -19,8 +19,8 @@ class Explanation(ExplanationWidgets):
 
     Its members come in three groups, one class each: the data and what derives from it
     (``ExplanationData``: ``pins``, ``sections``, ``program``, ``before``/``after``, ``pin_table()``,
-    ``fallback_table()``, ``fixes``, ``patch()``, ``rerun()``), the displays (``ExplanationDisplay``:
-    the card in Jupyter, ``summary()``, ``save_html()``, ``to_dict()``/``to_json()``, ``to_dot()``/``svg()``,
+    ``fixes``, ``patch()``, ``rerun()``), the displays (``ExplanationDisplay``: the card in Jupyter, ``summary()``,
+    ``fallback_table()``, ``save_html()``, ``to_dict()``/``to_json()``, ``to_dot()``/``svg()``,
     ``save_model_explorer()``) and the widgets (``ExplanationWidgets``: ``explore()``, ``model_explorer()``).
     It takes no new attributes, as it changes none of its own (``rerun()`` returns a new one).
     """

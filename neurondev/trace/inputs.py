@@ -46,17 +46,10 @@ class HostValue(Located, Ruled):
     shape: tuple[int, ...]
     source: SourceLine | None = None
 
-    @property
-    def fix(self) -> str:
-        if self.kind == "attribute":
-            name = self.origin.rsplit(".", 1)[-1]
-            return f"register it as a buffer in __init__ (self.register_buffer({name!r}, ...)): model.to(device) then moves it"
-        return f"pass {self.origin} in as an argument, or make it a buffer of the module: a tensor outside the model does not move with model.to(device)"
-
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["source"] = self.source.to_dict() if self.source else None
-        return {"rule": self.rule, **data, "where": self.where, "fix": self.fix}
+        return {"rule": self.rule, **data, "where": self.where}
 
 
 def on_host(value: Any) -> bool:

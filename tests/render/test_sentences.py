@@ -12,6 +12,7 @@ import torch
 
 import neurondev
 from neurondev.fx.kernels import CpuKernel
+from neurondev.render.fix_words import CPU_KERNEL_FIX
 from neurondev.render.sentences import describe, values_text, verdict_text
 from neurondev.report.findings import Finding
 from neurondev.report.verdicts import Verdict
@@ -55,7 +56,7 @@ def test_describe_speaks_each_record_and_refuses_anything_else_by_name():
     line = SourceLine("m.py", 4, "f", "out = attend(q, k, v)")
     kernel = CpuKernel(0, "forward", "sdpa", "aten._scaled_dot_product_flash_attention_for_cpu", line)
     finding = Finding("cpu kernel", "sdpa", kernel.function, line, kernel, kernel.rule)
-    said = f"  m.py:4: out = attend(q, k, v)\n      {kernel.function} is a kernel for the CPU [{kernel.rule}]\n      write instead: {kernel.fix}"
+    said = f"  m.py:4: out = attend(q, k, v)\n      {kernel.function} is a kernel for the CPU [{kernel.rule}]\n      write instead: {CPU_KERNEL_FIX}"
     assert describe(finding) == said
     verdict = Verdict("cpu", "differ", differ)
     assert describe(verdict) == verdict_text(verdict) == f"the graph on XLA DIFFERS from CPU ({describe(differ)})"

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import neurondev
+from neurondev.render.fix_words import host_value_fix
 from neurondev.render.sentences import describe
 from tests.helpers import line_of
 
@@ -32,7 +33,7 @@ def test_a_global_tensor_is_a_host_value_kept_on_the_host_in_the_runs_and_a_find
     )
     assert [u.node for u in ex.after[0].uploads] == ["mul"]  # it stayed on the host: uploaded on every call
     assert "1 host value(s) that stay on the CPU when the model moves to XLA (TABLE at test_verdicts.py:" in ex.summary()
-    assert "register_buffer" not in value.fix and "pass TABLE in as an argument" in value.fix
+    assert "register_buffer" not in host_value_fix(value) and "pass TABLE in as an argument" in host_value_fix(value)
     ran = ex.program.as_written
     said = "runs, copying them to the device on every call" if ran.ok else f"fails on them ({ran.failure.kind}"
     assert said in ex._repr_html_() and "refuses" not in ex._repr_html_()  # the card says what its own program run showed
@@ -73,7 +74,7 @@ class WithTable(torch.nn.Module):
 def test_a_plain_module_attribute_is_a_host_value_and_buffers_and_parameters_are_not():
     ex = neurondev.explain(WithTable(), torch.randn(2, 8), quiet=True)
     assert [(v.origin, v.kind) for v in ex.host_values] == [("self.table", "attribute")]
-    assert "self.register_buffer('table', ...)" in ex.host_values[0].fix
+    assert ex.host_values[0].kind == "attribute" and "self.register_buffer('table', ...)" in host_value_fix(ex.host_values[0])
     assert "host value" in ex._repr_html_()
 
 

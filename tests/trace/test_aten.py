@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import neurondev
+from neurondev.render.fix_words import CPU_KERNEL_FIX
 from tests.helpers import line_of
 
 
@@ -110,7 +111,7 @@ def test_cpu_kernels_an_aten_trace_picks_are_named_with_the_users_line_and_why()
     kernels = explanation.cpu_kernels
     assert kernels and all("_for_cpu" in k.function for k in kernels)
     assert kernels[0].source.line == line_of(Attention.forward, "scaled_dot_product_attention")
-    assert "no device rewrite" in kernels[0].fix and "compare_traces" in kernels[0].fix
+    assert "no device rewrite" in CPU_KERNEL_FIX and "compare_traces" in CPU_KERNEL_FIX  # what a card says of each
     assert "CPU kernel(s) chosen while tracing on CPU" in explanation._repr_html_()
     with pytest.raises(neurondev.DevicePinsError, match="CPU kernel"):
         neurondev.check(Attention(), torch.randn(1, 4, 8), level="aten", native=False)

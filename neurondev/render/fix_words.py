@@ -1,10 +1,27 @@
-"""What to write instead: a fix in the user's code for each kind of device pin, or the backend where none exists."""
+"""What to write instead, in words: a fix in the user's code for each kind of device pin, host value, CPU kernel and
+CPU fallback, or the backend where none exists (the records say what was found; these say what to do)."""
 
 from __future__ import annotations
 
 from neurondev.fx.pins import DevicePin
+from neurondev.trace.inputs import HostValue
 
-__all__ = ["BACKEND_FIX", "LIBRARY_NOTE", "fallback_advice", "fix_for", "short_fix"]
+__all__ = ["BACKEND_FIX", "CPU_KERNEL_FIX", "LIBRARY_NOTE", "fallback_advice", "fix_for", "host_value_fix", "short_fix"]
+
+CPU_KERNEL_FIX = (
+    "a CPU trace at ATen level chose this CPU kernel and XLA runs it on the host (a break no device rewrite "
+    "removes): trace on XLA (neurondev.compare_traces, or explain(native=True)) or compile at dynamo level "
+    'through the neurondev backend (torch.compile(model, backend="neurondev")), which lets XLA choose'
+)
+
+
+def host_value_fix(value: HostValue) -> str:
+    """What to write instead of a tensor read from outside the model: a buffer for an attribute, else an argument."""
+    if value.kind == "attribute":
+        name = value.origin.rsplit(".", 1)[-1]
+        return f"register it as a buffer in __init__ (self.register_buffer({name!r}, ...)): model.to(device) then moves it"
+    return f"pass {value.origin} in as an argument, or make it a buffer of the module: a tensor outside the model does not move with model.to(device)"
+
 
 BACKEND_FIX = (
     "no spelling of this keeps the device symbolic under dynamo: compile through the neurondev backend "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 import neurondev
-from neurondev.report.advice import BACKEND_FIX, fix_for, short_fix
+from neurondev.render.fix_words import BACKEND_FIX, fix_for, short_fix
 
 
 def pins_of(fn, *inputs):
