@@ -27,7 +27,7 @@ from neurondev.runs.program_records import ProgramFailure, ProgramRun
 from neurondev.runs.reasons import NotCompared
 from neurondev.runs.run_records import Fallback, GraphBreak, HostCopy, RunError, RunRecord, place_of
 from neurondev.runs.traces import LineDifference, TraceComparison
-from neurondev.runs.values import Comparison
+from neurondev.runs.values import Comparison, LeftOut, Mismatch
 from neurondev.trace.capture import NO_GRAPH_WORDS, DynamoBreak
 from neurondev.trace.capture_notes import CaptureNote
 from neurondev.trace.inputs import HostValue
@@ -37,6 +37,8 @@ __all__ = [
     "cause_words",
     "check_text",
     "describe",
+    "left_out_text",
+    "mismatch_text",
     "finding_detail",
     "finding_fix",
     "not_compared_text",
@@ -63,17 +65,43 @@ def describe(record: Any) -> str:
     )
 
 
+_MISMATCH = {
+    "count": "outputs DIFFER in structure: {left} vs {right} values",
+    "value": "values DIFFER at {where}: {left} vs {right}",
+    "type": "outputs DIFFER at {where}: {left} vs {right}",
+    "shape": "shapes DIFFER at {where}: {left} vs {right}",
+    "dtype": "dtypes DIFFER at {where}: {left} vs {right}",
+}
+
+
+@describe.register
+def mismatch_text(mismatch: Mismatch) -> str:
+    """'shapes DIFFER at output[0]: (2, 3) vs (3, 2)': what differs before any value does."""
+    said = _MISMATCH[mismatch.kind].format(where=mismatch.where, left=mismatch.left, right=mismatch.right)
+    return said + (f" ({', '.join(mismatch.only)} on one side only)" if mismatch.only else "")
+
+
+def left_out_text(left_out: Sequence[LeftOut]) -> str:
+    """ "output['cache'] (a Lock: no tensor in it, and nothing to compare it by)", each output left out, joined."""
+    return ", ".join(
+        f"{item.where} (a {item.held}: no tensor in it, and nothing to compare it by)"
+        if item.where is not None
+        else "nothing to compare: no tensor, no value"
+        for item in left_out
+    )
+
+
 @describe.register
 def comparison_text(comparison: Comparison) -> str:
     """'equal', 'equal within tolerance (max abs 5e-05, ...)', 'DIFFER (3 of 64 elements off, ...)',
     'shapes DIFFER: ...' when the outputs are not even alike, or 'not compared (why)'."""
     c = comparison
     figures = f"max abs {c.max_abs_error:.3g}, max rel {c.max_rel_error:.3g}"
-    left = f"; not compared: {', '.join(c.left_out[:3])}" if c.left_out else ""
+    left = f"; not compared: {left_out_text(c.left_out[:3])}" if c.left_out else ""
     if c.status == "not compared":
-        return f"not compared ({', '.join(c.left_out) or 'nothing to compare'})"
+        return f"not compared ({left_out_text(c.left_out) or 'nothing to compare'})"
     if c.structure is not None:
-        return c.structure + left
+        return mismatch_text(c.structure) + left
     if c.status == "equal":
         return "equal" + left
     if c.status == "within tolerance":
@@ -96,7 +124,7 @@ def host_value_text(value: HostValue) -> str:
 def node_difference_text(difference: NodeDifference) -> str:
     inside = f", in {difference.module}" if difference.module else ""
     compared = difference.comparison
-    figures = f"max abs {compared.max_abs_error:.2g}" if compared.structure is None else compared.structure
+    figures = f"max abs {compared.max_abs_error:.2g}" if compared.structure is None else mismatch_text(compared.structure)
     return f"{difference.node} ({difference.function}, {difference.where}{inside}): {figures}"
 
 
@@ -197,7 +225,7 @@ def reason_text(reason: NotCompared) -> str:
         draws = _DRAWS[reason.draws or "device"].format(device=reason.device or "the device")
         return f"random node {reason.node} ({reason.where or 'no source line'}){more} {draws}"
     if kind == "left out":
-        return ", ".join(reason.left_out)
+        return left_out_text(reason.left_out)
     said = {
         "no cpu run": f"the graph does not run on CPU ({reason.error})",
         "no cpu result": "there is no CPU result to compare with",
@@ -224,10 +252,10 @@ def values_text(run: ProgramRun) -> str:
     if compared.matches is None:
         return f"values {comparison_text(compared)}"
     if compared.matches:
-        left = f" (not compared: {', '.join(compared.left_out[:2])})" if compared.left_out else ""
+        left = f" (not compared: {left_out_text(compared.left_out[:2])})" if compared.left_out else ""
         return f"agrees with CPU{left}"
     if compared.structure is not None:
-        return f"DIFFERS from CPU ({compared.structure})"
+        return f"DIFFERS from CPU ({mismatch_text(compared.structure)})"
     return f"DIFFERS from CPU ({compared.elements_off} of {compared.elements} elements off, max abs {compared.max_abs_error:.3g})"
 
 
@@ -305,7 +333,7 @@ def check_text(check: FixCheck) -> str:
             "traced on meta": "traced on the meta device, where there are no values to compare; explain a small configuration to verify",
             "no xla": "there is no XLA device here, so the checks on XLA could not run (the checks on CPU held)",
             "fixed code raised": f"the fixed code raised {check.error}",
-            "outputs differ": f"the outputs on CPU differ: {check.after}",
+            "outputs differ": f"the outputs on CPU differ: {comparison_text(check.comparison) if check.comparison else 'differ'}",
             "other default raised": f"{_FLOAT64} the original runs and the fixed code raises {check.error}",
             "other default differs": f"{_FLOAT64} the fixed statement makes {check.after} where the original makes {check.before}",
             "values differ": f"the fixed statement makes {check.after} where the original made {check.before}",

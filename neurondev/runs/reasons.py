@@ -8,6 +8,7 @@ from typing import Any
 import torch.fx
 
 from neurondev.fx.random import random_nodes
+from neurondev.runs.values import LeftOut
 from neurondev.trace.source import source_of
 
 __all__ = ["DRAWS", "KINDS", "NotCompared", "random_draws"]
@@ -41,7 +42,7 @@ class NotCompared:
     where: str | None = None
     more: int = 0
     draws: str | None = None
-    left_out: tuple[str, ...] = ()
+    left_out: tuple[LeftOut, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS or (self.draws is not None and self.draws not in DRAWS):
@@ -49,7 +50,7 @@ class NotCompared:
 
     def to_dict(self) -> dict[str, Any]:
         facts = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
-        return {name: list(value) if isinstance(value, tuple) else value for name, value in facts.items() if value or name == "kind"}
+        return {name: _plain(value) for name, value in facts.items() if value or name == "kind"}
 
     @property
     def comparable(self) -> bool:
@@ -66,3 +67,10 @@ def random_draws(gm: torch.fx.GraphModule, names: set[str] | None, draws: str, d
     source = source_of(drawn[0])
     where = source.where if source else None
     return NotCompared("random", node=drawn[0].name, where=where, more=len(drawn) - 1, draws=draws, device=device)
+
+
+def _plain(value: Any) -> Any:
+    """A fact as JSON data: a tuple as a list, each record in it as its fields (a ``LeftOut``)."""
+    if isinstance(value, tuple):
+        return [dataclasses.asdict(item) if dataclasses.is_dataclass(item) and not isinstance(item, type) else item for item in value]
+    return value

@@ -21,7 +21,32 @@ import torch
 from neurondev._compat import default_tolerances, keystr, tree_flatten_with_path
 from neurondev.errors import InvalidOptionError
 
-__all__ = ["STATUSES", "Comparison", "check_tolerances", "compare_outputs"]
+__all__ = ["MISMATCH_KINDS", "STATUSES", "Comparison", "LeftOut", "Mismatch", "check_tolerances", "compare_outputs"]
+
+MISMATCH_KINDS = ("count", "value", "type", "shape", "dtype")
+
+
+@dataclasses.dataclass(frozen=True)
+class Mismatch:
+    """A difference before any figure: ``kind`` (``MISMATCH_KINDS``: how many outputs, a plain value, a tensor on
+    one side only, a shape, a dtype) at ``where`` (the output's path), ``left`` (the actual side) and ``right``
+    (the expected side) as written; ``only``: the outputs on one side only (a count)."""
+
+    kind: str
+    where: str
+    left: str
+    right: str
+    only: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class LeftOut:
+    """An output that could not be compared: ``where`` (its path) and what it holds (``held``: a type name with no
+    tensor in it); ``where`` None: nothing at all was comparable (no tensor, no value)."""
+
+    where: str | None
+    held: str | None = None
+
 
 STATUSES = ("equal", "within tolerance", "differ", "not compared")
 _PLAIN = (int, float, complex, bool, str, bytes, type(None), torch.dtype, torch.device)
@@ -48,8 +73,8 @@ class Comparison:
     rtol: float | None
     atol: float | None
     detail: str | None = None
-    structure: str | None = None
-    left_out: tuple[str, ...] = ()
+    structure: Mismatch | None = None
+    left_out: tuple[LeftOut, ...] = ()
 
     @property
     def matches(self) -> bool | None:
@@ -57,7 +82,7 @@ class Comparison:
         return None if self.status == "not compared" else self.status != "differ"
 
     def to_dict(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "matches": self.matches, "left_out": list(self.left_out)}
+        return {**dataclasses.asdict(self), "matches": self.matches}
 
 
 def check_tolerances(rtol: Any, atol: Any) -> None:
@@ -77,29 +102,25 @@ def compare_outputs(actual: Any, expected: Any, *, rtol: float | None = None, at
     if isinstance(actual, (tuple, list)) and len(actual) == 1 and not isinstance(expected, (tuple, list)):
         actual = actual[0]
     left, right = dict(_values(actual)), dict(_values(expected))
-    left_out = tuple(f"output{path} ({why})" for path, why in _opaque(actual))
+    left_out = tuple(LeftOut(f"output{path}", held) for path, held in _opaque(actual))
     if set(left) != set(right):
-        return _structural(f"outputs DIFFER in structure: {_which(left, right)}", rtol, atol, left_out)
+        only = tuple(f"output{p}" for p in sorted(set(left) ^ set(right))[:3])
+        return _structural(Mismatch("count", "outputs", str(len(left)), str(len(right)), only), rtol, atol, left_out)
     return _compared([(path, left[path], right[path]) for path in right], rtol, atol, left_out)
 
 
-def _structural(text: str, rtol: float | None, atol: float | None, left_out: tuple[str, ...]) -> Comparison:
-    return Comparison("differ", math.inf, math.inf, 0, 0, rtol, atol, text, text, left_out)
+def _structural(mismatch: Mismatch, rtol: float | None, atol: float | None, left_out: tuple[LeftOut, ...]) -> Comparison:
+    return Comparison("differ", math.inf, math.inf, 0, 0, rtol, atol, None, mismatch, left_out)
 
 
-def _which(left: dict[str, Any], right: dict[str, Any]) -> str:
-    only = sorted(set(left) ^ set(right))
-    return f"{len(left)} vs {len(right)} values" + (f" ({', '.join(f'output{p}' for p in only[:3])} on one side only)" if only else "")
-
-
-def _compared(pairs: list[tuple[str, Any, Any]], rtol: float | None, atol: float | None, left_out: tuple[str, ...]) -> Comparison:
+def _compared(pairs: list[tuple[str, Any, Any]], rtol: float | None, atol: float | None, left_out: tuple[LeftOut, ...]) -> Comparison:
     tensors = [(path, a, e) for path, a, e in pairs if isinstance(a, torch.Tensor) or isinstance(e, torch.Tensor)]
     plain = [(path, a, e) for path, a, e in pairs if (path, a, e) not in tensors]
     if not tensors and not plain:
-        return Comparison("not compared", 0.0, 0.0, 0, 0, rtol, atol, None, None, left_out or ("nothing to compare: no tensor, no value",))
+        return Comparison("not compared", 0.0, 0.0, 0, 0, rtol, atol, None, None, left_out or (LeftOut(None),))
     for path, a, e in plain:
         if not _same_plain(a, e):
-            return _structural(f"values DIFFER at output{path}: {a!r} vs {e!r}", rtol, atol, left_out)
+            return _structural(Mismatch("value", f"output{path}", repr(a), repr(e)), rtol, atol, left_out)
     for index, (path, a, e) in enumerate(tensors):
         structure = _tensor_structure(path, index, a, e)
         if structure is not None:
@@ -113,19 +134,19 @@ def _same_plain(a: Any, e: Any) -> bool:
     return bool(a == e)
 
 
-def _tensor_structure(path: str, index: int, a: Any, e: Any) -> str | None:
+def _tensor_structure(path: str, index: int, a: Any, e: Any) -> Mismatch | None:
     """What differs before the values do: a tensor on one side only, a shape or a dtype."""
     where = f"output{path}" if path else f"output {index}"
     if not (isinstance(a, torch.Tensor) and isinstance(e, torch.Tensor)):
-        return f"outputs DIFFER at {where}: {type(a).__name__} vs {type(e).__name__}"
+        return Mismatch("type", where, type(a).__name__, type(e).__name__)
     if a.shape != e.shape:
-        return f"shapes DIFFER at {where}: {tuple(a.shape)} vs {tuple(e.shape)}"
+        return Mismatch("shape", where, str(tuple(a.shape)), str(tuple(e.shape)))
     if a.dtype != e.dtype:
-        return f"dtypes DIFFER at {where}: {a.dtype} vs {e.dtype}".replace("torch.", "")
+        return Mismatch("dtype", where, str(a.dtype).replace("torch.", ""), str(e.dtype).replace("torch.", ""))
     return None
 
 
-def _figures(tensors: list[tuple[str, Any, Any]], rtol: float | None, atol: float | None, left_out: tuple[str, ...]) -> Comparison:
+def _figures(tensors: list[tuple[str, Any, Any]], rtol: float | None, atol: float | None, left_out: tuple[LeftOut, ...]) -> Comparison:
     abs_error = rel_error = 0.0
     off = total = 0
     detail = None
@@ -158,10 +179,10 @@ def _values(tree: Any) -> Iterator[tuple[str, Any]]:
 
 
 def _opaque(tree: Any) -> Iterator[tuple[str, str]]:
-    """(path, why) for each value of ``tree`` that is neither a tensor nor a plain value and holds no tensor."""
+    """(path, type name) for each value of ``tree`` that is neither a tensor nor a plain value and holds no tensor."""
     for path, leaf in _leaves(tree):
         if not isinstance(leaf, (torch.Tensor, *_PLAIN)):
-            yield path, f"a {type(leaf).__name__}: no tensor in it, and nothing to compare it by"
+            yield path, type(leaf).__name__
 
 
 def _leaves(tree: Any, depth: int = 0, seen: set[int] | None = None) -> Iterator[tuple[str, Any]]:

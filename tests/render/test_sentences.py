@@ -46,6 +46,39 @@ def test_no_record_below_render_writes_a_sentence_of_its_own():
     assert _sentence_methods() == []
 
 
+WORDY_FIELDS = ("text", "detail", "note", "reason", "words", "why", "verified", "advice", "summary", "fix", "said", "structure")
+# Fields with such names that hold no sentence of ours: the runtime's own text (dynamo's break and guard,
+# assert_close's message), a kind, or code (a spelling, a file's text).
+NOT_OURS = {
+    ("trace/capture.py", "DynamoBreak", "reason"),
+    ("loops/recorder.py", "CompileEvent", "reason"),
+    ("runs/values.py", "Comparison", "detail"),
+    ("report/findings.py", "Finding", "why"),
+    ("loops/causes.py", "AdviceCheck", "fix"),
+    ("report/fixes/records.py", "Fix", "advice"),
+    ("report/fixes/spelling.py", "Spelling", "text"),
+    ("report/fixes/spelling.py", "Spelling", "advice"),
+    ("report/fixes/edits.py", "FileEdits", "text"),
+    ("report/fixes/patch.py", "SourceFile", "text"),
+}
+
+
+def test_no_record_below_render_holds_a_sentence_in_a_field():
+    """Records carry kinds and facts: a str field named like a sentence (``xla_note``, ``text``, ``detail``) is one
+    frozen in, unless it is the runtime's own words, a kind, or code."""
+    found = []
+    for folder in BELOW_RENDER:
+        for path in sorted((PACKAGE / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ClassDef):
+                    for item in node.body:
+                        if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and "str" in ast.unparse(item.annotation):
+                            name = item.target.id
+                            if any(word in name for word in WORDY_FIELDS):
+                                found.append((str(path.relative_to(PACKAGE)), node.name, name))
+    assert [entry for entry in found if entry not in NOT_OURS] == []
+
+
 def test_describe_speaks_each_record_and_refuses_anything_else_by_name():
     equal = compare_outputs(torch.ones(3), torch.ones(3))
     differ = compare_outputs(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([1.0, 2.0, 4.0]))

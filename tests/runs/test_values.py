@@ -9,7 +9,7 @@ import torch
 
 import neurondev
 from neurondev.render.sentences import describe
-from neurondev.runs.values import check_tolerances, compare_outputs
+from neurondev.runs.values import LeftOut, Mismatch, check_tolerances, compare_outputs
 
 
 def test_equal_values_nan_in_the_same_place_and_equal_infinities_match():
@@ -29,7 +29,11 @@ def test_a_difference_is_counted_element_by_element():
 
 def test_a_different_shape_is_named_before_any_value_and_one_output_matches_a_one_element_tuple():
     comparison = compare_outputs(torch.zeros(3), torch.zeros(4))
-    assert not comparison.matches and comparison.structure is not None and "shape" in describe(comparison)
+    assert (
+        not comparison.matches
+        and comparison.structure is not None
+        and comparison.structure == Mismatch("shape", "output 0", "(3,)", "(4,)")
+    )
     assert compare_outputs((torch.ones(2),), torch.ones(2)).matches
 
 
@@ -59,7 +63,8 @@ def test_nothing_to_compare_is_not_compared_never_a_difference():
     import threading
 
     partly = compare_outputs((torch.ones(2), threading.Lock()), (torch.ones(2), threading.Lock()))
-    assert partly.status == "equal" and partly.left_out == ("output[1] (a lock: no tensor in it, and nothing to compare it by)",)
+    assert partly.status == "equal" and partly.left_out == (LeftOut("output[1]", "lock"),)
+    assert describe(partly) == "equal; not compared: output[1] (a lock: no tensor in it, and nothing to compare it by)"
 
 
 def test_complex_sparse_and_plain_values_compare_or_name_what_differs():

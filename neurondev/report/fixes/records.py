@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from neurondev.runs.values import Comparison
 from neurondev.trace.source import Located, SourceLine
 
 __all__ = ["CHECK_KINDS", "NOTE_KINDS", "Fix", "FixCheck", "SpellingNote"]
@@ -53,7 +54,7 @@ CHECK_KINDS = (
     "traced on meta",  # no values to compare
     "no xla",  # the checks on CPU held, the device ones could not run
     "fixed code raised",  # error
-    "outputs differ",  # after: what differs
+    "outputs differ",  # comparison: what differs
     "other default raised",  # with float64 as the default dtype: error (its type)
     "other default differs",  # with float64 as the default dtype: before, after
     "values differ",  # before, after
@@ -82,13 +83,15 @@ class FixCheck:
     bytes: int | None = None
     where: str | None = None
     was: str | None = None
+    comparison: Comparison | None = None
 
     @property
     def verified(self) -> bool:
         return self.kind == "verified"
 
     def to_dict(self) -> dict[str, Any]:
-        return {key: value for key, value in dataclasses.asdict(self).items() if value is not None}
+        facts = {key: value for key, value in dataclasses.asdict(self).items() if value is not None}
+        return {**facts, **({"comparison": self.comparison.to_dict()} if self.comparison is not None else {})}
 
 
 @dataclasses.dataclass(frozen=True)

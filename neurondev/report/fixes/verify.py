@@ -25,7 +25,7 @@ from neurondev.report.fixes.rebuild import rebuilt
 from neurondev.report.fixes.records import Fix, FixCheck
 from neurondev.runs.program_records import ProgramFailure, ProgramRun
 from neurondev.runs.run_records import place_of
-from neurondev.runs.values import compare_outputs
+from neurondev.runs.values import Comparison, compare_outputs
 from neurondev.trace.copies import kept_global_state, traced_copies
 from neurondev.trace.generators import reachable_generators
 from neurondev.trace.inputs import on_host
@@ -172,7 +172,7 @@ def _round(
         return dataclasses.replace(failed, respell=_unspelled_dtypes(spelled, original.graphs))
     if respell and not failures:
         return _Outcome({}, place, respell)
-    differ = {} if outputs == "" else {id(e): FixCheck("outputs differ", after=outputs) for _, e in spelled}
+    differ = {} if outputs is None else {id(e): FixCheck("outputs differ", comparison=outputs) for _, e in spelled}
     for found in (values, differ, rule, xla_failures):
         for key, check in found.items():
             failures.setdefault(key, check)
@@ -346,15 +346,13 @@ def _statement_first(pin: DevicePin, applied: Sequence[Edit]) -> int | None:
     return pin.line
 
 
-def _outputs_differ(fn: Callable[..., Any], fixed_fn: Callable[..., Any], args: tuple, kwargs: dict) -> str:
-    """'' when the original and the fixed code give the same outputs on CPU (same inputs, same seed);
-    else what differs. The one comparison every verdict uses, held to exact equality: a fix changes
-    where values are made, never the values."""
+def _outputs_differ(fn: Callable[..., Any], fixed_fn: Callable[..., Any], args: tuple, kwargs: dict) -> Comparison | None:
+    """None when the original and the fixed code give the same outputs on CPU (same inputs, same seed);
+    else the comparison that says what differs. The one comparison every verdict uses, held to exact
+    equality: a fix changes where values are made, never the values."""
     original, fixed = _eager(fn, args, kwargs), _eager(fixed_fn, args, kwargs)
     comparison = compare_outputs(fixed, original, rtol=0.0, atol=0.0)
-    if comparison.status == "differ":
-        return " ".join((comparison.structure or comparison.detail or "").split())[:200] or "differ"
-    return ""
+    return comparison if comparison.status == "differ" else None
 
 
 def _failed(failure: ProgramFailure | None) -> str:
