@@ -42,7 +42,8 @@ class RankCause:
 class RankDivergence(Ruled):
     """One place the ranks differ: a ``kind`` (``compile``, ``recompile``, ``xla program``, ``fallback``, ``copy to
     host``) at a ``function`` (None for a step's device costs) and ``step``; ``ranks`` did it, ``others`` did not;
-    ``causes`` says what each of ``ranks`` did. ``compiles``: a divergence in what the ranks compile."""
+    ``causes`` says what each of ``ranks`` did. ``more``: every rank fell back or copied, ``ranks`` more often than
+    ``others`` (``causes`` then has every rank's count). ``compiles``: a divergence in what the ranks compile."""
 
     RECORD: ClassVar[str] = "rank divergence"
 
@@ -52,6 +53,7 @@ class RankDivergence(Ruled):
     ranks: tuple[int, ...]
     others: tuple[int, ...]
     causes: tuple[RankCause, ...] = ()
+    more: bool = False
 
     @property
     def compiles(self) -> bool:
@@ -66,6 +68,7 @@ class RankDivergence(Ruled):
             "ranks": list(self.ranks),
             "others": list(self.others),
             "causes": [cause.to_dict() for cause in self.causes],
+            "more": self.more,
         }
 
 
@@ -109,7 +112,8 @@ def _compile_cause(rank: int, row: Mapping[str, Any]) -> RankCause:
 
 
 def _step_divergences(ranks: Sequence[Mapping[str, Any]], every: tuple[int, ...]) -> list[RankDivergence]:
-    """Per step: the ranks whose step made a new XLA program, fell back or copied to the host where others did not."""
+    """Per step: the ranks whose step made a new XLA program, fell back or copied to the host where others did not, or
+    fell back or copied more often than the others did."""
     found = []
     steps = sorted({row["step"] for data in ranks for row in data.get("steps", ())})
     for step in steps:
@@ -123,7 +127,21 @@ def _step_divergences(ranks: Sequence[Mapping[str, Any]], every: tuple[int, ...]
                     for rank, row in sorted(did.items())
                 )
                 found.append(RankDivergence(kind, step, None, tuple(sorted(did)), _others(every, did), causes))
+            elif did and kind not in COMPILING:
+                found += _more_often(kind, step, column, did)
     return found
+
+
+def _more_often(kind: str, step: int, column: str, did: Mapping[int, Mapping[str, Any]]) -> list[RankDivergence]:
+    """Every rank fell back or copied in this step: the ranks that did it more often than the fewest, if any."""
+    counts = {rank: int(row[column]) for rank, row in did.items()}
+    fewest = min(counts.values())
+    more = tuple(sorted(rank for rank, count in counts.items() if count > fewest))
+    if not more:
+        return []
+    causes = tuple(RankCause(rank, count=row[column], where=row.get("device_lines")) for rank, row in sorted(did.items()))
+    others = tuple(sorted(rank for rank, count in counts.items() if count == fewest))
+    return [RankDivergence(kind, step, None, more, others, causes, more=True)]
 
 
 def _row_of(data: Mapping[str, Any], step: int) -> Mapping[str, Any] | None:

@@ -44,6 +44,8 @@ def divergence_text(divergence: RankDivergence) -> str:
     did = _DID[divergence.kind].format(function=divergence.function)
     causes = "; ".join(_cause_text(cause) for cause in divergence.causes)
     step = f"step {divergence.step}" if divergence.step is not None else "no step"
+    if divergence.more:
+        return f"{step}: {_ranks(divergence.ranks)} {did} more often than {_ranks(divergence.others)} ({causes})"
     return f"{step}: {_ranks(divergence.ranks)} {did} and {_ranks(divergence.others)} did not ({causes})"
 
 

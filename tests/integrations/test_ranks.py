@@ -61,3 +61,17 @@ def test_the_pytest_marker_fails_on_the_rank_whose_code_pins_and_says_which(tmp_
     assert done.returncode != 0
     assert "on rank 1 of 2 (torchrun): 1 device pin(s) frozen" in done.stdout
     assert "on rank 0 of 2" not in done.stdout and done.stdout.count("1 passed") == 1
+
+
+def test_check_json_under_torchrun_gives_rank_0_every_ranks_findings_and_the_failed_ranks(tmp_path):
+    import json
+
+    (tmp_path / "ranked.py").write_text(RANKED)
+    done = torchrun(tmp_path, "-m", "neurondev", "check", "ranked.py:step", "--input", "randn(8)", "--target", "hostdev", "--json")
+    assert done.returncode != 0
+    job = json.loads(done.stdout)  # rank 0 prints the job's one JSON; the other ranks print nothing
+    assert (job["schema"], job["clean"], job["failed_ranks"]) == (3, False, [1])
+    by_rank = {entry["rank"]: entry for entry in job["ranks"]}
+    assert by_rank[0]["clean"] is True and by_rank[0]["findings"] == []
+    (finding,) = by_rank[1]["findings"]
+    assert (finding["rule"], finding["kind"], finding["line"], finding["found"]["device"]) == ("ND101", "pin", 9, "cpu")

@@ -39,6 +39,18 @@ def test_a_new_xla_program_or_a_fallback_on_one_rank_is_named_with_where_it_was(
     assert found[1].causes[0].where == "2 x aten::nonzero at t.py:9" and found[1].causes[0].count == 2
 
 
+def test_a_rank_that_copies_more_often_than_the_others_is_named_though_every_rank_copies():
+    from neurondev.render.job_card import divergence_text
+
+    ranks = [rank(n, steps=[step_row(1, copies_to_host=1), step_row(2, copies_to_host=copies)]) for n, copies in enumerate((1, 3, 1))]
+    (found,) = divergences(ranks)
+    assert (found.kind, found.step, found.ranks, found.others, found.more, found.compiles) == ("copy to host", 2, (1,), (0, 2), True, False)
+    assert [(c.rank, c.count) for c in found.causes] == [(0, 1), (1, 3), (2, 1)] and found.to_dict()["more"] is True
+    assert divergence_text(found).startswith("step 2: rank 1 copied to the host more often than ranks 0, 2 (")
+    same = [rank(n, steps=[step_row(1, copies_to_host=2, fallbacks=1)]) for n in range(2)]
+    assert divergences(same) == ()
+
+
 def test_a_rank_that_sent_nothing_is_named_missing():
     data, found = merged([rank(0, [compile_row("first", 1)]), None])
     assert data["missing"] == [1] and [d["rank"] for d in data["ranks"]] == [0] and found == ()
