@@ -25,6 +25,7 @@ __all__ = [
     "dynamo_config",
     "dynamo_failure",
     "finished_work",
+    "run_backward_bare",
     "patched_xla_counter_increment",
     "privateuse1_name",
     "register_device_module",
@@ -582,6 +583,14 @@ def finished_work(result: Any) -> Any:
     future: torch.futures.Future = torch.futures.Future()
     future.set_result(result)
     return _hook(c10d, "_create_work_from_future", "c10d's Work made from a future")(future)
+
+
+def run_backward_bare(output: torch.Tensor) -> None:
+    """``output.backward()`` through autograd's engine without the Python context torch 2.13 stashes in each
+    backward's thread-local state (``torch.autograd.graph._engine_run_backward``): a graph task that holds no
+    Python object, whose last reference a device's autograd thread may drop without the GIL."""
+    engine = _hook(torch.autograd.Variable, "_execution_engine", "autograd's engine")
+    engine.run_backward((output,), (torch.ones_like(output),), False, False, (), True, True)
 
 
 def dynamo_config() -> Any:

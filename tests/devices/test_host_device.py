@@ -160,3 +160,22 @@ def test_each_torch_installation_builds_into_a_folder_of_its_own(monkeypatch):
     monkeypatch.setattr(torch, "__file__", "/elsewhere/venv/lib/python3.11/site-packages/torch/__init__.py")
     there = build_folder()
     assert there.parent == here.parent and there.name != here.name and there.name.rsplit("-", 1)[0] == here.name.rsplit("-", 1)[0]
+
+
+def test_a_script_that_runs_a_backward_on_the_device_exits_0_every_time():
+    """torch 2.13 stashes a Python object in each backward's graph task; the device's autograd thread dropping the
+    last one while Python finalizes aborted the script (134, "terminate called without an active exception": 2 of
+    60 runs under load here, 7 of 12 in the issue). Eight at once on two cores: the load that shows it."""
+    import subprocess
+    import sys
+
+    script = (
+        "import torch, neurondev\n"
+        "dev = neurondev.host_device()\n"
+        "m = torch.nn.Linear(8, 1).to(dev)\n"
+        "for _ in range(3):\n"
+        "    m(torch.randn(4, 8, device=dev)).pow(2).sum().backward()\n"
+    )
+    runs = [subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True) for _ in range(8)]
+    ended = [(run.wait(timeout=300), run.stderr.read()) for run in runs]
+    assert [code for code, _ in ended] == [0] * 8, [err[-500:] for code, err in ended if code]

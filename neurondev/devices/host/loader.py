@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import shutil
@@ -12,7 +13,7 @@ from typing import Any
 
 import torch
 
-from neurondev._compat import forget_kernels, privateuse1_name, register_device_module
+from neurondev._compat import forget_kernels, privateuse1_name, register_device_module, run_backward_bare
 from neurondev.errors import HostDeviceError, InvalidOptionError
 
 __all__ = ["NAME", "SOURCE", "build_folder", "extension", "host_device", "loaded", "privateuse1_name"]
@@ -154,3 +155,20 @@ def _register(module: Any) -> None:
     from neurondev.devices.host.collectives import register
 
     register(NAME)  # dist.init_process_group() picks its collectives, as it picks NCCL for CUDA
+    atexit.register(_settle_autograd_thread)
+
+
+def _settle_autograd_thread() -> None:
+    """At exit, one bare backward through the device's autograd thread, so that it has let go of the last graph task.
+
+    Autograd runs a device's backward on a thread of its own, which drops its reference to the graph task just
+    after waking the caller. From torch 2.13 each backward's task holds a Python object (the contextvars context
+    ``_engine_run_backward`` stashes), so when the script ends at that moment the thread asks for the GIL while
+    Python finalizes, and the process aborts ("terminate called without an active exception", exit 134; 7 of 12
+    runs of a script under load). The thread takes tasks in order: once this task is done, the earlier one is
+    gone, and this one holds no Python object."""
+    try:
+        leaf = torch.zeros(1, device=torch.device(NAME, 0), requires_grad=True)
+        run_backward_bare(leaf * 1)
+    except Exception:  # the interpreter is ending: nothing to report to, and nothing the user's exit should show
+        pass
