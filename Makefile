@@ -19,12 +19,13 @@ docs: setup
 	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet
 
 # The whole suite with the tested XLA pair (torch 2.9.0 + torch-xla 2.9.0), then every test that needs no XLA
-# device with today's torch (2.13.0, TorchNeuron's; no torch-xla there). Bytecode is cached even where
+# device with today's torch (2.13.0, TorchNeuron's; no torch-xla there) but how DDP-over-gloo jobs end (torch 2.13's gloo
+# races there without neurondev: the ddp_teardown marker). Bytecode is cached even where
 # PYTHONDONTWRITEBYTECODE is set: the suite starts ~30 Pythons (workers, notebook kernels, subprocesses)
 # that would each compile neurondev and rewrite its asserts again.
 test: lint docs
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest
-	PYTHONDONTWRITEBYTECODE= $(CURRENT) -m pytest -m "not xla and not docs"
+	PYTHONDONTWRITEBYTECODE= $(CURRENT) -m pytest -m "not xla and not docs and not ddp_teardown"
 
 bench: setup
 	$(PY) benchmarks/bench_pass.py

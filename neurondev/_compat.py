@@ -25,6 +25,7 @@ __all__ = [
     "dynamo_config",
     "dynamo_failure",
     "finished_work",
+    "work_base",
     "run_backward_bare",
     "patched_xla_counter_increment",
     "privateuse1_name",
@@ -46,6 +47,7 @@ __all__ = [
     "compilation_metrics",
     "compile_wrapper_code",
     "observe_compiled_calls",
+    "observe_backend_graphs",
     "own_code_state",
     "compile_attempts_class",
     "compiled_code_objects",
@@ -539,6 +541,25 @@ def observe_compiled_calls(observer: Callable[[Any], None]) -> Callable[[], None
     return put_back
 
 
+def observe_backend_graphs(observer: Callable[[torch.fx.GraphModule], None]) -> Callable[[], None]:
+    """Call ``observer(gm)`` with each graph dynamo hands a backend (``OutputGraph.call_user_compiler``), before the
+    backend runs; returns the undo."""
+    from torch._dynamo.output_graph import OutputGraph
+
+    original = _hook(OutputGraph, "call_user_compiler", "dynamo's call of a backend")
+
+    def call_user_compiler(self: Any, gm: torch.fx.GraphModule, example_inputs: Any) -> Any:
+        observer(gm)
+        return original(self, gm, example_inputs)
+
+    OutputGraph.call_user_compiler = call_user_compiler  # type: ignore[method-assign]
+
+    def put_back() -> None:
+        OutputGraph.call_user_compiler = original  # type: ignore[method-assign]
+
+    return put_back
+
+
 def _hook(owner: Any, name: str, what: str) -> Any:
     """``owner.name``, a private hook; TorchInternalsError naming it and the versions checked when it is gone."""
     found = getattr(owner, name, None)
@@ -583,6 +604,13 @@ def finished_work(result: Any) -> Any:
     future: torch.futures.Future = torch.futures.Future()
     future.set_result(result)
     return _hook(c10d, "_create_work_from_future", "c10d's Work made from a future")(future)
+
+
+def work_base() -> type:
+    """c10d's Work, as a base for a Python process group's own (one whose ``wait`` finishes the work)."""
+    import torch.distributed as dist
+
+    return _hook(dist, "_Work", "c10d's Work class")
 
 
 def run_backward_bare(output: torch.Tensor) -> None:

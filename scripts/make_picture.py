@@ -1,7 +1,8 @@
-"""Take the README's pictures in real Chromium: the seed example's card, the focus view of a
-32-layer Llama, the tiny GPT-2 in Model Explorer, and the watch card of a decode loop.
+"""Take the README's and the docs' pictures in real Chromium: the seed example's card, the focus view of a
+32-layer Llama, the tiny GPT-2 in Model Explorer, the watch card of a decode loop, and the card of a torchrun job
+whose last rank fails (docs/how-to/ranks.md).
 
-    .venv/bin/python scripts/make_picture.py                 # all four
+    .venv/bin/python scripts/make_picture.py                 # all five
     .venv/bin/python scripts/make_picture.py model-explorer  # one
 """
 
@@ -86,7 +87,31 @@ def watch_card(browser) -> Path:
     return ASSETS / "watch-card.png"
 
 
-PICTURES = {"card": card, "focus-view": deep_focus_view, "model-explorer": model_explorer, "watch": watch_card}
+def failed_rank_card(browser) -> Path:
+    """The gallery's two-rank job with its last rank raising at step 3, watched under torchrun: rank 0's card."""
+    import os
+    import subprocess
+
+    from neurondev.gallery import ragged_ranks
+
+    with tempfile.TemporaryDirectory() as folder:
+        command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", "-m", "neurondev", "watch"]
+        command += ["--html", f"{folder}/ranks.html", ragged_ranks.__file__, "--fail-at", "3"]
+        environ = {k: v for k, v in os.environ.items() if k != "PJRT_DEVICE"} | {"OMP_NUM_THREADS": "1"}
+        subprocess.run(command, cwd=folder, env=environ, capture_output=True, timeout=300)
+        page = browser.new_page(viewport={"width": 1100, "height": 900}, device_scale_factor=1)
+        page.goto(Path(folder, "ranks.html").as_uri())
+        page.locator(".neurondev-card").screenshot(path=str(ASSETS / "failed-rank-card.png"))
+    return ASSETS / "failed-rank-card.png"
+
+
+PICTURES = {
+    "card": card,
+    "focus-view": deep_focus_view,
+    "model-explorer": model_explorer,
+    "watch": watch_card,
+    "failed-rank": failed_rank_card,
+}
 
 
 def main(names: list[str]) -> None:

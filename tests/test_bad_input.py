@@ -252,6 +252,7 @@ def test_watch_misuse_is_named():
     [
         (["watch", "--html", "/no/such/folder/w.html", "train.py"], "the folder /no/such/folder does not exist"),
         (["watch", "no_such_script.py"], "no script no_such_script.py"),
+        (["watch", "--ranks-timeout", "0", __file__], "--ranks-timeout is a number of seconds above 0"),
         (
             ["explain", "neurondev/gallery/patterns.py:seed_function", "--input", "randn(64)", "--model-explorer", __file__],
             "is a file, not a folder",
@@ -265,6 +266,7 @@ def test_watch_misuse_is_named():
     ids=[
         "watch-html-folder",
         "watch-no-script",
+        "watch-ranks-timeout-0",
         "explain-model-explorer-onto-a-file",
         "explain-meta-on-a-function",
         "check-select-ruff-code",

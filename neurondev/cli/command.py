@@ -146,6 +146,14 @@ def _parser() -> argparse.ArgumentParser:
         "--sync-each-step", action="store_true", help="call torch_xla.sync() at the end of each step (the sync advice, applied)"
     )
     looking.add_argument("--verify-timeout", type=float, default=1800, help="seconds the checking run may take (default: %(default)s)")
+    looking.add_argument(
+        "--ranks-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="under torchrun: how long rank 0 waits for a rank that is still running (default: as long as it runs; a rank "
+        "that ended without a report is named at once)",
+    )
     looking.add_argument("script", metavar="SCRIPT.py", help="the script to run")
     looking.add_argument("arguments", nargs=argparse.REMAINDER, metavar="ARGS", help="the script's own arguments")
     looking.set_defaults(run=_watch)
@@ -348,6 +356,20 @@ def _codes(given: list[str] | None) -> tuple[str, ...] | None:
 
 
 def _check(options: argparse.Namespace) -> int:
+    """Under torchrun each rank beats from its start, so that rank 0 names at once a rank that ended without a result."""
+    from neurondev.results.jobs import RankSession, job
+
+    where = job()
+    if where is None:
+        return _check_here(options, None)
+    session = RankSession(where, Path.cwd())
+    try:
+        return _check_here(options, session)
+    finally:
+        session.close()
+
+
+def _check_here(options: argparse.Namespace, session: Any) -> int:
     from neurondev.errors import DevicePinsError
     from neurondev.render.json import SCHEMA, check_finding
     from neurondev.results.explanation import check
@@ -367,29 +389,34 @@ def _check(options: argparse.Namespace) -> int:
         )
     except DevicePinsError as error:
         findings = [check_finding(f) for f in error.findings]
-        return _checked_result({"schema": SCHEMA, "clean": False, "findings": findings}, str(error), options)
-    return _checked_result({"schema": SCHEMA, "clean": True, "findings": []}, f"{options.function}: no device pins", options)
+        return _checked_result({"schema": SCHEMA, "clean": False, "findings": findings}, str(error), options, session)
+    return _checked_result({"schema": SCHEMA, "clean": True, "findings": []}, f"{options.function}: no device pins", options, session)
 
 
-def _checked_result(result: dict[str, Any], text: str, options: argparse.Namespace) -> int:
-    """Print a check's result (its JSON with --json); under torchrun rank 0 prints every rank's, naming the ranks
-    that failed, and fails when any did (the other ranks print nothing and exit with their own code)."""
-    from neurondev.results.jobs import gathered, job
-
+def _checked_result(result: dict[str, Any], text: str, options: argparse.Namespace, session: Any) -> int:
+    """Print a check's result (its JSON with --json); under torchrun (``session``) rank 0 prints every rank's, naming
+    the ranks that failed (a rank that sent nothing is named with why), and fails when any did (the other ranks print
+    nothing and exit with their own code)."""
     own = EXIT_CLEAN if result["clean"] else EXIT_FINDINGS
-    where = job()
-    if where is None:
+    if session is None:
         print(json.dumps(result, indent=2) if options.json else text)
         return own
-    records = gathered({**result, "rank": where.rank, "text": text}, where, Path.cwd())
-    if records is None:
+    session.post({**result, "rank": session.where.rank, "text": text})
+    if session.where.rank != 0:
         return own
+    records, absent = session.collect(timeout=None)
+    why = {gone.rank: gone.why for gone in absent}
     failed = [rank for rank, record in enumerate(records) if record is None or not record["clean"]]
     if options.json:
-        print(json.dumps({"schema": result["schema"], "clean": not failed, "failed_ranks": failed, "ranks": records}, indent=2))
+        missing = [gone.to_dict() for gone in absent]
+        print(
+            json.dumps(
+                {"schema": result["schema"], "clean": not failed, "failed_ranks": failed, "missing": missing, "ranks": records}, indent=2
+            )
+        )
     else:
         for rank, record in enumerate(records):
-            print(f"rank {rank}: " + (record["text"] if record is not None else "sent no result"))
+            print(f"rank {rank}: " + (record["text"] if record is not None else f"sent no result ({why.get(rank, 'no record')})"))
         print(f"neurondev check: failed on rank(s) {', '.join(map(str, failed))}" if failed else "neurondev check: every rank is clean")
     return EXIT_FINDINGS if failed else own
 
@@ -448,12 +475,17 @@ def _watch(options: argparse.Namespace) -> int:
     script = Path(options.script)
     if not script.is_file():
         raise UsageError(f"no script {options.script}: give the path of a Python file, e.g. neurondev watch train.py --epochs 1")
-    watched, raised = _watched_run(script, options)
-    record = watched.record
+    if options.ranks_timeout is not None and not options.ranks_timeout > 0:
+        raise UsageError(f"--ranks-timeout is a number of seconds above 0, got {options.ranks_timeout}; leave it out to wait while a rank runs")
     from neurondev.results.jobs import job
+    from neurondev.results.watched import watch
 
-    if job() is not None:  # a rank of a torchrun job: rank 0 reports for all of them
-        return _watch_ranks(record, raised, options)
+    watched = watch(sync_each_step=options.sync_each_step)
+    where = job()
+    if where is not None:  # a rank of a torchrun job: rank 0 reports for all of them
+        return _watch_rank(watched, where, script, options)
+    raised = _watched_run(watched, script, options)
+    record = watched.record
     if not options.sync_each_step and not options.no_verify and raised is None:
         record = _checked(record, script, options)
     from neurondev.results.watched import Watch
@@ -461,11 +493,9 @@ def _watch(options: argparse.Namespace) -> int:
     _summary_and_files(Watch.of(record), options)
     if raised is not None and record.raised is not None and record.raised.exit_code is not None:
         print(f"neurondev: the script exited with code {record.raised.exit_code}", file=sys.stderr)
-        return record.raised.exit_code
-    if raised is not None:
+    elif raised is not None:
         print(f"neurondev: the script raised {type(raised).__name__}: the record above is up to that point", file=sys.stderr)
-        return EXIT_ERROR
-    return EXIT_CLEAN if record.reached_steady_state else EXIT_FINDINGS
+    return _own_exit(record, raised)
 
 
 def _own_exit(record: Any, raised: BaseException | None) -> int:
@@ -477,26 +507,39 @@ def _own_exit(record: Any, raised: BaseException | None) -> int:
     return EXIT_CLEAN if record.reached_steady_state else EXIT_FINDINGS
 
 
-def _watch_ranks(record: Any, raised: BaseException | None, options: argparse.Namespace) -> int:
-    """One rank of a torchrun job: its record to rank 0, which writes the job's JSON and card and says where the
-    ranks diverge; 1 on rank 0 when they diverge in what they compile, else each rank's own code. The sync advice
-    is not run again here (that would start the job's script outside the job)."""
-    from neurondev.results.watched import Watch
+def _watch_rank(watched: Any, where: Any, script: Path, options: argparse.Namespace) -> int:
+    """One rank of a torchrun job: its record to rank 0, however the script ends (torchrun's SIGTERM included), and
+    rank 0 writes the job's JSON and card and says where the ranks diverge; 1 on rank 0 when they diverge in what
+    they compile, else each rank's own code. The sync advice is not run again here (that would start the job's
+    script outside the job)."""
+    from neurondev.cli.rank_run import OnTerminate, RankReport, ended
+    from neurondev.results.jobs import RankSession
 
-    own = _own_exit(record, raised)
     output = Path(options.json or options.html or "neurondev-watch.json")
-    job = Watch.of(record).across_ranks(output.resolve().parent)
-    if job is None:
-        return own
-    _summary_and_files(job, options)
-    return EXIT_FINDINGS if job.diverges_in_compiles else own
+    session = RankSession(where, output.resolve().parent)
+    report = RankReport(session, lambda: watched.record, lambda job: _summary_and_files(job, options))
+    stop = OnTerminate(report.terminated)
+    try:
+        raised = _watched_run(watched, script, options)
+        own = _own_exit(watched.record, raised)
+        report.post(ended(raised, own))
+        job = report.write(timeout=options.ranks_timeout)
+    finally:
+        stop.close()
+        session.close()
+    return EXIT_FINDINGS if job is not None and job.diverges_in_compiles else own
 
 
-def _watched_run(script: Path, options: argparse.Namespace) -> tuple[Any, BaseException | None]:
-    """The script run as __main__ under a watch (torch_xla's analysis on, into a file next to nothing of the user's)."""
+_KEPT: list[Any] = []  # the scripts' globals, alive until the interpreter ends, as a script's own are
+
+
+def _watched_run(watched: Any, script: Path, options: argparse.Namespace) -> BaseException | None:
+    """The script run as __main__ under ``watched`` (torch_xla's analysis on, into a file next to nothing of the
+    user's); what it raised (None when it ended, or exited with 0). Its globals are kept to the end of the process:
+    releasing them here would run its objects' destructors in the middle of neurondev (DDP's reducer freeing a gloo
+    group whose threads never join: a job that hung)."""
     import runpy
 
-    from neurondev.results.watched import watch
     from neurondev.xla import analysis
 
     analysis.enable()
@@ -504,18 +547,19 @@ def _watched_run(script: Path, options: argparse.Namespace) -> tuple[Any, BaseEx
     sys.argv = [str(script), *options.arguments]
     sys.path.insert(0, str(script.resolve().parent))
     raised: BaseException | None = None
-    watched = watch(sync_each_step=options.sync_each_step)
     try:
         with watched:
-            runpy.run_path(str(script), run_name="__main__")
+            _KEPT.append(runpy.run_path(str(script), run_name="__main__"))
     except SystemExit as exit_:
         raised = None if exit_.code in (None, 0) else exit_
+        _KEPT.append(exit_)
     except BaseException as error:  # the script's own error: shown, and the report still written
         raised = error
+        _KEPT.append(error)  # its traceback holds the script's globals
         traceback.print_exc()
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
-    return watched, raised
+    return raised
 
 
 def _checked(record: Any, script: Path, options: argparse.Namespace) -> Any:

@@ -8,7 +8,8 @@ Run it as the how-to does (``docs/how-to/ranks.md``):
 Each rank reads its own shard (as a rank reads its own files); every rank makes the same number of steps, so
 the job does not hang, but the last rank's last batch has 3 rows where the others have 4. The model runs on the
 host test device (``--device cpu`` for the CPU), compiled, its gradients averaged by DDP. ``--pad`` is the fix:
-the short batch padded to 4 rows, the padding weighted 0, so every rank compiles one graph.
+the short batch padded to 4 rows, the padding weighted 0, so every rank compiles one graph. ``--fail-at 3`` makes
+the last rank raise at step 3, to see what the job's report says of a failed rank.
 """
 
 from __future__ import annotations
@@ -40,7 +41,9 @@ def main(argv: list[str] | None = None) -> list[float]:
     trained = DistributedDataParallel(torch.compile(model, backend="aot_eager"))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     losses = []
-    for batch in shard.split(BATCH):
+    for step, batch in enumerate(shard.split(BATCH), 1):
+        if rank == size - 1 and step == options.fail_at:
+            raise RuntimeError(f"rank {rank} failed at step {step} (--fail-at)")
         weight = torch.ones(len(batch))
         if options.pad and len(batch) < BATCH:  # the fix: every batch BATCH rows, the padding weighted 0
             weight = torch.cat([weight, torch.zeros(BATCH - len(batch))])
@@ -51,9 +54,8 @@ def main(argv: list[str] | None = None) -> list[float]:
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
-    if not options.keep_group:
-        dist.barrier()  # every rank done before the group goes
-        dist.destroy_process_group()
+    dist.barrier()  # every rank done before the group goes
+    dist.destroy_process_group()
     return losses
 
 
@@ -61,7 +63,7 @@ def _options(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pad", action="store_true", help="pad the short last batch (the fix)")
     parser.add_argument("--device", default="hostdev", help="hostdev (the host test device) or cpu")
-    parser.add_argument("--keep-group", action="store_true", help="leave the process group up at the end")
+    parser.add_argument("--fail-at", type=int, default=0, metavar="STEP", help="the last rank raises at this step (a failed rank)")
     return parser.parse_args(argv)
 
 

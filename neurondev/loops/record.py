@@ -67,6 +67,7 @@ COMPILE_COLUMNS = (
     "step",
     "call",
     "graphs",
+    "graph_hashes",
 )
 STEP_COLUMNS = (
     "step",
@@ -86,6 +87,7 @@ STEP_COLUMNS = (
     "fallbacks",
     "device_lines",
     "xla_triggers",
+    "xla_programs",
     "seconds",
 )
 CALL_COLUMNS = (
@@ -117,12 +119,15 @@ class Compile:
     step: int | None = None
 
     def row(self) -> dict[str, Any]:
+        """The compile as a table row; ``file`` and ``line`` are the user's: the compiled function's own where it is the
+        program's, else the line of the program that called it (a compiled nn.Module's ``Linear.forward`` is torch's)."""
         event, cause = self.event, self.cause
+        own = is_program_file(event.file) or event.call_file is None
         return {
             "rule": cause.rule,
             "function": event.function,
-            "file": event.file,
-            "line": event.line,
+            "file": event.file if own else event.call_file,
+            "line": event.line if own else event.call_line,
             "index": event.index,
             "kind": self.kind,
             "cause": cause.kind,
@@ -136,6 +141,7 @@ class Compile:
             "step": self.step,
             "call": self.step,
             "graphs": event.graphs,
+            "graph_hashes": list(event.graph_hashes),
         }
 
 
@@ -223,6 +229,7 @@ def _step_row(step: Step) -> dict[str, Any]:
         "transfers_to_device": xla.transfers_to_device if xla else None,
         **_native_columns(step),
         "xla_triggers": triggers or None,
+        "xla_programs": [program.graph_hash for program in step.programs] or None,
         "seconds": step.seconds,
     }
 

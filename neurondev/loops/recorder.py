@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from neurondev import _compat
+from neurondev.trace.source import in_neurondev, is_program_file
 
 __all__ = ["CompileEvent", "Mark", "Recorder", "active", "known_as", "settled", "xla_counts"]
 
@@ -60,6 +61,9 @@ class CompileEvent:
     top: bool = False
     frame_line: int | None = None
     xla: Any = dataclasses.field(default=None, compare=False)  # torch_xla's counts when the compile started
+    graph_hashes: tuple[str, ...] = ()  # each graph dynamo made, by the hash of its code: what the compile made
+    call_file: str | None = None  # the user's line that called the compiled code (a library's function compiled)
+    call_line: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,6 +100,8 @@ class Recorder:
         self._put_back_calls: Callable[[], None] | None = None
         self._put_back_import: Callable[[], None] | None = None
         self._optimizer_hook: Any = None
+        self._put_back_graphs: Callable[[], None] | None = None
+        self._graph_hashes: list[str] = []
         self._wrapper_code = _compat.compile_wrapper_code()
 
     # --- the hooks ------------------------------------------------------------------------------
@@ -110,6 +116,7 @@ class Recorder:
         if self._step_marker is None:  # the watched code may import torch_xla itself: its syncs are seen from then
             self._put_back_import = _after_import("torch_xla", self._torch_xla_loaded)
         self._optimizer_hook = _optimizer_steps(self)
+        self._put_back_graphs = _compat.observe_backend_graphs(lambda gm: self._graph_hashes.append(graph_hash(gm)))
         _active = self
         self.mark("start")
 
@@ -124,6 +131,8 @@ class Recorder:
         if self._put_back_import is not None:
             self._put_back_import()
         self._optimizer_hook.remove()
+        if self._put_back_graphs is not None:
+            self._put_back_graphs()
         _active = None
 
     def mark(self, kind: str, function: str | None = None) -> None:
@@ -167,6 +176,7 @@ class Recorder:
         top = self._wrapper_frame(sys._getframe(1)) is not None  # a call of a compiled function, not a frame resumed after a break
         earlier = _compat.compilation_metrics()
         last, graphs, xla = (earlier[-1] if earlier else None), _compat.graphs_made(), xla_counts()
+        hashed, (call_file, call_line) = len(self._graph_hashes), _user_call(sys._getframe(1))
         error: BaseException | None = None
         try:
             return run()
@@ -176,7 +186,9 @@ class Recorder:
         finally:
             made = _after(_compat.compilation_metrics(), last)
             event = self._event(frame, made[-1] if made else None, _compat.graphs_made() - graphs, error, top)
-            self.events.append(dataclasses.replace(event, xla=xla))
+            hashes = tuple(self._graph_hashes[hashed:])
+            if not in_neurondev(frame.f_code.co_filename):  # neurondev's own frames (a hook dynamo met) are not the user's compiles
+                self.events.append(dataclasses.replace(event, xla=xla, graph_hashes=hashes, call_file=call_file, call_line=call_line))
 
     def _wrapper_frame(self, frame: Any) -> Any:
         """torch.compile's wrapper frame, when the frames of torch and neurondev from ``frame`` up lead to it:
@@ -202,6 +214,24 @@ class Recorder:
         index = getattr(metric, "cache_size", None)
         now, owner = _value_now(reason, frame)
         return CompileEvent(function, file, line, index, reason, graphs, limit, failed, now, owner, top, frame.f_lineno)
+
+
+def graph_hash(gm: Any) -> str:
+    """A graph's identity across processes: the hash of its Python code (the same code, the same graph)."""
+    import hashlib
+
+    return hashlib.sha1(gm.code.encode()).hexdigest()[:12]
+
+
+def _user_call(frame: Any) -> tuple[str | None, int | None]:
+    """The user's line that called the frame being compiled: the first frame, from its caller outwards, of the program
+    (not torch's, torch_xla's, neurondev's or the standard library's: a compiled nn.Module's forward is torch's, the
+    loop's call is the user's)."""
+    while frame is not None:
+        if is_program_file(frame.f_code.co_filename):
+            return frame.f_code.co_filename, frame.f_lineno
+        frame = frame.f_back
+    return None, None
 
 
 def _after(metrics: list[Any], last: Any) -> list[Any]:

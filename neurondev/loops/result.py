@@ -160,7 +160,8 @@ class WatchData:
             return self._record
         if self._recorder is None:
             raise InvalidOptionError("this watch has recorded nothing yet: run the block (or call the function) first")
-        gaps = {**self._gaps, "xla": None}
+        marks = self._recorder.marks
+        gaps = {**self._gaps, "xla": _NO_XLA if marks and marks[-1].xla is None else None}
         return snapshot(self._recorder, name=self.name, watched_function=self._fn is not None, gaps=gaps, raised=None)
 
     @property

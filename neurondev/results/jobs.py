@@ -1,8 +1,7 @@
 """A watch across the ranks of a torchrun job: each rank's record gathered to rank 0, merged, and its divergence.
 
-The ranks are torchrun's (``RANK``, ``WORLD_SIZE``); the records travel through the job's own process group
-while the script keeps it (a gloo group made beside it for the objects), else through files in a folder beside
-the output, named after the job's run id, that rank 0 reads and removes.
+The ranks are torchrun's (``RANK``, ``WORLD_SIZE``). The records meet in torchrun's own store (or files,
+``results.exchange``), never through a collective: a rank that raised, exited or was killed holds no other.
 """
 
 from __future__ import annotations
@@ -18,8 +17,9 @@ from typing import Any
 from neurondev.loops.divergence import RankDivergence, divergences
 from neurondev.render.job_card import divergence_text, ranks_card, ranks_report, ranks_summary
 from neurondev.render.json import SCHEMA
+from neurondev.results.exchange import Absent, Beat, Exchange, collect, exchange_for
 
-__all__ = ["Job", "Ranks", "across_ranks", "gathered", "job", "merged"]
+__all__ = ["Job", "RankSession", "Ranks", "across_ranks", "gathered", "job", "merged"]
 
 
 class Job:
@@ -44,51 +44,61 @@ def job(environ: Mapping[str, str] | None = None) -> Job | None:
     return Job(rank, world, environ.get("TORCHELASTIC_RUN_ID") or environ.get("MASTER_PORT") or "job")
 
 
-def gathered(data: dict[str, Any], where: Job, folder: Path, *, timeout: float = 600.0) -> list[dict[str, Any] | None] | None:
-    """Every rank's ``data`` on rank 0, in rank order (None on the other ranks); a rank that sent nothing in
-    ``timeout`` seconds is left out (``merged`` names it)."""
-    import torch.distributed as dist
-
-    if dist.is_available() and dist.is_initialized():
-        return _through_the_group(data, where)
-    return _through_files(data, where, folder / f".neurondev-ranks-{where.run_id}", timeout)
+def _process_start() -> float:
+    """When this process began (wall clock): a file in the job's folder older than a minute before it is stale."""
+    try:
+        return Path(f"/proc/{os.getpid()}").stat().st_ctime
+    except OSError:
+        return time.time()
 
 
-def _through_the_group(data: dict[str, Any], where: Job) -> list[dict[str, Any] | None] | None:
-    import torch.distributed as dist
-
-    group = dist.new_group(backend="gloo")  # objects travel on the CPU, whatever device the job's group is for
-    received: list[Any] | None = [None] * where.world if where.rank == 0 else None
-    dist.gather_object(data, received, dst=0, group=group)
-    dist.destroy_process_group(group)
-    return received
+def _exchange(folder: Path, environ: Mapping[str, str] | None) -> Exchange:
+    return exchange_for(os.environ if environ is None else environ, folder, since=_process_start() - 60)
 
 
-def _through_files(data: dict[str, Any], where: Job, folder: Path, timeout: float) -> list[dict[str, Any] | None] | None:
-    folder.mkdir(parents=True, exist_ok=True)
-    mine = folder / f"rank{where.rank}.json"
-    written = mine.with_suffix(".part")
-    written.write_text(json.dumps(data), encoding="utf-8")
-    written.replace(mine)  # whole, or not there
+class RankSession:
+    """One rank's side of a command run under torchrun: it beats from the start, posts its record at the end, and on
+    rank 0 collects every rank's, waiting for a rank while it runs and naming why one never reported."""
+
+    def __init__(self, where: Job, folder: Path, *, environ: Mapping[str, str] | None = None) -> None:
+        self.where = where
+        self.exchange = _exchange(folder, environ)
+        self._beat = Beat(self.exchange, where.rank)
+
+    def post(self, data: dict[str, Any]) -> None:
+        self.exchange.post(f"record/{self.where.rank}", json.dumps(data))
+
+    def collect(self, *, timeout: float | None) -> tuple[list[dict[str, Any] | None], list[Absent]]:
+        """Every rank's record (rank 0 only), the keys removed after."""
+        found = collect(self.exchange, self.where.world, timeout=timeout, beats=True)
+        self.exchange.remove([f"{kind}/{rank}" for kind in ("record", "started", "beat") for rank in range(self.where.world)])
+        return found
+
+    def close(self) -> None:
+        self._beat.stop()
+
+
+def gathered(
+    data: dict[str, Any], where: Job, folder: Path, *, timeout: float = 600.0, environ: Mapping[str, str] | None = None
+) -> tuple[list[dict[str, Any] | None], list[Absent]] | None:
+    """Every rank's ``data`` on rank 0, in rank order, with why each missing rank is missing (None on the other
+    ranks); a rank that sent nothing in ``timeout`` seconds is left out."""
+    exchange = _exchange(folder, environ)
+    exchange.post(f"record/{where.rank}", json.dumps(data))
     if where.rank != 0:
         return None
-    wanted = [folder / f"rank{rank}.json" for rank in range(where.world)]
-    deadline = time.monotonic() + timeout
-    while not all(path.is_file() for path in wanted) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    found = [json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None for path in wanted]
-    for path in wanted:
-        path.unlink(missing_ok=True)
-    if not any(folder.iterdir()):
-        folder.rmdir()
+    found = collect(exchange, where.world, timeout=timeout, beats=False)
+    exchange.remove([f"record/{rank}" for rank in range(where.world)])
     return found
 
 
-def merged(records: Sequence[dict[str, Any] | None]) -> tuple[dict[str, Any], tuple[RankDivergence, ...]]:
-    """One JSON for the job: ``ranks`` (each rank's watch JSON with its ``rank``), ``missing`` (ranks that sent
-    nothing) and ``divergence`` (each with its rule, facts and text); and the divergences themselves."""
+def merged(records: Sequence[dict[str, Any] | None], absent: Sequence[Absent] = ()) -> tuple[dict[str, Any], tuple[RankDivergence, ...]]:
+    """One JSON for the job: ``ranks`` (each rank's watch JSON with its ``rank`` and how it ``ended``), ``missing``
+    (each rank that sent nothing, with why: ``Absent``) and ``divergence`` (each with its rule, facts and text);
+    and the divergences themselves."""
     ranks = [record for record in records if record is not None]
-    missing = [rank for rank, record in enumerate(records) if record is None]
+    why = {gone.rank: gone for gone in absent}
+    missing = [why.get(rank, Absent(rank, "no record")).to_dict() for rank, record in enumerate(records) if record is None]
     found = divergences(ranks)
     data = {
         "schema": SCHEMA,
@@ -138,9 +148,7 @@ def across_ranks(data: dict[str, Any], folder: Path, *, timeout: float = 600.0, 
     """This rank's watch JSON ``data`` gathered with the other ranks' to rank 0: the job's Ranks there, None on
     the other ranks; a process that is no rank of a torchrun job is a job of one."""
     where = job(environ)
-    records: list[dict[str, Any] | None] | None = [{"rank": 0, **data}]
-    if where is not None:
-        records = gathered({"rank": where.rank, **data}, where, folder, timeout=timeout)
-    if records is None:
-        return None
-    return Ranks(*merged(records))
+    if where is None:
+        return Ranks(*merged([{"rank": 0, **data}]))
+    found = gathered({"rank": where.rank, **data}, where, folder, timeout=timeout, environ=environ)
+    return None if found is None else Ranks(*merged(*found))

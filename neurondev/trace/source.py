@@ -39,7 +39,7 @@ _TO_DEVICE = re.compile(r"\.to\(\s*(?P<expr>[^,)]+)")
 _AUTOCAST = re.compile(r"autocast\(\s*(?:device_type\s*=\s*)?(?P<expr>[^,)]+)")  # its device type
 _DEVICE_CALL = re.compile(r"torch\.device\(\s*(?:type\s*=\s*)?(?P<expr>[^,)]*)")  # its first argument
 _PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
-_USER_CODE_IN_PACKAGE = ("gallery/catalogue.py", "gallery/patterns.py")  # the gallery's functions are user code
+_USER_CODE_IN_PACKAGE = ("gallery/catalogue.py", "gallery/patterns.py", "gallery/ragged_ranks.py")  # the gallery is user code
 _LITERAL = re.compile(r"""^(['"][a-z]+(:\d+)?['"]|\d+)$""")
 _STDLIB = sysconfig.get_paths()["stdlib"]
 _NOTEBOOK_CELL = re.compile(r"ipykernel_\d+[/\\]\d+\.py$")

@@ -51,9 +51,79 @@ def test_a_rank_that_copies_more_often_than_the_others_is_named_though_every_ran
     assert divergences(same) == ()
 
 
-def test_a_rank_that_sent_nothing_is_named_missing():
-    data, found = merged([rank(0, [compile_row("first", 1)]), None])
-    assert data["missing"] == [1] and [d["rank"] for d in data["ranks"]] == [0] and found == ()
+def test_a_rank_that_sent_nothing_is_named_missing_with_why():
+    from neurondev.render.job_card import ranks_summary
+    from neurondev.results.exchange import Absent
+
+    data, found = merged([rank(0, [compile_row("first", 1)]) | {"summary": "s"}, None, None], [Absent(2, "ended", pid=77)])
+    assert [d["rank"] for d in data["ranks"]] == [0] and found == ()
+    assert data["missing"] == [
+        {"rank": 1, "why": "no record", "seconds": None, "pid": None},
+        {"rank": 2, "why": "ended", "seconds": None, "pid": 77},
+    ]
+    said = ranks_summary(data, found)
+    assert "rank 2: no record (its process ended without one: killed by a signal, or os._exit; pid 77)" in said
+    assert said.startswith("Watched 1 of 3 rank(s)")
+
+
+def test_ranks_that_compile_another_graph_at_the_same_step_diverge_by_hash_and_the_same_graphs_do_not():
+    from neurondev.render.job_card import divergence_text
+
+    def graph(*hashes):
+        return [compile_row("first", 1, function="f", graph_hashes=list(hashes))]
+
+    found = divergences([rank(0, graph("aa")), rank(1, graph("bb")), rank(2, graph("aa"))])
+    (other,) = found
+    assert (other.kind, other.step, other.function, other.ranks, other.others, other.compiles) == (
+        "other graph",
+        1,
+        "f",
+        (1,),
+        (0, 2),
+        True,
+    )
+    assert [(c.rank, c.graphs) for c in other.causes] == [(0, ("aa",)), (1, ("bb",)), (2, ("aa",))]
+    assert divergence_text(other).startswith("step 1: rank 1 compiled another graph of f than ranks 0, 2 (rank 0: graph aa at train.py:7")
+    assert other.to_dict()["causes"][1]["graphs"] == ["bb"]
+    assert divergences([rank(n, graph("aa", "cc")) for n in range(2)]) == ()
+    assert divergences([rank(0, graph()), rank(1, graph("bb"))]) == ()  # a record without hashes (an older JSON) compares nothing
+
+
+def test_ranks_whose_xla_programs_differ_at_a_step_diverge_by_torch_xlas_hash():
+    found = divergences(
+        [
+            rank(0, steps=[step_row(1, xla_compiles=1, xla_programs=["p1"])]),
+            rank(1, steps=[step_row(1, xla_compiles=1, xla_programs=["p2"])]),
+        ]
+    )
+    (other,) = found
+    assert (other.kind, other.ranks, other.others, other.compiles) == ("other xla program", (1,), (0,), True)
+    same = [rank(n, steps=[step_row(1, xla_compiles=1, xla_programs=["p1"])]) for n in range(2)]
+    assert divergences(same) == ()
+
+
+def test_a_rank_that_syncs_where_the_others_do_not_or_more_often_is_named():
+    found = divergences([rank(0, steps=[step_row(1, syncs=1, device_lines="1 sync(s) at t.py:9")]), rank(1, steps=[step_row(1, syncs=0)])])
+    (sync,) = found
+    assert (sync.kind, sync.ranks, sync.others, sync.compiles) == ("sync", (0,), (1,), False)
+    assert sync.causes[0].where == "1 sync(s) at t.py:9"
+    (more,) = divergences([rank(0, steps=[step_row(1, syncs=3)]), rank(1, steps=[step_row(1, syncs=1)])])
+    assert (more.kind, more.more, more.ranks) == ("sync", True, (0,))
+
+
+def test_a_rank_that_ran_fewer_steps_is_named_with_every_ranks_count_after_the_steps():
+    from neurondev.render.job_card import divergence_text
+
+    ranks = [
+        rank(n, [compile_row("first", 2)] if n == 0 else [], steps=[step_row(s) for s in range(1, count + 1)])
+        for n, count in enumerate((3, 1, 3))
+    ]
+    found = divergences(ranks)
+    assert [d.kind for d in found] == ["compile", "steps"]  # a step's divergences first, the counts last
+    steps = found[-1]
+    assert (steps.step, steps.ranks, steps.others, steps.compiles) == (None, (1,), (0, 2), False)
+    assert [(c.rank, c.count) for c in steps.causes] == [(0, 3), (1, 1), (2, 3)]
+    assert divergence_text(steps) == "rank 1 ran fewer steps than ranks 0, 2 (rank 0: 3; rank 1: 1; rank 2: 3)"
 
 
 def test_a_job_is_read_from_torchruns_environment():

@@ -11,7 +11,8 @@ results back: on the host device those are copies within host memory, which the 
 dispatch accounting see as copies to and from the device (``aten::_to_copy`` and ``aten::copy_``), counted
 like any other and said to be the collective's (``HostCopy.collective``: ``c10d::allreduce``); on a real
 device a collective is a device operation (its runtime's, NCCL's or Neuron's collectives) and moves no data
-through the host. Work completes before the call returns.
+through the host. Collectives complete before the call returns; ``isend`` and ``irecv`` do not (a ring exchange posts
+both before waiting on either): their Work completes in ``wait()``, which copies what was received back.
 """
 
 from __future__ import annotations
@@ -53,10 +54,47 @@ def _named(group: Any, *names: str) -> Any:
     raise AttributeError(f"gloo's process group has none of {names}")
 
 
+def _pending_class() -> type:
+    from neurondev._compat import work_base
+    from neurondev.native.marks import collective
+
+    class Pending(work_base()):  # type: ignore[misc]
+        """A gloo point-to-point work still running on host copies: ``wait()`` waits for it, then copies what was
+        received back into the device tensors (said to be ``name``'s copies)."""
+
+        def __init__(self, name: str, work: Any, tensors: Sequence[torch.Tensor], host: Sequence[torch.Tensor]) -> None:
+            super().__init__()
+            self._name, self._work, self._tensors, self._host = name, work, list(tensors), list(host)
+            self._done = False
+
+        def wait(self, timeout: Any = None) -> bool:
+            if not self._done:
+                self._work.wait()
+                with collective(self._name):
+                    _copy_back(self._tensors, self._host)
+                self._done = True
+            return True
+
+        def is_completed(self) -> bool:
+            return self._done
+
+        def is_success(self) -> bool:
+            return self._done
+
+        def get_future(self) -> torch.futures.Future:
+            self.wait()
+            future: torch.futures.Future = torch.futures.Future()
+            future.set_result(self._tensors)
+            return future
+
+    return Pending
+
+
 def _process_group_class() -> type:
     import torch.distributed as dist
 
     base: Any = dist.ProcessGroup  # its methods are c10d's virtual ones, overridden here in Python
+    pending = _pending_class()
 
     class HostProcessGroup(base):
         """c10d's collectives for host-device (and CPU) tensors, run by gloo on host copies."""
@@ -162,11 +200,31 @@ def _process_group_class() -> type:
             return _done(None)
 
         def send(self, tensors: list[torch.Tensor], dst: int, tag: int) -> Any:
-            return self._run([], [], self._gloo.send([_on_host(t) for t in tensors], dst, tag), tensors)
+            """Started, not waited for: the Work completes in ``wait()`` (isend; send waits on it at once)."""
+            host = [_on_host(t) for t in tensors]
+            return pending("c10d::send", self._gloo.send(host, dst, tag), [], host)
 
         def recv(self, tensors: list[torch.Tensor], src: int, tag: int) -> Any:
+            """Started, not waited for: ``wait()`` copies what came into ``tensors``."""
             host = [_on_host(t) for t in tensors]
-            return self._run(tensors, host, self._gloo.recv(host, src, tag), tensors)
+            return pending("c10d::recv", self._gloo.recv(host, src, tag), tensors, host)
+
+        def alltoall_base(
+            self, output: torch.Tensor, input: torch.Tensor, output_splits: list[int], input_splits: list[int], opts: Any
+        ) -> Any:
+            """all_to_all_single: rows of ``input`` to each rank by ``input_splits``, even or not."""
+            host = _on_host(output)
+            return self._run([output], [host], self._gloo.alltoall_base(host, _on_host(input), output_splits, input_splits, opts), output)
+
+        def alltoall(self, outputs: list[torch.Tensor], inputs: list[torch.Tensor], opts: Any) -> Any:
+            """all_to_all of lists (gloo has no list form on torch 2.9): the tensors flattened into one, exchanged
+            with gloo's alltoall_base, and split back."""
+            flat_in = torch.cat([_on_host(t).reshape(-1) for t in inputs])
+            flat_out = torch.empty(sum(t.numel() for t in outputs), dtype=outputs[0].dtype)
+            sizes = [t.numel() for t in outputs]
+            self._gloo.alltoall_base(flat_out, flat_in, sizes, [t.numel() for t in inputs], opts).wait()
+            _copy_back(outputs, [part.view_as(t) for t, part in zip(outputs, flat_out.split(sizes))])
+            return _done(outputs)
 
     for name, member in list(vars(HostProcessGroup).items()):
         if callable(member) and not name.startswith("_") or name in _COLLECTIVES:  # run, never traced: a call into c10d
@@ -193,6 +251,8 @@ _COLLECTIVES = {
     "scatter",
     "send",
     "recv",
+    "alltoall_base",
+    "alltoall",
 }
 
 

@@ -1,6 +1,7 @@
 """Run by torchrun: two training steps of a small model under DDP or FSDP2 (argv[1]) on 'cpu' or 'hostdev'
 (argv[2]); rank r saves its losses and first weight to argv[3].r."""
 
+import os
 import sys
 
 import torch
@@ -41,3 +42,5 @@ weight = weight.full_tensor() if hasattr(weight, "full_tensor") else weight
 torch.save({"losses": torch.stack(losses), "weight": weight.detach().cpu(), "device": weight.device.type}, f"{out}.{rank}")
 dist.barrier()  # every rank done before the group goes: a rank torn down mid-exchange aborts the other (torch 2.13, gloo)
 dist.destroy_process_group()
+sys.stdout.flush()
+os._exit(0)  # what is tested is the values above: torch 2.13's gloo can abort a DDP job at exit (tests/cli/test_watch_faults.py)
