@@ -476,7 +476,9 @@ def _watch(options: argparse.Namespace) -> int:
     if not script.is_file():
         raise UsageError(f"no script {options.script}: give the path of a Python file, e.g. neurondev watch train.py --epochs 1")
     if options.ranks_timeout is not None and not options.ranks_timeout > 0:
-        raise UsageError(f"--ranks-timeout is a number of seconds above 0, got {options.ranks_timeout}; leave it out to wait while a rank runs")
+        raise UsageError(
+            f"--ranks-timeout is a number of seconds above 0, got {options.ranks_timeout}; leave it out to wait while a rank runs"
+        )
     from neurondev.results.jobs import job
     from neurondev.results.watched import watch
 

@@ -123,7 +123,7 @@ def ranks_card(merged: Mapping[str, Any], divergences: tuple[RankDivergence, ...
     css = "nd-bad" if any(d.compiles for d in divergences) or failed or merged.get("missing") else "nd-good"
     return (
         f'<style>{CSS}</style><div class="neurondev-card nd-ranks"><h3>neurondev watch: {len(merged["ranks"])} of '
-        f'{merged.get("world_size", len(merged["ranks"]))} ranks reported</h3>'
+        f"{merged.get('world_size', len(merged['ranks']))} ranks reported</h3>"
         f'<p class="nd-headline"><span class="{css}">{_e(_headline(divergences, merged))}</span></p>'
         f'<table class="nd-table nd-ranks-table"><tr><th></th>{header}</tr>{rows}</table>{said}</div>'
     )
