@@ -26,6 +26,8 @@ __all__ = [
     "dynamo_failure",
     "finished_work",
     "work_base",
+    "dynamo_device_interface",
+    "register_dynamo_device_interface",
     "run_backward_bare",
     "patched_xla_counter_increment",
     "privateuse1_name",
@@ -604,6 +606,20 @@ def finished_work(result: Any) -> Any:
     future: torch.futures.Future = torch.futures.Future()
     future.set_result(result)
     return _hook(c10d, "_create_work_from_future", "c10d's Work made from a future")(future)
+
+
+def dynamo_device_interface() -> type:
+    """dynamo's ``DeviceInterface``, the base of a device's interface for dynamo and inductor."""
+    import torch._dynamo.device_interface as interfaces
+
+    return _hook(interfaces, "DeviceInterface", "dynamo's device interface")
+
+
+def register_dynamo_device_interface(name: str, interface: type) -> None:
+    """Register ``interface`` for device type ``name`` with dynamo (what torch does for cuda and xpu)."""
+    import torch._dynamo.device_interface as interfaces
+
+    _hook(interfaces, "register_interface_for_device", "registering a device's interface with dynamo")(name, interface)
 
 
 def work_base() -> type:

@@ -113,7 +113,7 @@ KEY_TEXT = {
         "aten::addmm.out fell back to the CPU 1 time(s) per call (464 bytes copied) in fc",
         "clean: Net",
         "exit code != 0: True",
-        "ND412 step 4: rank 1 recompiled Linear.forward and rank 0 did not (rank 1: args[0] changed size at dimension 0: 4 -> 3 at ragged_ranks.py:49 [ND405])",
+        "ND412 step 4: rank 1 recompiled Linear.forward and rank 0 did not (rank 1: args[0] changed size at dimension 0: 4 -> 3 at ragged_ranks.py:52 [ND405])",
         "padded: exit code 0 | divergences: []",
     ],
 }

@@ -37,6 +37,7 @@ TESTED_BY = {
     "devices/verbs": ("tests/runs/test_traces.py", "neurondev.compare_traces("),
     "devices/host/device_module": ("tests/devices/test_host_device.py", "torch.manual_seed(1)"),
     "devices/host/loader": ("tests/devices/test_host_device.py", "neurondev.host_device("),
+    "devices/host/dynamo_interface": ("tests/devices/test_host_device.py", "get_interface_for_device"),
     "runs/state": ("tests/runs/test_program.py", "DIFFERS from CPU in what it writes"),
     "runs/program_records": ("tests/runs/test_program.py", ".program."),
     "runs/run_records": ("tests/xla/test_run.py", "from neurondev.runs.run_records import"),

@@ -118,19 +118,36 @@ class Accounting(TorchDispatchMode):
             return func(*args, **kwargs)
         kind = _kind_of(func)
         key = self._device_key(args, kwargs) if where is _DEVICE else None
-        if kind is None and where is _DEVICE and kernel_route(func, key) is None:
+        route = kernel_route(func, key) if key is not None else None
+        if kind is None and where is _DEVICE and route is None:
             return func(*args, **kwargs)  # the device's own kernel: nothing beneath it to see, nothing to count
         running = self._stack()
         frame = _Frame(func, kind)
         running.append(frame)
         try:
-            if kind in _MOVES or (func.is_view and func.overloadpacket is not _TO):
+            if route is not None and route == key:
+                out = self._fall_back(frame, func, args, kwargs)
+            elif kind in _MOVES or (func.is_view and func.overloadpacket is not _TO):
                 out = func(*args, **kwargs)  # a copy is counted whole; a view aliases its input
             else:
                 out = run_below_mode(self, func, args, kwargs, key=key)
         finally:
             running.pop()
         self._account(frame, running, args, out)
+        return out
+
+    def _fall_back(self, frame: _Frame, func: OpOverload, args: tuple, kwargs: dict) -> Any:
+        """An op the device has no kernel for runs its backend's fallback (the CPU's kernel on host copies), out of the
+        mode's sight: what it copies is its inputs on the device, to the host, and its results back (an in-place or
+        out= argument is a result). Not seen from within: cpu_fallback hands ``_to_cpu`` a Python number's wrapped
+        tensor, which a mode gets as a number and cannot pass on (``Expected 'List[Tensor]'``)."""
+        out = func(*args, **kwargs)
+        frame.fell_back = True
+        results = out if isinstance(out, (list, tuple)) else (out,)
+        inputs = (*args, *kwargs.values())
+        frame.fallback_bytes += sum(_nbytes(t) for t in self._device_tensors(inputs)) + sum(
+            _nbytes(t) for t in self._device_tensors(results)
+        )
         return out
 
     def _placement(self, args: tuple, kwargs: dict) -> str:

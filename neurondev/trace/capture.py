@@ -70,6 +70,10 @@ class DynamoBreak(Located, Ruled):
     reason: str
     source: SourceLine | None
 
+    def to_dict(self) -> dict[str, Any]:
+        """Dynamo's reason and the user's line."""
+        return {"reason": self.reason, **self.source_dict()}
+
 
 @dataclasses.dataclass(frozen=True)
 class Capture:

@@ -96,6 +96,9 @@ def test_dynamo_writes_the_device_into_the_graph_and_the_seed_runs_under_torch_c
     [
         (("aten::no_such_op",), "torch has no 'aten::no_such_op'"),
         (("aten::linear",), "never reach a device kernel"),
+        (("aten::add_",), "never reach a device kernel"),  # computed through add.out: naming it made nothing fall back
+        (("aten::exp_", "aten::log_"), "never reach a device kernel"),
+        (("aten::native_layer_norm",), "never reach a device kernel"),
         ((3,), "fallback is a list of ATen op names"),
     ],
 )
@@ -179,3 +182,92 @@ def test_a_script_that_runs_a_backward_on_the_device_exits_0_every_time():
     runs = [subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True) for _ in range(8)]
     ended = [(run.wait(timeout=300), run.stderr.read()) for run in runs]
     assert [code for code, _ in ended] == [0] * 8, [err[-500:] for code, err in ended if code]
+
+
+def test_a_lazily_conjugated_tensor_copies_resolves_and_differentiates_as_on_the_cpu():
+    """torch.conj is a view with a conjugate bit: copying it off the device cloned itself without end (SIGSEGV, both
+    torches). Run in a child: a crash is this test's failure, with its name, not the suite's."""
+    done = run_python(
+        """
+        import torch, neurondev
+        dev = neurondev.host_device()
+        t = torch.tensor([1 + 2j, 3 - 1j, -0.5j])
+        on = t.to(dev)
+        checks = {
+            "conj": torch.conj(on).cpu(), "resolve_conj": torch.conj(on).resolve_conj().cpu(), "conj of conj": on.conj().conj().cpu(),
+            "clone": torch.conj(on).clone().cpu(), "neg view": torch.tensor([1.0, -2.0]).to(dev)._neg_view().cpu(),
+            "into a conj view": torch.zeros(3, dtype=torch.cfloat).to(dev).conj().copy_(on).conj().cpu(),
+        }
+        expected = {"conj": t.conj(), "resolve_conj": t.conj(), "conj of conj": t, "clone": t.conj(), "neg view": torch.tensor([-1.0, 2.0]),
+                    "into a conj view": t.conj()}
+        abs_, angle = torch.tensor([1.0, 2.0], requires_grad=True), torch.tensor([0.3, -1.2], requires_grad=True)
+        torch.polar(abs_, angle).abs().sum().backward()
+        a, b = abs_.detach().to(dev).requires_grad_(), angle.detach().to(dev).requires_grad_()
+        torch.polar(a, b).abs().sum().backward()
+        checks["polar backward"], expected["polar backward"] = torch.stack([a.grad.cpu(), b.grad.cpu()]), torch.stack([abs_.grad, angle.grad])
+        print([name for name in checks if not torch.allclose(checks[name], expected[name])], torch.conj(on).is_conj())
+        """
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["[]", "True"], done.stdout
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: (torch.nn.Conv1d(2, 4, 3, groups=2), torch.randn(2, 2, 9)),
+        lambda: (torch.nn.Conv2d(3, 4, 3, padding=1, stride=2), torch.randn(2, 3, 8, 8)),
+        lambda: (torch.nn.ConvTranspose2d(3, 2, 3, stride=2, output_padding=1), torch.randn(1, 3, 5, 5)),
+        lambda: (torch.nn.Conv2d(2, 2, 1, bias=False), torch.randn(1, 2, 4, 4)),
+    ],
+    ids=["conv1d-groups", "conv2d-stride", "conv-transpose2d", "conv2d-no-bias"],
+)
+def test_convolutions_run_on_the_device_forward_and_backward_with_the_cpus_values_and_no_copy(device, make):
+    torch.manual_seed(0)
+    module, x = make()
+    expected = module(x)
+    expected.square().sum().backward()
+    grads = [p.grad.clone() for p in module.parameters()]
+    module.zero_grad()
+    on = module.to(device)
+    moved = x.to(device).requires_grad_()
+    start = extension().event_count()
+    out = on(moved)
+    out.square().sum().backward()
+    assert log_since(start) == []  # the CPU's kernels on the same memory: nothing copied, nothing fell back
+    assert out.device == device and torch.allclose(out.cpu(), expected, atol=1e-5)
+    assert all(torch.allclose(p.grad.cpu(), g, atol=1e-5) for p, g in zip(on.parameters(), grads)) and moved.grad is not None
+
+
+def test_a_convolution_named_to_fall_back_falls_back_with_its_copies_logged(device):
+    neurondev.host_device(fallback=["aten::convolution_overrideable"])
+    conv, x = torch.nn.Conv2d(3, 4, 3).to(device), torch.randn(1, 3, 6, 6, device=device)
+    start = extension().event_count()
+    out = conv(x)
+    fallbacks = [e for e in log_since(start) if e[0] == "fallback"]
+    copies = [(e[2], e[3]) for e in log_since(start) if e[0] == "copy"]
+    assert fallbacks == [("fallback", "aten::convolution_overrideable", "", 0)]
+    assert copies == [("to_host", 4 * 4), ("to_host", 3 * 4 * 9 * 4), ("to_host", 3 * 36 * 4), ("to_device", 4 * 16 * 4)]
+    assert torch.allclose(out.cpu(), torch.nn.functional.conv2d(x.cpu(), conv.weight.cpu(), conv.bias.cpu()), atol=1e-5)
+
+
+def test_what_pytorchs_device_tests_ask_pinned_memory_rng_of_every_device_dynamos_interface_and_event_ids(device):
+    """OpenReg's tests: is_pinned() after pin_memory(), get_rng_state_all/seed_all, a dynamo device interface,
+    distinct event ids (they were all 0)."""
+    import torch._dynamo.device_interface as interfaces
+
+    pinned = torch.randn(3).pin_memory()
+    assert pinned.is_pinned() and not torch.randn(3).is_pinned()
+    states = torch.hostdev.get_rng_state_all()
+    first = torch.randn(4, device=device).cpu()
+    torch.hostdev.set_rng_state_all(states)
+    assert torch.equal(torch.randn(4, device=device).cpu(), first)
+    torch.hostdev.seed_all()
+    with pytest.raises(ValueError, match="give one state"):
+        torch.hostdev.set_rng_state_all(states * 2)
+    interface = interfaces.get_interface_for_device("hostdev")
+    assert (interface.device_count(), interface.current_device(), interface.is_available()) == (1, 0, True)
+    events = [torch.Event(device=device) for _ in range(2)]
+    for event in events:
+        event.record()
+    assert 0 not in {e.event_id for e in events} and events[0].event_id != events[1].event_id and all(e.query() for e in events)

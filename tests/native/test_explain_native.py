@@ -3,6 +3,7 @@ and syncs instead of graph breaks, CPU fallbacks by line and module, the strict 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -268,3 +269,60 @@ def test_explain_inside_a_watch_counts_its_program_in_the_accounting_that_saw_it
         ("aten::addmm.out", 1, line_of(Net.forward, "self.fc(x)"))
     ]
     assert ex.program.as_written.calls[-1].fallback_calls == 1
+
+
+def scaled_and_shifted(x):
+    return x * 2 + 1  # a Python number beside a device tensor: a wrapped scalar, which cpu_fallback hands _to_cpu
+
+
+def test_a_fallback_with_a_python_number_operand_runs_as_without_neurondev_and_is_counted_as_the_device_logged_it(device):
+    """The accounting saw cpu_fallback's _to_cpu of a wrapped number as a Python int and could not call it again: the
+    user's program raised (explain, and inside a watch the user's own loop)."""
+    from neurondev.devices.host.loader import extension
+
+    neurondev.host_device(fallback=["aten::add"])
+    x = torch.randn(4)
+    start = extension().event_count()
+    expected = scaled_and_shifted(x.to(device)).cpu()
+    logged = extension().events(start)
+    assert [e for e in logged if e[0] == "fallback"] == [("fallback", "aten::add.out", "", 0)]
+    explained = neurondev.explain(scaled_and_shifted, x, target=device, quiet=True)
+    program = explained.program.as_written
+    assert program.ok and program.matches_cpu is True and torch.equal(expected, scaled_and_shifted(x))
+    table = explained.fallback_table()
+    copied = sum(e[3] for e in logged if e[0] == "copy" and e[1] == "aten::add.out")  # the fallback's own copies
+    assert table[["op", "calls", "bytes_copied", "line"]].values.tolist() == [
+        ["aten::add.out", 1, copied, line_of(scaled_and_shifted, "x * 2 + 1")]
+    ]
+    with neurondev.watch() as watched:
+        for _ in range(3):
+            scaled_and_shifted(x.to(device))
+    assert watched.record.raised is None
+
+
+def split_by_a_host_read(x):
+    return x * x.sum().item()  # dynamo splits the function at .item()
+
+
+@pytest.mark.parametrize("place", ["hostdev", pytest.param("xla", marks=pytest.mark.xla)])
+def test_json_of_a_function_dynamo_splits_carries_its_break_as_a_finding(device, place, tmp_path):
+    target = device if place == "hostdev" else "xla"
+    explained = neurondev.explain(split_by_a_host_read, torch.randn(4), target=target, quiet=True)
+    data = json.loads(explained.to_json())
+    (split,) = [f for f in data["findings"] if f["rule"] == "ND109"]  # dynamo's own graph break
+    assert split["line"] == line_of(split_by_a_host_read, "x.sum().item()") and split["reason"] and split["text"]
+    report = tmp_path / "split.json"
+    code = cli.main(["explain", f"{__file__}:split_by_a_host_read", "--input", "randn(4)", "--target", str(target), "--json", str(report)])
+    assert code in (0, 1) and json.loads(report.read_text())["findings"]
+
+
+def test_allowing_an_op_by_its_name_allows_the_overload_that_fell_back(device):
+    """allow=["aten::addmm"] once allowed the fallback; findings now name aten::addmm.out, and the name alone allows it."""
+    neurondev.host_device(fallback=["aten::addmm"])
+    with pytest.raises(neurondev.DevicePinsError) as failed:
+        neurondev.check(Net(), torch.randn(2, 16), target=device, fallbacks="error")
+    assert [(f.rule, f.function) for f in failed.value.findings] == [("ND205", "aten::addmm.out")]
+    assert neurondev.check(Net(), torch.randn(2, 16), target=device, fallbacks="error", allow=["aten::addmm"]) is not None
+    assert neurondev.check(Net(), torch.randn(2, 16), target=device, fallbacks="error", allow=["aten::addmm.out"]) is not None
+    with pytest.raises(neurondev.DevicePinsError):
+        neurondev.check(Net(), torch.randn(2, 16), target=device, fallbacks="error", allow=["aten::add"])

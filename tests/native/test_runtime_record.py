@@ -244,7 +244,8 @@ def counted(counts) -> Record:
 
 def profiled(profile) -> tuple[int, int, int]:
     """(fallbacks, copies outside fallbacks, syncs) in torch.profiler's nested events: cpu_fallback moves an op's
-    device inputs with aten::_to_cpu (the op is its parent); each copy on the host device reaches aten::_copy_from.
+    device inputs with aten::_to_cpu (the op is its parent); each copy on the host device is its own copy_ kernel, which
+    records a hostdev::copy event beneath aten::copy_ (as CUDA's copies record a Memcpy).
     Where a dispatch mode is on, torch 2.13 records each op it handles twice (the call, and the mode's call of
     it, under a "PythonDispatchMode" event): the second is the same op. What dynamo ran while compiling is left out."""
     events = [event for event in profile.events() if event.name != "PythonDispatchMode" and not _compiling(event)]
@@ -254,7 +255,7 @@ def profiled(profile) -> tuple[int, int, int]:
     def inside(event, names) -> bool:
         return any(id(parent) in falling or parent.name in names for parent in _parents(event))
 
-    copies = [e for e in first if e.name in _COPIES and not inside(e, ("aten::_to_cpu", *_COPIES)) and id(_outermost(e)) not in falling]
+    copies = [e for e in first if _device_copy(e) and not inside(e, ("aten::_to_cpu", *_COPIES)) and id(_outermost(e)) not in falling]
     syncs = [event for event in first if _sized_by_data(event.name) and not any(_sized_by_data(p.name) for p in _parents(event))]
     return len(falling), len(copies), len(syncs)
 
@@ -267,7 +268,22 @@ def _sized_by_data(name: str) -> bool:
     return packet is not None and any(tags & set(getattr(packet, overload).tags) for overload in packet.overloads())
 
 
-_COPIES = ("aten::_copy_from", "aten::_copy_from_and_resize")
+_COPIES = ("aten::_copy_from", "aten::_copy_from_and_resize", "aten::copy_")
+
+
+def _device_copy(event) -> bool:
+    """A copy the host device made: its copy_ (a hostdev::copy beneath it, through the mode's call of it again), or
+    _copy_from."""
+    if event.name != "aten::copy_":
+        return event.name in _COPIES
+    children = list(event.cpu_children)
+    while children:
+        child = children.pop()
+        if child.name == "hostdev::copy":
+            return True
+        if child.name in ("PythonDispatchMode", "aten::copy_"):
+            children += child.cpu_children
+    return False
 
 
 def _parent(event):

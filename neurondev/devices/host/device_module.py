@@ -17,14 +17,18 @@ __all__ = [
     "device_count",
     "get_amp_supported_dtype",
     "get_rng_state",
+    "get_rng_state_all",
     "initial_seed",
     "is_available",
     "is_bf16_supported",
     "is_initialized",
     "manual_seed",
     "manual_seed_all",
+    "seed",
+    "seed_all",
     "set_device",
     "set_rng_state",
+    "set_rng_state_all",
     "set_stream",
     "stream",
     "synchronize",
@@ -122,12 +126,34 @@ def initial_seed() -> int:
     return torch.default_generator.initial_seed()
 
 
+def seed() -> None:
+    """A new random seed for the device's generator (the CPU's)."""
+    torch.default_generator.seed()
+
+
+def seed_all() -> None:
+    """A new random seed for every device's generator: there is one."""
+    seed()
+
+
 def get_rng_state(device: object = "hostdev") -> torch.Tensor:
     return torch.default_generator.get_state()
 
 
 def set_rng_state(state: torch.Tensor, device: object = "hostdev") -> None:
     torch.default_generator.set_state(state)
+
+
+def get_rng_state_all() -> list[torch.Tensor]:
+    """Each device's generator state, in device order: one."""
+    return [get_rng_state()]
+
+
+def set_rng_state_all(states: list[torch.Tensor]) -> None:
+    """Set each device's generator state from ``states`` (one per device: one)."""
+    if len(states) != device_count():
+        raise ValueError(f"{_NAME} has {device_count()} device: give one state, got {len(states)}")
+    set_rng_state(states[0])
 
 
 # Streams and events, as FSDP2 and DTensor ask a device for them. Every op of this device finishes before it

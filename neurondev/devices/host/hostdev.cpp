@@ -20,6 +20,7 @@
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/native/Resize.h>
+#include <ATen/record_function.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/set_native.h>
@@ -97,6 +98,42 @@ struct HostMemory final : c10::Allocator {
 
 HostMemory memory;
 
+// Pinned host memory: host memory the device knows it allocated (is_pinned() asks the device's hooks).
+std::mutex pinned_mutex;
+std::set<const void*> pinned;
+
+void free_pinned(void* data) {
+  {
+    std::lock_guard<std::mutex> lock(pinned_mutex);
+    pinned.erase(data);
+  }
+  c10::free_cpu(data);
+}
+
+struct PinnedMemory final : c10::Allocator {
+  c10::DataPtr allocate(size_t nbytes) override {
+    void* data = nbytes ? c10::alloc_cpu(nbytes) : nullptr;
+    if (data != nullptr) {
+      std::lock_guard<std::mutex> lock(pinned_mutex);
+      pinned.insert(data);
+    }
+    return {data, data, &free_pinned, c10::Device(c10::kCPU)};
+  }
+  c10::DeleterFnPtr raw_deleter() const override {
+    return &free_pinned;
+  }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    std::memcpy(dest, src, count);
+  }
+};
+
+PinnedMemory pinned_memory;
+
+bool is_pinned_pointer(const void* data) {
+  std::lock_guard<std::mutex> lock(pinned_mutex);
+  return pinned.count(data) > 0;
+}
+
 void release_storage(void* context) {
   delete static_cast<c10::Storage*>(context);
 }
@@ -112,9 +149,17 @@ at::Tensor alias_on(const at::Tensor& tensor, c10::Device device, c10::DispatchK
   return at::Tensor(std::move(impl));
 }
 
+// A view's lazy bits (a conjugate, a negative) are the tensor's meaning, not its memory's: an alias keeps them.
+void keep_bits(const at::Tensor& from, const at::Tensor& to) {
+  to.unsafeGetTensorImpl()->_set_conj(from.is_conj());
+  to.unsafeGetTensorImpl()->_set_neg(from.is_neg());
+}
+
 at::Tensor on_cpu(const at::Tensor& tensor) {
-  return on_device(tensor) ? alias_on(tensor, c10::Device(c10::kCPU), c10::DispatchKeySet(c10::DispatchKey::CPU), c10::GetCPUAllocator())
-                           : tensor;
+  if (!on_device(tensor)) return tensor;
+  at::Tensor host = alias_on(tensor, c10::Device(c10::kCPU), c10::DispatchKeySet(c10::DispatchKey::CPU), c10::GetCPUAllocator());
+  keep_bits(tensor, host);
+  return host;
 }
 
 // --- the few kernels of its own -----------------------------------------------------------------
@@ -179,6 +224,18 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_b
   return dst;
 }
 
+// copy_ of its own, as a backend has (torch's own copy_ hands a device's copies to _copy_from, which the Conjugate
+// and Negative keys intercept first: a lazily conjugated source then cloned itself without end, and Python died).
+// The CPU's copy_ on the aliases converts dtypes, broadcasts and resolves the bits; the log has each copy.
+at::Tensor& copy_kernel(at::Tensor& self, const at::Tensor& src, bool /*non_blocking*/) {
+  if (self.is_same(src)) return self;
+  RECORD_FUNCTION("hostdev::copy", std::vector<c10::IValue>());  // the profiler's record of the device's copy, as CUDA's Memcpy
+  int64_t bytes = static_cast<int64_t>(self.numel()) * self.element_size();
+  record("copy", falling_back, direction_of(src, self), on_device(src) ? static_cast<int64_t>(src.numel()) * src.element_size() : bytes);
+  on_cpu(self).copy_(on_cpu(src));
+  return self;
+}
+
 at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
   dst.resize_(self.sizes());
   return copy_from(self, dst, false);
@@ -197,6 +254,64 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("set_", set_empty);
   m.impl("_copy_from", copy_from);
   m.impl("_copy_from_and_resize", copy_from_and_resize);
+  m.impl("copy_", copy_kernel);
+}
+
+// --- convolution ----------------------------------------------------------------------------------
+// On a backend that is neither CPU nor CUDA, torch's convolution calls convolution_overrideable (and its backward),
+// which have no CPU kernel for a fallback to reach. The device runs the CPU's convolution on the same memory; named in
+// set_fallback(), it falls back as cpu_fallback does: its inputs copied to the host, its results copied back.
+std::set<std::string> falling;  // overload names that fall back now
+const char* kConvolution = "aten::convolution_overrideable";
+const char* kConvolutionBackward = "aten::convolution_backward_overrideable";
+
+struct ConvolutionRun {  // where a convolution's operands are for the CPU's kernel: aliases, or host copies
+  bool fell_back;
+  std::string outer;
+  at::Tensor host(const at::Tensor& tensor) const { return fell_back ? tensor.to(c10::kCPU) : on_cpu(tensor); }
+  at::Tensor device(const at::Tensor& result) const {
+    if (!result.defined()) return result;
+    return fell_back ? result.to(kDevice) : alias_on(result, kDevice, kDeviceKeys, &memory);
+  }
+};
+
+ConvolutionRun start_convolution(const char* name) {
+  bool fell = falling.count(std::string(name).substr(6)) > 0;
+  if (fell) record("fallback", name, "", 0);
+  ConvolutionRun run{fell, falling_back};
+  if (fell) falling_back = name;
+  return run;
+}
+
+at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::IntArrayRef stride,
+                       c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed, c10::IntArrayRef output_padding,
+                       int64_t groups) {
+  ConvolutionRun run = start_convolution(kConvolution);
+  std::optional<at::Tensor> host_bias = bias.has_value() && bias->defined() ? std::optional<at::Tensor>(run.host(*bias)) : std::nullopt;
+  at::Tensor out = at::convolution(run.host(input), run.host(weight), host_bias, stride, padding, dilation, transposed, output_padding, groups);
+  at::Tensor result = run.device(out);
+  falling_back = run.outer;
+  return result;
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(const at::Tensor& grad_output, const at::Tensor& input,
+                                                                    const at::Tensor& weight, c10::IntArrayRef stride, c10::IntArrayRef padding,
+                                                                    c10::IntArrayRef dilation, bool transposed,
+                                                                    c10::IntArrayRef output_padding, int64_t groups,
+                                                                    std::array<bool, 3> output_mask) {
+  ConvolutionRun run = start_convolution(kConvolutionBackward);
+  std::vector<int64_t> bias_sizes{transposed ? weight.size(1) * groups : weight.size(0)};
+  auto [grad_input, grad_weight, grad_bias] = at::convolution_backward(run.host(grad_output), run.host(input), run.host(weight),
+                                                                       at::OptionalIntArrayRef(bias_sizes), stride, padding, dilation,
+                                                                       transposed, output_padding, groups, output_mask);
+  std::tuple<at::Tensor, at::Tensor, at::Tensor> result{run.device(grad_input), run.device(grad_weight), run.device(grad_bias)};
+  falling_back = run.outer;
+  return result;
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("convolution_overrideable", convolution);
+  m.impl("convolution_backward_overrideable", convolution_backward);
 }
 
 // --- recurrent cells ----------------------------------------------------------------------------
@@ -271,7 +386,7 @@ TORCH_LIBRARY_IMPL(aten, AutocastPrivateUse1, m) {
 const std::set<std::string> kOwnKernels = {
     "empty.memory_format", "empty_strided", "as_strided", "view", "_reshape_alias", "resize_",
     "set_.source_Storage_storage_offset", "set_.source_Storage", "set_.source_Tensor", "set_",
-    "_copy_from", "_copy_from_and_resize"};
+    "_copy_from", "_copy_from_and_resize", "copy_", "convolution_overrideable", "convolution_backward_overrideable"};
 
 // --- ops run natively: the CPU kernel on the same memory ---------------------------------------
 struct Aliased {
@@ -369,10 +484,14 @@ at::Tensor to_device_tensor(const at::Tensor& result, const std::vector<Aliased>
     if (result.storage().is_alias_of(entry.host.storage())) {  // a view of an input: its storage, the view's dtype
       auto impl = c10::make_intrusive<c10::TensorImpl>(c10::Storage(entry.original.storage()), kDeviceKeys, result.dtype());
       impl->set_sizes_and_strides(result.sizes(), result.strides(), result.storage_offset());
-      return at::Tensor(std::move(impl));
+      at::Tensor view(std::move(impl));
+      keep_bits(result, view);
+      return view;
     }
   }
-  return alias_on(result, kDevice, kDeviceKeys, &memory);  // a new result: its memory becomes the device's
+  at::Tensor fresh = alias_on(result, kDevice, kDeviceKeys, &memory);  // a new result: its memory becomes the device's
+  keep_bits(result, fresh);
+  return fresh;
 }
 
 c10::IValue to_device_value(const c10::IValue& value, const std::vector<Aliased>& aliased) {
@@ -429,12 +548,19 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
 
 // --- which ops run natively and which fall back ---------------------------------------------------
 std::map<std::string, std::unique_ptr<torch::Library>> native_kernels;  // "addmm.out" -> its registration
-std::set<std::string> falling;  // overload names that fall back now
+const std::set<std::string> kFallsBackItself = {"convolution_overrideable", "convolution_backward_overrideable"};
 
 bool runs_natively(const c10::OperatorHandle& op) {
   const auto& name = op.operator_name();
   return name.name.rfind("aten::", 0) == 0 && op.hasKernelForDispatchKey(c10::DispatchKey::CPU) &&
          !op.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd) && kOwnKernels.count(op_name(op).substr(6)) == 0;
+}
+
+// Without the device's kernel, a composite kernel would run (an in-place op computed through its out= form, say),
+// not the fallback: naming such an op would make nothing fall back.
+bool decomposed_without(const c10::OperatorHandle& op) {
+  return op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional) ||
+         op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd);
 }
 
 void register_natively(const std::string& overload) {
@@ -445,25 +571,36 @@ void register_natively(const std::string& overload) {
 
 // The overloads ("addmm", "addmm.out") that `names` select: "aten::addmm" is every overload of addmm,
 // "aten::addmm.out" that one. Unknown names and ops that never reach a device kernel are reported.
+// The overloads ("addmm", "addmm.out") that `names` select: "aten::addmm" is every overload of addmm,
+// "aten::addmm.out" that one. Unknown names, and names none of whose overloads would ever reach the fallback (they
+// decompose first, or a composite kernel takes over once the device's is gone: add_ through add.out), are reported.
 std::tuple<std::set<std::string>, std::vector<std::string>, std::vector<std::string>> select(const std::vector<std::string>& names) {
   std::set<std::string> chosen;
   std::vector<std::string> unknown, composite;
   auto ops = c10::Dispatcher::singleton().getAllOpNames();
   for (const std::string& wanted : names) {
-    bool found = false, decomposes = false;
+    bool found = false;
+    std::set<std::string> falls, decomposed;  // overloads that would fall back, and ones a composite would take over
     for (const c10::OperatorName& name : ops) {
       std::string full = name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
       if (full != wanted && name.name != wanted) continue;
       found = true;
       auto handle = c10::Dispatcher::singleton().findOp(name);
-      if (handle.has_value() && runs_natively(*handle)) {
-        chosen.insert(full.substr(6));
-      } else {
-        decomposes = true;
+      if (!handle.has_value()) continue;
+      if (kFallsBackItself.count(full.substr(6)) > 0 || (runs_natively(*handle) && !decomposed_without(*handle))) {
+        falls.insert(full.substr(6));
+      } else if (runs_natively(*handle)) {
+        decomposed.insert(full.substr(6));  // falls back through another overload named with it (addmm through addmm.out)
       }
     }
-    if (!found) unknown.push_back(wanted);
-    else if (decomposes && chosen.empty()) composite.push_back(wanted);
+    if (!found) {
+      unknown.push_back(wanted);
+    } else if (falls.empty()) {
+      composite.push_back(wanted);
+    } else {
+      chosen.insert(falls.begin(), falls.end());
+      chosen.insert(decomposed.begin(), decomposed.end());
+    }
   }
   return {chosen, unknown, composite};
 }
@@ -502,7 +639,8 @@ struct Hooks final : at::PrivateUse1HooksInterface {
   const at::Generator& getDefaultGenerator(c10::DeviceIndex) const override { return at::detail::getDefaultCPUGenerator(); }
   at::Generator getNewGenerator(c10::DeviceIndex) const override { return at::make_generator<HostGenerator>(); }
   at::Device getDeviceFromPtr(void*) const override { return kDevice; }
-  c10::Allocator* getPinnedMemoryAllocator() const override { return c10::GetCPUAllocator(); }
+  c10::Allocator* getPinnedMemoryAllocator() const override { return &pinned_memory; }
+  bool isPinnedPtr(const void* data) const override { return is_pinned_pointer(data); }
   void resizePrivateUse1Bytes(const c10::Storage& storage, size_t size) const override {
     at::native::resize_bytes_cpu(storage.unsafeGetStorageImpl(), size);
   }
@@ -522,10 +660,12 @@ struct Guard final : c10::impl::DeviceGuardImplInterface {
   c10::Stream getDefaultStream(c10::Device device) const override { return c10::Stream(c10::Stream::DEFAULT, device); }
   c10::Stream exchangeStream(c10::Stream stream) const noexcept override { return stream; }
   c10::DeviceIndex deviceCount() const noexcept override { return 1; }
-  void record(void**, const c10::Stream&, const c10::DeviceIndex, const c10::EventFlag) const override {}
+  void record(void** event, const c10::Stream&, const c10::DeviceIndex, const c10::EventFlag) const override {
+    if (*event == nullptr) *event = new int(0);  // an event of its own: its id is its address, as a device's is
+  }
   void block(void*, const c10::Stream&) const override {}
   bool queryEvent(void*) const override { return true; }
-  void destroyEvent(void*, const c10::DeviceIndex) const noexcept override {}
+  void destroyEvent(void* event, const c10::DeviceIndex) const noexcept override { delete static_cast<int*>(event); }
   bool queryStream(const c10::Stream&) const override { return true; }
   void synchronizeStream(const c10::Stream&) const override {}
   c10::Stream getStreamFromGlobalPool(c10::Device device, bool) const override { return c10::Stream(c10::Stream::DEFAULT, device); }

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from neurondev._compat import forget_kernels, privateuse1_name, register_device_module, run_backward_bare
+from neurondev._compat import forget_kernels, privateuse1_name, register_device_module, register_dynamo_device_interface, run_backward_bare
 from neurondev.errors import HostDeviceError, InvalidOptionError
 
 __all__ = ["NAME", "SOURCE", "build_folder", "extension", "host_device", "loaded", "privateuse1_name"]
@@ -152,6 +152,9 @@ def _register(module: Any) -> None:
     torch.utils.rename_privateuse1_backend(NAME)
     register_device_module(NAME, device_module)
     torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_storage=True)
+    from neurondev.devices.host.dynamo_interface import interface_class
+
+    register_dynamo_device_interface(NAME, interface_class(device_module))
     from neurondev.devices.host.collectives import register
 
     register(NAME)  # dist.init_process_group() picks its collectives, as it picks NCCL for CUDA
