@@ -1,15 +1,22 @@
-"""What the native accounting costs: a model's forward on a native device with neurondev's accounting on (a
-dispatch mode that runs each device op's kernel with itself pushed again, seeing the ops beneath it: the
-fallbacks inside composite ops), against the same forward in plain torch, side by side in one process.
+"""What the native accounting costs, against plain torch, side by side in one process (best of five, rounds alternating).
 
-The device is neurondev's host test device (host memory behind PyTorch's PrivateUse1 mechanism), with
-aten::addmm falling back to the CPU so that the accounting has events to record (each one attributed to
-its line and module). A third column is the floor of the mechanism: a ``TorchDispatchMode`` that does
-nothing but call the op (torch's own cost of seeing every op from Python, which neurondev cannot lower).
-Three loads, called eagerly: a tiny GPT-2 (hidden 64: about 140 ops of a few microseconds each), a small
-MLP, and a GPT-2 of GPT-2 small's width (hidden 768, 2 layers, 128 tokens), where each op does real
-work as it does on an accelerator. Rounds alternate the sides; the best of five is compared.
-Target: accounted/plain <= 1.3 where ops do real work; on the tiny loads the floor alone exceeds it.
+The device is neurondev's host test device (host memory behind PyTorch's PrivateUse1 mechanism) with aten::addmm
+falling back to the CPU, so that every call has events to record, each attributed to its line and module. Columns:
+
+- ``plain``: the model's forward in plain torch;
+- ``log``: neurondev's default accounting on a device that keeps its own log: the device counts in C++ and calls back
+  into Python only at a copy, a sync or a fallback (``native.logged``);
+- ``counting``: the same with lines off (what a long loop's repeating steps cost: the mechanism's floor);
+- ``mode``: the exact path, a dispatch mode that sees every op from Python (``native.accounting``), and ``floor``, a
+  dispatch mode that does nothing but call the op (that mechanism's floor);
+- ``watch``: the public ``neurondev.watch()`` around the calls, a ``w.step()`` after each;
+- ``program``: explain's native program run (``torch.compile`` through the device's backend, under its accounting)
+  against the same model under ``torch.compile(backend="aot_eager")``.
+
+Three loads: a tiny GPT-2 (hidden 64: about 140 ops of a few microseconds each), a small MLP, and a GPT-2 of GPT-2
+small's width (hidden 768, 2 layers, 128 tokens). Goal: log, watch and program <= 1.3 on the tiny loads, <= 1.1 at
+GPT-2 small's width. ``--target cuda`` runs the same on a GPU (no fallback there: copies and syncs; the mode path,
+CUDA keeping no log of its own).
 
     .venv-current/bin/python benchmarks/bench_native_device.py
 """
@@ -17,8 +24,9 @@ Target: accounted/plain <= 1.3 where ops do real work; on the tiny loads the flo
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -26,6 +34,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import neurondev
 from neurondev.native.accounting import Accounting
+from neurondev.native.choice import accounting_for
+from neurondev.native.device import NativeDriver
 from neurondev.testing import tiny_gpt2
 
 ROUNDS = 5
@@ -33,7 +43,7 @@ CALLS = 10
 
 
 class SeesEveryOp(TorchDispatchMode):
-    """The floor: every op seen from Python, nothing recorded."""
+    """The dispatch mode's floor: every op seen from Python, nothing recorded."""
 
     @classmethod
     def ignore_compile_internals(cls) -> bool:
@@ -43,49 +53,85 @@ class SeesEveryOp(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-def gpt2(device: torch.device, **size: int) -> Callable[[], object]:
+def gpt2(device: torch.device, **size: int) -> tuple[torch.nn.Module, Callable[[torch.nn.Module], object]]:
     model, args, kwargs = tiny_gpt2(**size)
-    model = model.to(device)
     moved = [a.to(device) for a in args]
-    return lambda: model(*moved, **kwargs)
+    return model.to(device), lambda run: run(*moved, **kwargs)
 
 
-def mlp(device: torch.device) -> Callable[[], object]:
+def mlp(device: torch.device) -> tuple[torch.nn.Module, Callable[[torch.nn.Module], object]]:
     torch.manual_seed(0)
     model = torch.nn.Sequential(*[torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.GELU()) for _ in range(8)]).to(device)
     x = torch.randn(32, 256, device=device)
-    return lambda: model(x)
+    return model, lambda run: run(x)
 
 
-def timed(run: Callable[[], object], mode: TorchDispatchMode | None) -> float:
+def _calls(call: Callable[[], object]) -> float:
     start = time.perf_counter()
     with torch.no_grad():
-        if mode is None:
-            for _ in range(CALLS):
-                run()
-        else:
-            with mode:
-                for _ in range(CALLS):
-                    run()
+        for _ in range(CALLS):
+            call()
     return time.perf_counter() - start
 
 
-def compare(name: str, run: Callable[[], object], device: torch.device) -> None:
-    accounting = Accounting(device.type)
-    sides: dict[str, TorchDispatchMode | None] = {"plain": None, "floor": SeesEveryOp(), "accounted": accounting}
-    for mode in sides.values():
-        timed(run, mode)  # warm up every side
-    best = {side: float("inf") for side in sides}
+@contextlib.contextmanager
+def _counting(device: torch.device) -> Iterator[Any]:
+    accounting = accounting_for(device.type)
+    accounting.attributing = False
+    with accounting:
+        yield accounting
+
+
+def sides(model: torch.nn.Module, feed: Callable[[Any], object], device: torch.device) -> dict[str, Callable[[], float]]:
+    """Each side: a function timing CALLS calls of the model."""
+    call = lambda: feed(model)  # noqa: E731
+    log = accounting_for(device.type)
+    found: dict[str, Callable[[], float]] = {"plain": lambda: _calls(call)}
+    if hasattr(log, "attributing"):
+        found["log"] = lambda: _under(log, call)
+        found["counting"] = lambda: _under_context(_counting(device), call)
+    found["mode"] = lambda: _under(Accounting(device.type), call)
+    found["floor"] = lambda: _under(SeesEveryOp(), call)
+    found["watch"] = lambda: _watched(call)
+    driver = NativeDriver(device)
+    compiled, floor = torch.compile(model, backend=driver.program_backend()), torch.compile(model, backend="aot_eager")
+    found["program"] = lambda: _under_context(driver.measuring(compiled=True), lambda: feed(compiled))
+    found["aot_eager"] = lambda: _calls(lambda: feed(floor))
+    return found
+
+
+def _under(accounting: Any, call: Callable[[], object]) -> float:
+    with accounting:
+        return _calls(call)
+
+
+def _under_context(context: Any, call: Callable[[], object]) -> float:
+    with context:
+        return _calls(call)
+
+
+def _watched(call: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    with torch.no_grad(), neurondev.watch() as watched:
+        for _ in range(CALLS):
+            call()
+            watched.step()
+    return time.perf_counter() - start
+
+
+def compare(name: str, built: tuple[torch.nn.Module, Callable[[Any], object]], device: torch.device) -> None:
+    timers = sides(*built, device)
+    for timer in timers.values():
+        timer()  # warm up (and compile) every side
+    best = dict.fromkeys(timers, float("inf"))
     for round_ in range(ROUNDS):
-        order = list(sides) if round_ % 2 == 0 else list(reversed(sides))
-        for side in order:
-            best[side] = min(best[side], timed(run, sides[side]))
-    events = len(accounting.events) // (CALLS * (ROUNDS + 1))
-    per_call = {side: seconds / CALLS * 1e3 for side, seconds in best.items()}
+        for side in list(timers) if round_ % 2 == 0 else list(reversed(timers)):
+            best[side] = min(best[side], timers[side]())
+    plain = best["plain"]
+    ratios = ", ".join(f"{side} {best[side] / plain:.2f}" for side in timers if side not in ("plain", "aot_eager", "program"))
+    program = best["program"] / best["aot_eager"]
     print(
-        f"{name:>10}: plain {per_call['plain']:.2f} ms/call, floor {per_call['floor']:.2f}, accounted {per_call['accounted']:.2f} "
-        f"({events} events a call); accounted/plain {best['accounted'] / best['plain']:.2f} (target <= 1.3), "
-        f"floor/plain {best['floor'] / best['plain']:.2f}, accounted/floor {best['accounted'] / best['floor']:.2f} (best of {ROUNDS})"
+        f"{name:>10}: plain {plain / CALLS * 1e3:.2f} ms/call; over plain: {ratios}; program over aot_eager {program:.2f} (best of {ROUNDS})"
     )
 
 
@@ -95,8 +141,10 @@ def main() -> None:
     parser.add_argument(
         "--tiny", action="store_true", help="once, at the smallest size: the suite runs this, so no rename breaks a benchmark unseen"
     )
+    parser.add_argument("--target", default="hostdev", help="hostdev (the default) or cuda, where a GPU is lent")
     options = parser.parse_args()
-    device = neurondev.host_device(fallback=["aten::addmm"])
+    device = neurondev.host_device(fallback=["aten::addmm"]) if options.target == "hostdev" else torch.device(options.target)
+    print(f"device {device} (torch {torch.__version__}); accounting: {type(accounting_for(device.type)).__name__}")
     if options.tiny:
         ROUNDS, CALLS = 1, 1
         compare("gpt2 tiny", gpt2(device), device)

@@ -31,7 +31,10 @@ TESTED_BY = {
     "runs/placement": ("tests/xla/test_run_inputs.py", "run_on_xla("),
     "xla/driver": ("tests/runs/test_first_difference.py", "from neurondev.xla.driver import XlaDriver"),
     "native/device": ("tests/native/test_explain_native.py", "target=device"),
-    "native/interpreter": ("tests/native/test_explain_native.py", "program.as_written.ok"),
+    "native/compiled_graphs": ("tests/native/test_explain_native.py", "program.as_written.ok"),
+    "native/choice": ("tests/native/test_runtime_record.py", "NEURONDEV_ACCOUNTING"),  # both accountings, against the device's log
+    "native/events": ("tests/native/test_runtime_record.py", "driver.accounting.events"),
+    "native/logged": ("tests/native/test_runtime_record.py", "NEURONDEV_ACCOUNTING"),
     "devices/compiler": ("tests/integrations/test_backend.py", 'backend="neurondev"'),
     "devices/drivers": ("tests/runs/test_traces.py", "neurondev.compare_traces("),
     "devices/verbs": ("tests/runs/test_traces.py", "neurondev.compare_traces("),

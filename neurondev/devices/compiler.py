@@ -59,12 +59,13 @@ def backend(
         return _inner_backend(settings["inner"], None)(gm, example_inputs)
     device = parse_target(settings["target"]) if settings["target"] is not None else _target_of(example_inputs)
     host_out = host_results(gm) if _traced_there(gm, example_inputs) else ()  # before the pass: where the program leaves each result
+    makers = _result_nodes(gm, host_out)
     result = DeviceRewriterPass(target=device, rewrite_positional=settings["rewrite_positional"])(gm)
     for rewrite in result.rewrites:
         log.info("neurondev backend: %s %s: %r -> %r", rewrite.node, rewrite.location, rewrite.old, rewrite.new)
     inner_backend = _inner_backend(settings["inner"], device)
     if not placement.host or placement.on_host_only:  # every input on the host: where they go is the caller's to say
-        return _results_where_written(inner_backend(gm, example_inputs), host_out)
+        return _results_where_written(inner_backend(gm, example_inputs), host_out, makers)
     written = written_inputs(gm, placement.host)
     log.warning(
         "neurondev backend: %s are host tensors read by a graph on %s (a global, a closure or a plain attribute): each is "
@@ -73,7 +74,9 @@ def backend(
         device,
         f", and {', '.join(placement.names_of(written))} copied back after it (the graph writes into them)" if written else "",
     )
-    return _results_where_written(_uploading(inner_backend, gm, example_inputs, _Uploads(placement.host, written, device)), host_out)
+    return _results_where_written(
+        _uploading(inner_backend, gm, example_inputs, _Uploads(placement.host, written, device)), host_out, makers
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -193,19 +196,43 @@ def _uploading(inner: Callable, gm: torch.fx.GraphModule, example_inputs: list[A
     return run
 
 
-def _results_where_written(compiled: Callable, positions: tuple[int, ...]) -> Callable:
+def _result_nodes(gm: torch.fx.GraphModule, positions: tuple[int, ...]) -> dict[int, torch.fx.Node]:
+    """The node that makes each result at ``positions`` (in the flattened output)."""
+    output = next(node for node in reversed(gm.graph.nodes) if node.op == "output")
+    leaves, _ = tree_flatten(output.args[0])
+    return {i: leaf for i, leaf in enumerate(leaves) if i in positions and isinstance(leaf, torch.fx.Node)}
+
+
+def _results_where_written(compiled: Callable, positions: tuple[int, ...], makers: dict[int, torch.fx.Node]) -> Callable:
     """``compiled`` giving back on the host the results the program as written leaves there (``x.cpu() * 2``, a
     returned ``x.new_zeros(..., device="cpu")``): the pass may move the work before them to the device, never the
-    result itself, so swapping the backend changes no result's device."""
+    result itself, so swapping the backend changes no result's device. Each copy is the line of the node that made
+    the result (``h = (x * 2).to("cpu")``), not of whoever called the compiled code."""
     if not positions:
         return compiled
 
     def run(*args: Any) -> Any:
         leaves, spec = tree_flatten(compiled(*args))
-        moved = [leaf.cpu() if i in positions and isinstance(leaf, torch.Tensor) else leaf for i, leaf in enumerate(leaves)]
+        moved = [
+            _to_host(leaf, makers.get(i)) if i in positions and isinstance(leaf, torch.Tensor) else leaf for i, leaf in enumerate(leaves)
+        ]
         return tree_unflatten(moved, spec)
 
     return run
+
+
+def _to_host(result: torch.Tensor, maker: torch.fx.Node | None) -> torch.Tensor:
+    """``result.cpu()``, said (to an accounting of its device that is on) to be ``maker``'s."""
+    from neurondev.native.events import active_for
+
+    accounting = active_for(result.device.type) if maker is not None else None
+    if accounting is None:
+        return result.cpu()
+    outer, accounting.node = accounting.node, maker
+    try:
+        return result.cpu()
+    finally:
+        accounting.node = outer
 
 
 def _tell_once_about_cpu_inputs() -> None:

@@ -86,6 +86,7 @@ STEP_COLUMNS = (
     "syncs",
     "fallbacks",
     "device_lines",
+    "lined",
     "xla_triggers",
     "xla_programs",
     "seconds",
@@ -244,6 +245,7 @@ def _native_columns(step: Step) -> dict[str, Any]:
         "syncs": native.syncs if native else None,
         "fallbacks": native.fallback_calls if native else None,
         "device_lines": device_lines(step.seen) if step.seen is not None else None,
+        "lined": step.lined,
     }
 
 

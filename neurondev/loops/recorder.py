@@ -101,6 +101,7 @@ class Recorder:
         self._put_back_import: Callable[[], None] | None = None
         self._optimizer_hook: Any = None
         self._put_back_graphs: Callable[[], None] | None = None
+        self._attribution: Any = None  # lines on or off, when the native device counts by itself (its own log)
         self._graph_hashes: list[str] = []
         self._wrapper_code = _compat.compile_wrapper_code()
 
@@ -123,6 +124,8 @@ class Recorder:
     def stop(self) -> None:
         global _active
         self.mark("stop")
+        if self._attribution is not None:
+            self._attribution.accounting.attributing = True  # the accounting as it was
         _compat.compile_attempts_class().__call__ = self._original
         _compat.set_guard_complete_hook(self._previous_hook)
         if self._put_back_calls is not None:
@@ -146,6 +149,17 @@ class Recorder:
         seen = len(self.native.events) if self.native is not None else 0
         offset = self.analysis.size() if self.analysis is not None else 0
         self.marks.append(Mark(kind, time.perf_counter(), len(self.events), self.hits, xla_counts(), native, offset, function, seen))
+        self._attribute(kind, function, native)
+
+    def _attribute(self, kind: str, function: str | None, native: Any) -> None:
+        """A device that counts by itself is told, at each mark, whether the next stretch's costs come with their lines."""
+        if self.native is None or not hasattr(self.native, "attributing") or kind == "stop":
+            return
+        if self._attribution is None or self._attribution.accounting is not self.native:
+            from neurondev.loops.attribution import Attribution
+
+            self._attribution = Attribution(self.native)
+        self._attribution.marked(kind, function, native)
 
     def _torch_xla_loaded(self) -> None:
         if self._step_marker is None:
@@ -174,6 +188,8 @@ class Recorder:
     def observed(self, frame: Any, run: Callable[[], Any]) -> Any:
         """Run dynamo's compile of ``frame`` and keep what it did."""
         top = self._wrapper_frame(sys._getframe(1)) is not None  # a call of a compiled function, not a frame resumed after a break
+        if self._attribution is not None:
+            self._attribution.compiling()
         earlier = _compat.compilation_metrics()
         last, graphs, xla = (earlier[-1] if earlier else None), _compat.graphs_made(), xla_counts()
         hashed, (call_file, call_line) = len(self._graph_hashes), _user_call(sys._getframe(1))

@@ -251,16 +251,16 @@ def _when_a_device_loads(loaded: Callable[[], None]) -> Callable[[], None]:
 
 def _native_accounting() -> tuple[Any, Gap | None]:
     """An accounting of the native device loaded in this process for the loop (None: there is none, or this
-    torch cannot keep it on around compiled code), and the gap when it cannot."""
+    torch cannot keep it on around compiled code: a dispatch mode on torch 2.9), and the gap when it cannot."""
     import torch
 
     name = privateuse1_name()
     if name == "privateuseone":
         return None, None
     from neurondev._compat import dispatch_mode_keeps_compiled_code
+    from neurondev.native.choice import accounting_for
 
-    if not dispatch_mode_keeps_compiled_code():
+    accounting = accounting_for(name)
+    if not accounting.sees_between_graphs_always and not dispatch_mode_keeps_compiled_code():
         return None, Gap("native needs torch 2.13", device=name, torch=torch.__version__.split("+")[0])
-    from neurondev.native.accounting import Accounting
-
-    return Accounting(name), None
+    return accounting, None

@@ -83,6 +83,17 @@ class Step:
         """Anything compiled in this step, dynamo or XLA."""
         return bool(self.compiles) or bool(self.xla_compiles)
 
+    @property
+    def lined(self) -> bool | None:
+        """Whether each of the native device's costs in this step came with its line (a device that counts by itself
+        gives lines to the first steps and to new ones, counts only to steps that repeat them); None: no native figures."""
+        if self.native is None or self.seen is None:
+            return None
+        costs = self.native.transfers_to_host + self.native.transfers_to_device + self.native.syncs + self.native.fallback_calls
+        seen = self.seen
+        lined = sum(c.transfers_to_host + c.syncs for c in seen.host_copies) + sum(u.transfers_to_device for u in seen.uploads)
+        return lined + sum(f.calls for f in seen.fallbacks) >= costs
+
 
 def step_kind(marks: Sequence[Mark], watched_function: bool) -> str:
     """How the loop's steps are cut (one of ``STEP_KINDS``): the user's marks; else the calls of the compiled

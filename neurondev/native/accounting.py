@@ -1,4 +1,8 @@
-"""Accounting on a native device from what the dispatcher runs, nested: every copy across devices, every sync and every CPU fallback, with the line.
+"""The exact accounting of a native device, a dispatch mode: every copy across devices, every sync and every CPU fallback, nested, with the line.
+
+Python runs at every op here (the mode's floor: 1.9x on small ops, measured), so this is the path for a device that
+keeps no log of its own (CUDA, a new backend), and an opt-in for one that does (``NEURONDEV_ACCOUNTING=mode``):
+``native.logged`` counts from the device's own log and runs Python only at events.
 
 A ``TorchDispatchMode`` alone sees only the outermost op of a call. This one runs each op that touches
 the device with itself pushed again below the Python key (``_compat.run_below_mode``), so it sees the ops
@@ -16,9 +20,7 @@ program called. The mode ignores compile internals: compiled frames still compil
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import sys
 import threading
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -27,14 +29,11 @@ import torch
 import torch.fx
 
 from neurondev._compat import OpOverload, TorchDispatchMode, backend_key, dispatch_handler, kernel_route, run_below_mode
-from neurondev.fx.modules import module_path
+from neurondev.native.events import ACTIVE, EVENT_KINDS, DeviceEvent, Totals, Whereabouts, caller
 from neurondev.native.marks import current_collective
 from neurondev.runs.counts import Counts
-from neurondev.trace.source import Located, SourceLine, is_program_file, source_line, source_of
 
 __all__ = ["Accounting", "DeviceEvent", "EVENT_KINDS", "name_of"]
-
-EVENT_KINDS = ("copy to host", "copy to device", "sync", "fallback")
 
 _aten = torch.ops.aten
 _COPY, _LIFT, _SYNC, _TO_CPU = "copy", "lift", "sync", "to cpu"
@@ -58,24 +57,6 @@ _HOST, _DEVICE, _MIXED = "host", "device", "mixed"
 _TO = _aten.to  # a view op (it may return its input) that copies otherwise: its copy is seen inside it
 
 
-@dataclasses.dataclass(frozen=True)
-class DeviceEvent(Located):
-    """One thing a native device did that costs the program: ``kind`` (one of ``EVENT_KINDS``), the ATen
-    op that did it as the dispatcher ran it (for a fallback: the op that fell back, ``aten::index_select``),
-    the op the program called (``called``: ``aten::embedding``; the same op when it was called directly),
-    the bytes it moved, the graph node and module it happened in, the line, and the collective a copy was part
-    of (``c10d::allreduce``: a process group that moves device tensors through the host)."""
-
-    kind: str
-    op: str
-    bytes: int
-    node: str | None = None
-    module: str = ""
-    source: SourceLine | None = None
-    called: str | None = None
-    collective: str | None = None
-
-
 class _Frame:
     """An op running on the device, while the ops its kernel calls run: whether it fell back, and what that copied."""
 
@@ -88,18 +69,19 @@ class _Frame:
         self.fallback_bytes = 0
 
 
-class Accounting(TorchDispatchMode):
+class Accounting(TorchDispatchMode, Whereabouts):
     """Counts what the program does on device type ``device_type`` while the mode is on; ``events``
     lists each event, ``counts()`` reads the cumulative totals (subtract two readings)."""
 
+    sees_between_graphs_always = False  # a mode makes torch 2.9's dynamo compile again: see dispatch_mode_keeps_compiled_code
+
     def __init__(self, device_type: str, *, modules: dict[int, str] | None = None) -> None:
-        super().__init__()
+        TorchDispatchMode.__init__(self)
+        Whereabouts.__init__(self, modules)
         self.device_type = device_type
-        self.modules = dict(modules or {})  # id(nn.Module) -> its dotted name in the model
         self.events: list[DeviceEvent] = []
-        self.node: torch.fx.Node | None = None
         self._lock = threading.Lock()
-        self._totals = _Totals()
+        self._totals = Totals()
         self._running = threading.local()  # per thread: the ops running on the device, outermost first
         self._key: Any = None  # the device's dispatch key, once the mode is on
 
@@ -110,6 +92,15 @@ class Accounting(TorchDispatchMode):
     def counts(self) -> Counts:
         with self._lock:
             return self._totals.reading()
+
+    def __enter__(self) -> Accounting:
+        entered = super().__enter__()
+        ACTIVE.append(self)
+        return entered
+
+    def __exit__(self, *exc: Any) -> None:
+        ACTIVE.remove(self)
+        super().__exit__(*exc)
 
     def __torch_dispatch__(self, func: OpOverload, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
@@ -226,33 +217,12 @@ class Accounting(TorchDispatchMode):
         return None, 0
 
     def _add(self, kind: str, func: OpOverload, nbytes: int, outer: list[_Frame]) -> None:
-        node, module, source = self._where()
+        node, module, source = self.where(caller(2))
         called = name_of(outer[0].func) if outer else None
         event = DeviceEvent(kind, name_of(func), nbytes, node, module, source, called, current_collective())
         with self._lock:
             self.events.append(event)
             self._totals.add(event)
-
-    # --- where it happened ---------------------------------------------------------------------
-    def _where(self) -> tuple[str | None, str, SourceLine | None]:
-        node = self.node
-        if node is not None:
-            return node.name, module_path(node), source_of(node)
-        caller = sys._getframe(2)
-        frame = _program_frame(caller)
-        if frame is None:
-            return None, "", None
-        return None, self._module_of(caller), _line_of(frame.f_code, frame.f_lineno)
-
-    def _module_of(self, frame: Any) -> str:
-        """The innermost module of the model whose code is running from ``frame`` outwards (its dotted
-        name when known, else its class)."""
-        while frame is not None:
-            owner = frame.f_locals.get("self")
-            if isinstance(owner, torch.nn.Module):
-                return self.modules.get(id(owner), type(owner).__name__)
-            frame = frame.f_back
-        return ""
 
     # --- which values are on the device --------------------------------------------------------
     def _on_device(self, value: Any) -> bool:
@@ -279,7 +249,7 @@ def _kind_of(func: OpOverload) -> str | None:
     device value, or an op whose output's size depends on its data: PyTorch's own tags; the device must finish
     and hand the size to the host, as CUDA's nonzero does inside its kernel), or nothing (None)."""
     kind = _KINDS.get(func)
-    if kind is None and _SIZED_BY_DATA & set(func.tags):
+    if kind is None and (_SIZED_BY_DATA & set(func.tags) or func in _INDEXING):  # indexing: a sync with a boolean mask
         return _SYNC
     return kind
 
@@ -298,42 +268,6 @@ def _reads_data(func: OpOverload, args: tuple, on_device: Any) -> bool:
     return bool(tensors) or any(on_device(item) for value in args if isinstance(value, (list, tuple)) for item in value)
 
 
-class _Totals:
-    """The running sums behind ``Accounting.counts()``."""
-
-    def __init__(self) -> None:
-        self.to_host = self.to_device = self.bytes_to_host = self.bytes_to_device = self.syncs = self.fallback_bytes = 0
-        self.collective_copies = 0
-        self.fallbacks: dict[str, int] = {}
-
-    def add(self, event: DeviceEvent) -> None:
-        if event.collective is not None and event.kind in ("copy to host", "copy to device"):
-            self.collective_copies += 1
-        if event.kind == "copy to host":
-            self.to_host += 1
-            self.bytes_to_host += event.bytes
-        elif event.kind == "copy to device":
-            self.to_device += 1
-            self.bytes_to_device += event.bytes
-        elif event.kind == "sync":
-            self.syncs += 1
-        else:
-            self.fallbacks[event.op] = self.fallbacks.get(event.op, 0) + 1
-            self.fallback_bytes += event.bytes
-
-    def reading(self) -> Counts:
-        return Counts(
-            transfers_to_host=self.to_host,
-            transfers_to_device=self.to_device,
-            fallbacks=tuple(self.fallbacks.items()),
-            syncs=self.syncs,
-            bytes_to_host=self.bytes_to_host,
-            bytes_to_device=self.bytes_to_device,
-            fallback_bytes=self.fallback_bytes,
-            collective_copies=self.collective_copies,
-        )
-
-
 def name_of(func: OpOverload) -> str:
     """An op as the dispatcher and a backend's log name it: 'aten::addmm' (aten.addmm.default), 'aten::addmm.out'."""
     schema = func._schema
@@ -342,23 +276,3 @@ def name_of(func: OpOverload) -> str:
 
 def _nbytes(tensor: Any) -> int:
     return int(tensor.numel() * tensor.element_size()) if isinstance(tensor, torch.Tensor) else 0
-
-
-def _program_frame(frame: Any) -> Any:
-    """The innermost frame of the program's own code (the user's files and the libraries they call:
-    not torch, not neurondev, not the standard library), or None."""
-    while frame is not None:
-        if _is_program_code(frame.f_code):
-            return frame
-        frame = frame.f_back
-    return None
-
-
-@functools.lru_cache(maxsize=4096)
-def _is_program_code(code: Any) -> bool:
-    return is_program_file(code.co_filename)
-
-
-@functools.lru_cache(maxsize=4096)
-def _line_of(code: Any, line: int) -> SourceLine:
-    return source_line(code.co_filename, line, code.co_name)

@@ -9,8 +9,8 @@ from typing import Any
 import torch
 import torch.fx
 
-from neurondev._compat import active_dispatch_modes
-from neurondev.native.accounting import Accounting, DeviceEvent
+from neurondev.native.choice import accounting_for
+from neurondev.native.events import DeviceEvent, active_for
 from neurondev.runs.counts import Counts
 from neurondev.runs.run_records import Fallback, HostCopy, Seen, Upload
 
@@ -22,15 +22,16 @@ _HOST_DEVICE = "hostdev"
 
 
 class NativeDriver:
-    """Runs on ``device``, a device of the PrivateUse1 backend loaded in this process; what it costs is
-    counted by dispatch-level accounting (copies, syncs, fallbacks with their lines)."""
+    """Runs on ``device``, a device of the PrivateUse1 backend loaded in this process; what it costs is counted by
+    its accounting (copies, syncs, fallbacks with their lines): from the device's own log where it keeps one, else at
+    dispatch (``native.choice``)."""
 
     stack = "native"
 
     def __init__(self, device: torch.device) -> None:
         self._device = device
-        self.accounting = Accounting(device.type)
-        self.program_label = _OWN_BACKENDS.get(device.type, "aot_autograd, run node by node")
+        self.accounting = accounting_for(device.type)
+        self.program_label = _OWN_BACKENDS.get(device.type, "aot_autograd")
         shares = device.type == _HOST_DEVICE  # the host test device draws from the CPU's generator
         self.own_generator: str | None = None if shares else device.type
 
@@ -62,19 +63,19 @@ class NativeDriver:
 
     @property
     def sees_between_graphs(self) -> bool:
-        """Whether the accounting can stay on around compiled code, seeing what runs between its graphs
-        (torch 2.13 on; with torch 2.9 it would make dynamo compile again on every call: only what runs
-        inside the graphs, which the interpreting backend runs, is seen there)."""
+        """Whether the accounting can stay on around compiled code, seeing what runs between its graphs: a device's own
+        log always; a dispatch mode from torch 2.13 on (with torch 2.9 it would make dynamo compile again on every
+        call: only what runs inside the graphs, which the interpreting backend runs, is seen there)."""
         from neurondev._compat import dispatch_mode_keeps_compiled_code
 
-        return dispatch_mode_keeps_compiled_code()
+        return self.accounting.sees_between_graphs_always or dispatch_mode_keeps_compiled_code()
 
     @property
     def needs_counting_call(self) -> bool:
         return not self.sees_between_graphs
 
     @contextlib.contextmanager
-    def measuring(self, *, compiled: bool = False, whole: bool = False) -> Iterator[Accounting]:
+    def measuring(self, *, compiled: bool = False, whole: bool = False) -> Iterator[Any]:
         """The accounting on around what runs inside. An accounting of this device already on (a watch's, or
         the one of the run that called this compiled code) counts it instead: a second one on top of it would
         take the ops from it. Around compiled code only where it sees between graphs, or when asked to count
@@ -95,14 +96,13 @@ class NativeDriver:
         finally:
             accounting.node = outer
 
-    def _counting(self) -> Accounting:
+    def _counting(self) -> Any:
         """The accounting that counts what runs now: one of this device already on (a watch's), else the driver's own."""
         return self._active() or self.accounting
 
-    def _active(self) -> Accounting | None:
+    def _active(self) -> Any:
         """The innermost accounting of this device that is on, if any."""
-        found = [mode for mode in _active_modes() if isinstance(mode, Accounting) and mode.device_type == self._device.type]
-        return found[-1] if found else None
+        return active_for(self._device.type)
 
     def mark(self) -> int:
         return len(self._counting().events)
@@ -121,9 +121,9 @@ class NativeDriver:
             from neurondev._compat import lookup_backend
 
             return lookup_backend(own)
-        from neurondev.native.interpreter import interpreting_backend
+        from neurondev.native.compiled_graphs import graph_backend
 
-        return interpreting_backend(self)
+        return graph_backend(self)
 
 
 def grouped(events: list[DeviceEvent]) -> Seen:
@@ -169,7 +169,3 @@ def _upload(group: list[DeviceEvent]) -> Upload:
 def _fallback(group: list[DeviceEvent]) -> Fallback:
     first = group[0]
     return Fallback(first.op, len(group), sum(e.bytes for e in group), first.node, first.module, first.source, first.called)
-
-
-def _active_modes() -> list[Any]:
-    return active_dispatch_modes()

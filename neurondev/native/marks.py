@@ -13,13 +13,20 @@ _local = threading.local()
 
 @contextlib.contextmanager
 def collective(name: str) -> Iterator[None]:
-    """The copies made inside are ``name``'s (``c10d::allreduce``): counted as copies, and said to be the collective's."""
+    """The copies made inside are ``name``'s (``c10d::allreduce``): counted as copies, and said to be the collective's
+    (the devices that keep their own log are told too)."""
+    from neurondev.native.events import DEVICE_LOGS
+
     outer = getattr(_local, "name", None)
     _local.name = name
+    for log in DEVICE_LOGS.values():
+        log.set_collective(name)
     try:
         yield
     finally:
         _local.name = outer
+        for log in DEVICE_LOGS.values():
+            log.set_collective(outer or "")
 
 
 def current_collective() -> str | None:

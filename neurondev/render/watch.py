@@ -168,9 +168,32 @@ def _native_total(record: WatchRecord) -> str:
         f"On the native device: {delta.transfers_to_host} copy(ies) to the host, {delta.transfers_to_device} to the device, "
         f"{delta.syncs} sync(s), {delta.fallback_calls} CPU fallback(s)"
     )
-    last = record.steps[-1].seen if record.steps else None
-    lines = device_lines(last) if last is not None else None
-    return text + (f"; the last step: {lines}. " if lines else ". ")
+    seen = next(((step.number, step.seen) for step in reversed(record.steps) if step.seen is not None and device_lines(step.seen)), None)
+    where = f"; step {seen[0]}: {device_lines(seen[1])}" if seen is not None else ""
+    return text + where + ". " + _counted_only(record)
+
+
+def _counted_only(record: WatchRecord) -> str:
+    """Which steps' device costs came without their lines: a loop that repeats itself is counted by the device alone."""
+    counted = [step.number for step in record.steps if step.lined is False]
+    if not counted:
+        return ""
+    lined = [step.number for step in record.steps if step.lined]
+    return (
+        f"The device's costs have their lines at {_unit(record)}(s) {_spans(lined)}; at {_spans(counted)} the device counted them "
+        "without lines (lines are taken on the first steps, from any compile on, and after a step whose costs changed). "
+    )
+
+
+def _spans(numbers: list[int]) -> str:
+    """'1-3, 7': runs of consecutive numbers."""
+    spans: list[list[int]] = []
+    for number in numbers:
+        if spans and number == spans[-1][-1] + 1:
+            spans[-1].append(number)
+        else:
+            spans.append([number])
+    return ", ".join(f"{span[0]}-{span[-1]}" if len(span) > 1 else str(span[0]) for span in spans) or "none"
 
 
 # --- the chart -----------------------------------------------------------------------------------

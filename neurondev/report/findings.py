@@ -92,10 +92,24 @@ def explanation_findings(explanation: ExplanationData) -> list[Any]:
     programs = explanation.program
     if programs is not None:
         found += [run.failure for run in (programs.as_written, programs.rewritten) if run.failure is not None]
+        found += _program_syncs(programs)
         if programs.rewritten.unseen:
             unseen = programs.rewritten.unseen
             found.append(Finding("fallback", "program", "", None, None, "ND206", explanation.place, why="unseen", compiler=unseen))
     return [record for record in found if record.rule is not None]
+
+
+def _program_syncs(programs: Any) -> list[Any]:
+    """Where your program (as written, then rewritten where it adds a line) waited for the device on the host without
+    a copy (``.item()``, ``bool(x)``, a size read from the data): ND204. Its copies are transfer sites already."""
+    found: list[Any] = []
+    lines: set[tuple[Any, Any]] = set()
+    for run in (programs.as_written, programs.rewritten):
+        for copy in run.host_copies:
+            if copy.syncs and not copy.transfers_to_host and (copy.file, copy.line) not in lines:
+                lines.add((copy.file, copy.line))
+                found.append(copy)
+    return found
 
 
 def watch_findings(record: WatchRecord) -> list[Any]:

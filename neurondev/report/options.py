@@ -124,6 +124,10 @@ def check_target(target: torch.device) -> torch.device:
             "(or 'xla:N'), a native device ('neuron' with TorchNeuron, 'hostdev' for the host test device, 'cuda'), or None for this "
             f"machine's own. To rewrite a graph for another device, use neurondev.DeviceRewriterPass(target={str(target)!r}) on the graph itself"
         ) from None
+    if stack == "native":
+        from neurondev.native.choice import chosen
+
+        chosen()  # NEURONDEV_ACCOUNTING names an accounting that exists, before anything runs
     if stack == "native" and target.index is not None:
         count = native_device_count(target.type)
         if count is not None and target.index >= count:

@@ -246,8 +246,8 @@ def test_a_convolution_named_to_fall_back_falls_back_with_its_copies_logged(devi
     out = conv(x)
     fallbacks = [e for e in log_since(start) if e[0] == "fallback"]
     copies = [(e[2], e[3]) for e in log_since(start) if e[0] == "copy"]
-    assert fallbacks == [("fallback", "aten::convolution_overrideable", "", 0)]
     assert copies == [("to_host", 4 * 4), ("to_host", 3 * 4 * 9 * 4), ("to_host", 3 * 36 * 4), ("to_device", 4 * 16 * 4)]
+    assert fallbacks == [("fallback", "aten::convolution_overrideable", "", sum(nbytes for _, nbytes in copies))]  # logged once it ran
     assert torch.allclose(out.cpu(), torch.nn.functional.conv2d(x.cpu(), conv.weight.cpu(), conv.bias.cpu()), atol=1e-5)
 
 

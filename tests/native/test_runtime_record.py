@@ -353,9 +353,15 @@ def run_case(case: Case, device: torch.device, *, compiled: bool):
         torch._dynamo.reset()  # no compiled code carried to the next case
 
 
+@pytest.mark.parametrize("accounting", ["log", "mode"])
 @pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
 @pytest.mark.parametrize("case", CASES, ids=[case.fn.__name__ for case in CASES])
-def test_each_fallback_copy_and_sync_is_counted_as_the_device_logged_it_and_the_profiler_recorded_it(case, compiled, device):
+def test_each_fallback_copy_and_sync_is_counted_as_the_device_logged_it_and_the_profiler_recorded_it(
+    case, compiled, accounting, device, monkeypatch
+):
+    """Both accountings: the device's own log (the default: Python only at events) and the dispatch mode (the exact
+    path for a device without a log, and an opt-in)."""
+    monkeypatch.setenv("NEURONDEV_ACCOUNTING", accounting)
     ours, logged, (fallbacks, copies, syncs), events = run_case(case, device, compiled=compiled)
     assert (ours.fallbacks, ours.fallback_bytes) == (logged.fallbacks, logged.fallback_bytes)
     assert (ours.to_host, ours.to_device) == (logged.to_host, logged.to_device)

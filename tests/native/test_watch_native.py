@@ -21,14 +21,19 @@ def device():
     neurondev.host_device()
 
 
-def test_each_step_counts_its_syncs_and_fallbacks_or_says_why_not(device):
+@pytest.mark.parametrize("accounting", ["log", "mode"])
+def test_each_step_counts_its_syncs_and_fallbacks_or_says_why_not(device, accounting, monkeypatch):
+    """The device's own log sees around compiled code on every torch; the dispatch mode (the exact path, opt-in) from
+    torch 2.13 on, and says why not before."""
+    monkeypatch.setenv("NEURONDEV_ACCOUNTING", accounting)
+    torch._dynamo.reset()  # the lambda below is one code object for both cases: compiled afresh in each
     net = torch.nn.Linear(8, 4).to(device)
     step = torch.compile(lambda x: net(x).relu().sum(), backend=neurondev.backend)
     with neurondev.watch() as w:
         for _ in range(4):
             step(torch.randn(2, 8, device=device)).item()
     assert list(w.steps["dynamo_compiles"]) == [1, 0, 0, 0] and w.steady_state == 1
-    if dispatch_mode_keeps_compiled_code():
+    if accounting == "log" or dispatch_mode_keeps_compiled_code():
         assert list(w.steps["syncs"]) == [1, 1, 1, 1]  # .item() after each step
         assert list(w.steps["fallbacks"]) == [1, 1, 1, 1]  # aten::addmm, run on the host
         assert list(w.steps["copies_to_host"]) == [0, 0, 0, 0]

@@ -30,7 +30,9 @@
 #include <c10/core/impl/alloc_cpu.h>
 #include <torch/csrc/autograd/autograd_not_implemented_fallback.h>
 
+#include <atomic>
 #include <cstring>
+#include <optional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -58,19 +60,81 @@ void check_index(std::optional<at::Device> device) {
 
 // --- the event log ------------------------------------------------------------------------------
 struct Event {
-  std::string kind;  // "copy" or "fallback"
-  std::string op;    // the op falling back (for a copy: the fallback it is part of, or "")
-  std::string direction;  // "to_host", "to_device", "on_device" (copies), "" (fallbacks)
-  int64_t bytes;
+  std::string kind;  // "copy", "fallback" or "sync"
+  std::string op;    // the op falling back or syncing (for a copy: the fallback it is part of, or "")
+  std::string direction;  // "to_host", "to_device", "on_device" (copies), "" (fallbacks, syncs)
+  int64_t bytes;  // a copy's bytes; a fallback's: what its copies moved
 };
 
 std::mutex log_mutex;
 std::vector<Event> event_log;
 thread_local std::string falling_back;  // the op whose fallback is running on this thread
+thread_local int64_t fallback_bytes = 0;  // what that fallback's copies have moved so far
+thread_local std::string collective;  // the collective running on this thread (said from Python), whose copies these are
+
+// --- who is told: an observer counts every event (copies, syncs, fallbacks) in C++, and while it attributes, calls
+// back into Python with each one, so that Python runs only at events, never at every op. The op the program called
+// (the outermost op on the thread, which a fallback happened beneath) comes from a RecordFunction callback.
+struct Totals {
+  int64_t to_host = 0, to_device = 0, bytes_to_host = 0, bytes_to_device = 0, syncs = 0, collective_copies = 0, fallback_bytes = 0;
+  std::map<std::string, int64_t> fallbacks;
+};
+
+std::atomic<bool> observed{false};
+std::atomic<bool> attributing{false};
+Totals totals;  // since observing began (under log_mutex)
+pybind11::object* observer = nullptr;  // the Python callable told of each event while attributing
+std::optional<at::CallbackHandle> outermost_handle;
+thread_local int depth = 0;
+thread_local std::string outermost;
+
+std::unique_ptr<at::ObserverContext> op_started(const at::RecordFunction& fn) {
+  if (depth++ == 0) {
+    const char* overload = fn.overload_name();
+    outermost = overload != nullptr && overload[0] != '\0' ? std::string(fn.name()) + "." + overload : std::string(fn.name());
+  }
+  return nullptr;
+}
+
+void op_ended(const at::RecordFunction&, at::ObserverContext*) {
+  if (depth > 0) --depth;  // an op begun before observing began ends without its start seen
+}
+
+void count(const Event& event) {
+  if (event.kind == "copy") {
+    bool to_host = event.direction == "to_host";
+    if (!to_host && event.direction != "to_device") return;
+    (to_host ? totals.to_host : totals.to_device) += 1;
+    (to_host ? totals.bytes_to_host : totals.bytes_to_device) += event.bytes;
+    if (!collective.empty()) totals.collective_copies += 1;
+  } else if (event.kind == "sync") {
+    totals.syncs += 1;
+  } else {
+    totals.fallbacks[event.op] += 1;
+    totals.fallback_bytes += event.bytes;
+  }
+}
+
+void tell(const Event& event) {
+  pybind11::gil_scoped_acquire gil;
+  if (observer == nullptr) return;
+  try {
+    (*observer)(event.kind, event.op, event.direction, event.bytes, depth > 0 ? outermost : event.op, collective);
+  } catch (pybind11::error_already_set& error) {  // the observer's own failure never reaches the program
+    error.discard_as_unraisable("neurondev's host device observer");
+  }
+}
 
 void record(const std::string& kind, const std::string& op, const std::string& direction, int64_t bytes) {
-  std::lock_guard<std::mutex> lock(log_mutex);
-  event_log.push_back({kind, op, direction, bytes});
+  Event event{kind, op, direction, bytes};
+  bool part_of_fallback = kind == "copy" && !op.empty();
+  if (part_of_fallback) fallback_bytes += bytes;
+  {
+    std::lock_guard<std::mutex> lock(log_mutex);
+    event_log.push_back(event);
+    if (observed && !part_of_fallback) count(event);
+  }
+  if (observed && attributing && !part_of_fallback && direction != "on_device") tell(event);
 }
 
 std::string op_name(const c10::OperatorHandle& op) {
@@ -268,6 +332,8 @@ const char* kConvolutionBackward = "aten::convolution_backward_overrideable";
 struct ConvolutionRun {  // where a convolution's operands are for the CPU's kernel: aliases, or host copies
   bool fell_back;
   std::string outer;
+  int64_t outer_bytes;
+  const char* name;
   at::Tensor host(const at::Tensor& tensor) const { return fell_back ? tensor.to(c10::kCPU) : on_cpu(tensor); }
   at::Tensor device(const at::Tensor& result) const {
     if (!result.defined()) return result;
@@ -277,10 +343,20 @@ struct ConvolutionRun {  // where a convolution's operands are for the CPU's ker
 
 ConvolutionRun start_convolution(const char* name) {
   bool fell = falling.count(std::string(name).substr(6)) > 0;
-  if (fell) record("fallback", name, "", 0);
-  ConvolutionRun run{fell, falling_back};
-  if (fell) falling_back = name;
+  ConvolutionRun run{fell, falling_back, fallback_bytes, name};
+  if (fell) {
+    falling_back = name;
+    fallback_bytes = 0;
+  }
   return run;
+}
+
+void end_convolution(const ConvolutionRun& run) {
+  if (!run.fell_back) return;
+  int64_t moved = fallback_bytes;
+  falling_back = run.outer;
+  fallback_bytes = run.outer_bytes;
+  record("fallback", run.name, "", moved);
 }
 
 at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::IntArrayRef stride,
@@ -290,7 +366,7 @@ at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const 
   std::optional<at::Tensor> host_bias = bias.has_value() && bias->defined() ? std::optional<at::Tensor>(run.host(*bias)) : std::nullopt;
   at::Tensor out = at::convolution(run.host(input), run.host(weight), host_bias, stride, padding, dilation, transposed, output_padding, groups);
   at::Tensor result = run.device(out);
-  falling_back = run.outer;
+  end_convolution(run);
   return result;
 }
 
@@ -305,7 +381,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(const at::Te
                                                                        at::OptionalIntArrayRef(bias_sizes), stride, padding, dilation,
                                                                        transposed, output_padding, groups, output_mask);
   std::tuple<at::Tensor, at::Tensor, at::Tensor> result{run.device(grad_input), run.device(grad_weight), run.device(grad_bias)};
-  falling_back = run.outer;
+  end_convolution(run);
   return result;
 }
 
@@ -504,10 +580,34 @@ c10::IValue to_device_value(const c10::IValue& value, const std::vector<Aliased>
   return value;
 }
 
+// --- syncs: a host read of a device value (item(), bool(), equal) or an op whose result's size depends on the data
+// (nonzero, unique, masked_select; indexing with a boolean mask, read or written): the device must finish, and hand
+// the value or the size to the host, as CUDA's nonzero does inside its kernel.
+const std::set<std::string> kReadsOnHost = {"_local_scalar_dense", "equal"};
+const std::set<std::string> kIndexing = {"index.Tensor", "index_put", "index_put_", "_index_put_impl_", "_unsafe_index.Tensor"};
+
+bool masked(const c10::IValue& indices) {
+  if (!indices.isOptionalTensorList() && !indices.isTensorList()) return false;
+  for (const c10::IValue& index : indices.toListRef()) {
+    if (index.isTensor() && index.toTensor().defined()) {
+      auto dtype = index.toTensor().scalar_type();
+      if (dtype == at::kBool || dtype == at::kByte) return true;
+    }
+  }
+  return false;
+}
+
+bool syncs(const c10::OperatorHandle& op, const torch::jit::Stack& stack, size_t first) {
+  std::string name = op_name(op).substr(6);
+  if (kIndexing.count(name) > 0) return stack.size() > first + 1 && masked(stack[first + 1]);
+  return kReadsOnHost.count(name) > 0 || op.hasTag(at::Tag::data_dependent_output) || op.hasTag(at::Tag::dynamic_output_shape);
+}
+
 void run_natively(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const auto& schema = op.schema();
   size_t arguments = schema.arguments().size();
   refuse_mixed_devices(op, *stack, stack->size() - arguments);
+  bool host_read = syncs(op, *stack, stack->size() - arguments);
   std::vector<Aliased> aliased;
   std::vector<Lent> lent;
   for (size_t i = stack->size() - arguments; i < stack->size(); ++i) {
@@ -525,21 +625,29 @@ void run_natively(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   for (size_t i = stack->size() - returns; i < stack->size(); ++i) {
     (*stack)[i] = to_device_value((*stack)[i], aliased);
   }
+  if (host_read) record("sync", op_name(op), "", 0);
 }
 
 // --- ops that fall back to the CPU ----------------------------------------------------------------
+// The fallback's copies are logged as its own (op: its name) while it runs; the fallback itself, with what they moved,
+// once it has run (an observer is told of it then, with all it cost).
 void fall_back(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   std::string name = op_name(op);
-  record("fallback", name, "", 0);
   std::string outer = falling_back;
+  int64_t outer_bytes = fallback_bytes;
   falling_back = name;
+  fallback_bytes = 0;
   try {
     at::native::cpu_fallback(op, stack);
   } catch (...) {
     falling_back = outer;
+    fallback_bytes = outer_bytes;
     throw;
   }
+  int64_t moved = fallback_bytes;
   falling_back = outer;
+  fallback_bytes = outer_bytes;
+  record("fallback", name, "", moved);
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
@@ -714,6 +822,51 @@ size_t event_count() {
   return event_log.size();
 }
 
+// The op the program called is followed only while events come with their lines (counting alone needs no name).
+void follow_outermost(bool on) {
+  if (on && !outermost_handle.has_value()) {
+    outermost_handle = at::addGlobalCallback(at::RecordFunctionCallback(&op_started, &op_ended).scopes({at::RecordScope::FUNCTION}));
+  } else if (!on && outermost_handle.has_value()) {
+    at::removeCallback(*outermost_handle);
+    outermost_handle.reset();
+  }
+}
+
+// Start counting every event (its totals from zero), telling `callback` of each while attributing; stop with None.
+void observe(pybind11::object callback) {
+  std::lock_guard<std::mutex> lock(log_mutex);
+  if (callback.is_none()) {
+    observed = false;
+    attributing = false;
+    follow_outermost(false);
+    delete observer;
+    observer = nullptr;
+    return;
+  }
+  delete observer;
+  observer = new pybind11::object(callback);
+  totals = Totals();
+  follow_outermost(true);
+  attributing = true;
+  observed = true;
+}
+
+void attribute(bool on) {
+  std::lock_guard<std::mutex> lock(log_mutex);
+  follow_outermost(on && observed);
+  attributing = on;
+}
+
+std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, std::map<std::string, int64_t>> observed_totals() {
+  std::lock_guard<std::mutex> lock(log_mutex);
+  return {totals.to_host, totals.to_device, totals.bytes_to_host, totals.bytes_to_device, totals.syncs, totals.collective_copies,
+          totals.fallback_bytes, totals.fallbacks};
+}
+
+void set_collective(const std::string& name) {
+  collective = name;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, module) {
@@ -723,4 +876,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, module) {
   module.def("fallback_ops", &fallback_ops, "the overloads that fall back now");
   module.def("events", &events, "the device's own log from position start: (kind, op, direction, bytes)");
   module.def("event_count", &event_count, "how many events the log holds");
+  module.def("observe", &observe, "count every event from now, telling callback(kind, op, direction, bytes, called, collective) of each "
+             "while attributing; None stops");
+  module.def("attribute", &attribute, "whether the observer is told of each event (True) or they are only counted (False)");
+  module.def("observed_totals", &observed_totals,
+             "(to_host, to_device, bytes_to_host, bytes_to_device, syncs, collective_copies, fallback_bytes, fallbacks) since observe()");
+  module.def("set_collective", &set_collective, "the collective running on this thread ('' for none): its copies are said to be its");
 }

@@ -158,7 +158,11 @@ def _register(module: Any) -> None:
     from neurondev.devices.host.collectives import register
 
     register(NAME)  # dist.init_process_group() picks its collectives, as it picks NCCL for CUDA
+    from neurondev.native.events import DEVICE_LOGS
+
+    DEVICE_LOGS[NAME] = module  # its own log of copies, syncs and fallbacks: the accounting counts from it
     atexit.register(_settle_autograd_thread)
+    atexit.register(module.observe, None)  # nobody is told of an event while Python ends
 
 
 def _settle_autograd_thread() -> None:

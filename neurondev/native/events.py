@@ -1,0 +1,157 @@
+"""What a native device did that costs a program (``DeviceEvent``), where it happened (the graph node, the module, the
+user's line), and which accounting of each device is on; shared by the accountings (``native.accounting``, the
+dispatch mode; ``native.logged``, a device's own log)."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import sys
+import weakref
+from typing import Any
+
+import torch
+import torch.fx
+
+from neurondev.fx.modules import module_path
+from neurondev.runs.counts import Counts
+from neurondev.trace.source import Located, SourceLine, is_program_file, source_line, source_of
+
+__all__ = ["ACTIVE", "DEVICE_LOGS", "EVENT_KINDS", "DeviceEvent", "Totals", "Whereabouts", "active_for"]
+
+EVENT_KINDS = ("copy to host", "copy to device", "sync", "fallback")
+
+ACTIVE: list[Any] = []  # the accountings that are on, innermost last (both kinds)
+DEVICE_LOGS: dict[str, Any] = {}  # device type -> its own log of copies, syncs and fallbacks (the host device registers its)
+
+
+def active_for(device_type: str) -> Any:
+    """The innermost accounting of ``device_type`` that is on, or None."""
+    return next((accounting for accounting in reversed(ACTIVE) if accounting.device_type == device_type), None)
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceEvent(Located):
+    """One thing a native device did that costs the program: ``kind`` (one of ``EVENT_KINDS``), the ATen
+    op that did it as the dispatcher ran it (for a fallback: the op that fell back, ``aten::index_select``),
+    the op the program called (``called``: ``aten::embedding``; the same op when it was called directly),
+    the bytes it moved, the graph node and module it happened in, the line, and the collective a copy was part
+    of (``c10d::allreduce``: a process group that moves device tensors through the host)."""
+
+    kind: str
+    op: str
+    bytes: int
+    node: str | None = None
+    module: str = ""
+    source: SourceLine | None = None
+    called: str | None = None
+    collective: str | None = None
+
+
+class Totals:
+    """Running sums of events, read as ``Counts``."""
+
+    def __init__(self) -> None:
+        self.to_host = self.to_device = self.bytes_to_host = self.bytes_to_device = self.syncs = self.fallback_bytes = 0
+        self.collective_copies = 0
+        self.fallbacks: dict[str, int] = {}
+
+    def add(self, event: DeviceEvent) -> None:
+        if event.collective is not None and event.kind in ("copy to host", "copy to device"):
+            self.collective_copies += 1
+        if event.kind == "copy to host":
+            self.to_host += 1
+            self.bytes_to_host += event.bytes
+        elif event.kind == "copy to device":
+            self.to_device += 1
+            self.bytes_to_device += event.bytes
+        elif event.kind == "sync":
+            self.syncs += 1
+        else:
+            self.fallbacks[event.op] = self.fallbacks.get(event.op, 0) + 1
+            self.fallback_bytes += event.bytes
+
+    def reading(self) -> Counts:
+        return Counts(
+            transfers_to_host=self.to_host,
+            transfers_to_device=self.to_device,
+            fallbacks=tuple(self.fallbacks.items()),
+            syncs=self.syncs,
+            bytes_to_host=self.bytes_to_host,
+            bytes_to_device=self.bytes_to_device,
+            fallback_bytes=self.fallback_bytes,
+            collective_copies=self.collective_copies,
+        )
+
+
+class Whereabouts:
+    """Where an event happened: the graph node running (an interpreter sets ``node``), else the innermost line of the
+    program's code on the Python stack, and the innermost module of the model there (``modules``: id -> dotted name)."""
+
+    def __init__(self, modules: dict[int, str] | None = None) -> None:
+        self.modules = dict(modules or {})
+        self.node: torch.fx.Node | None = None
+
+    def where(self, caller: Any) -> tuple[str | None, str, SourceLine | None]:
+        """(node name, module, line) of an event seen in ``caller``'s frame (or beneath it): the node an interpreter
+        runs, or the node of a compiled graph whose code is on the stack, else the innermost line of the program."""
+        from neurondev.native.compiled_graphs import node_at
+
+        node = self.node
+        frame = caller
+        while node is None and frame is not None and not _is_program_code(frame.f_code):
+            node = node_at(frame)
+            frame = frame.f_back
+        if node is not None:
+            return _node_place(node)
+        frame = _program_frame(frame)
+        if frame is None:
+            return None, "", None
+        return None, self._module_of(caller), _line_of(frame.f_code, frame.f_lineno)
+
+    def _module_of(self, frame: Any) -> str:
+        """The innermost module of the model whose code is running from ``frame`` outwards (its dotted
+        name when known, else its class)."""
+        while frame is not None:
+            owner = frame.f_locals.get("self")
+            if isinstance(owner, torch.nn.Module):
+                return self.modules.get(id(owner), type(owner).__name__)
+            frame = frame.f_back
+        return ""
+
+
+_PLACES: weakref.WeakKeyDictionary[torch.fx.Node, tuple[str, str, SourceLine | None]] = weakref.WeakKeyDictionary()
+
+
+def _node_place(node: torch.fx.Node) -> tuple[str, str, SourceLine | None]:
+    """(name, module, line) of a graph node, read from its meta once (a graph runs its nodes call after call)."""
+    place = _PLACES.get(node)
+    if place is None:
+        place = _PLACES[node] = (node.name, module_path(node), source_of(node))
+    return place
+
+
+def _program_frame(frame: Any) -> Any:
+    """The innermost frame of the program's own code (the user's files and the libraries they call:
+    not torch, not neurondev, not the standard library), or None."""
+    while frame is not None:
+        if _is_program_code(frame.f_code):
+            return frame
+        frame = frame.f_back
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_program_code(code: Any) -> bool:
+    """The program's own code: not torch's, neurondev's, the standard library's, nor a graph FX wrote (``<eval_with_key>``)."""
+    return is_program_file(code.co_filename) and not code.co_filename.startswith("<eval_with_key>")
+
+
+@functools.lru_cache(maxsize=4096)
+def _line_of(code: Any, line: int) -> SourceLine:
+    return source_line(code.co_filename, line, code.co_name)
+
+
+def caller(depth: int) -> Any:
+    """The frame ``depth`` levels above the caller's (``sys._getframe``)."""
+    return sys._getframe(depth + 1)

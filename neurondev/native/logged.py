@@ -1,0 +1,125 @@
+"""Accounting from a device's own log, paying only at events: the device counts its copies, syncs and fallbacks in C++,
+and calls back into Python at each one for its line; no Python runs at any other op.
+
+The host test device keeps such a log (its C++ records each copy across devices, each fallback with what it copied,
+each host read), and a RecordFunction callback of its own names the op the program called (the outermost on the
+thread: ``aten::embedding`` for the ``aten::index_select`` that fell back beneath it). While the accounting
+``attributes`` (the default), each event comes to Python with the graph node, module and line it happened at; while it
+only counts, the counts are the device's and no event reaches Python (a long loop's steady steps). Nothing is a
+dispatch mode, so compiled code runs under it as it does without it, on every torch.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from neurondev.native.events import ACTIVE, DeviceEvent, Whereabouts, active_for, caller
+from neurondev.runs.counts import Counts
+
+__all__ = ["LoggedAccounting"]
+
+_KIND = {("copy", "to_host"): "copy to host", ("copy", "to_device"): "copy to device", ("sync", ""): "sync", ("fallback", ""): "fallback"}
+
+
+class LoggedAccounting(Whereabouts):
+    """Counts what the program does on device type ``device_type``, whose own log is ``log`` (the device's extension:
+    ``observe``, ``attribute``, ``observed_totals``), while on (``with``); ``events`` lists each event it attributed,
+    ``counts()`` reads the cumulative totals (subtract two readings), ``attributing`` switches attribution."""
+
+    sees_between_graphs_always = True  # no dispatch mode: compiled code runs under it as without it
+
+    def __init__(self, device_type: str, log: Any, *, modules: dict[int, str] | None = None) -> None:
+        super().__init__(modules)
+        self.device_type, self.log = device_type, log
+        self.events: list[DeviceEvent] = []
+        self._lock = threading.Lock()
+        self._banked = Counts()  # what earlier sessions counted
+        self._base: Counts | None = None  # the device's totals when this session began
+        self._attributing = True
+
+    # --- on and off -----------------------------------------------------------------------------
+    def __enter__(self) -> LoggedAccounting:
+        outer = active_for(self.device_type)
+        if outer is None or not isinstance(outer, LoggedAccounting):
+            self.log.observe(_tell)
+        ACTIVE.append(self)
+        self.log.attribute(self._attributing)
+        self._base = _totals(self.log)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._banked = self.counts()
+        self._base = None
+        ACTIVE.remove(self)
+        outer = active_for(self.device_type)
+        if isinstance(outer, LoggedAccounting):
+            self.log.attribute(outer.attributing)
+        else:
+            self.log.observe(None)
+
+    @property
+    def attributing(self) -> bool:
+        """Whether each event comes to Python with its line (True), or is only counted by the device (False)."""
+        return self._attributing
+
+    @attributing.setter
+    def attributing(self, on: bool) -> None:
+        self._attributing = bool(on)
+        if self._base is not None:
+            self.log.attribute(self._attributing)
+
+    def counts(self) -> Counts:
+        if self._base is None:
+            return self._banked
+        return _sum(self._banked, _totals(self.log) - self._base)
+
+    # --- one event ------------------------------------------------------------------------------
+    def seen(self, kind: str, op: str, direction: str, nbytes: int, called: str, collective: str) -> None:
+        """The device's call at one event: its line from the Python stack of the thread that ran it."""
+        name = _KIND.get((kind, direction if kind == "copy" else ""))
+        if name is None:
+            return  # a copy on the device: no cost to the host
+        node, module, source = self.where(caller(2))
+        event = DeviceEvent(name, op or called, nbytes, node, module, source, called, collective or None)
+        with self._lock:
+            self.events.append(event)
+
+
+def _tell(kind: str, op: str, direction: str, nbytes: int, called: str, collective: str) -> None:
+    """The device's callback: the event to the innermost logged accounting that is on."""
+    for accounting in reversed(ACTIVE):
+        if isinstance(accounting, LoggedAccounting):
+            accounting.seen(kind, op, direction, nbytes, called, collective)
+            return
+
+
+def _totals(log: Any) -> Counts:
+    to_host, to_device, bytes_to_host, bytes_to_device, syncs, collective_copies, fallback_bytes, fallbacks = log.observed_totals()
+    return Counts(
+        transfers_to_host=to_host,
+        transfers_to_device=to_device,
+        fallbacks=tuple(fallbacks.items()),
+        syncs=syncs,
+        bytes_to_host=bytes_to_host,
+        bytes_to_device=bytes_to_device,
+        fallback_bytes=fallback_bytes,
+        collective_copies=collective_copies,
+    )
+
+
+def _sum(first: Counts, second: Counts) -> Counts:
+    """Two stretches of counts, added (``Counts`` subtracts; adding is subtracting a negation)."""
+    fallbacks = dict(first.fallbacks)
+    for op, calls in second.fallbacks:
+        fallbacks[op] = fallbacks.get(op, 0) + calls
+    return Counts(
+        transfers_to_host=first.transfers_to_host + second.transfers_to_host,
+        transfers_to_device=first.transfers_to_device + second.transfers_to_device,
+        fallbacks=tuple(fallbacks.items()),
+        syncs=first.syncs + second.syncs,
+        bytes_to_host=first.bytes_to_host + second.bytes_to_host,
+        bytes_to_device=first.bytes_to_device + second.bytes_to_device,
+        fallback_bytes=first.fallback_bytes + second.fallback_bytes,
+        collective_copies=first.collective_copies + second.collective_copies,
+    )
