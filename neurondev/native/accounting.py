@@ -104,13 +104,14 @@ class Accounting(TorchDispatchMode, Whereabouts):
 
     def __torch_dispatch__(self, func: OpOverload, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
+        args = _numbers_bound(func, args)
         where = self._placement(args, kwargs)
         if where is _HOST:
             return func(*args, **kwargs)
         kind = _kind_of(func)
-        key = self._device_key(args, kwargs) if where is _DEVICE else None
+        key = self._device_key(args, kwargs)  # a 0-dim host tensor beside (a scalar) leaves the device's key the dispatcher's
         route = kernel_route(func, key) if key is not None else None
-        if kind is None and where is _DEVICE and route is None:
+        if kind is None and route is None:
             return func(*args, **kwargs)  # the device's own kernel: nothing beneath it to see, nothing to count
         running = self._stack()
         frame = _Frame(func, kind)
@@ -118,8 +119,9 @@ class Accounting(TorchDispatchMode, Whereabouts):
         try:
             if route is not None and route == key:
                 out = self._fall_back(frame, func, args, kwargs)
-            elif kind in _MOVES or (func.is_view and func.overloadpacket is not _TO):
-                out = func(*args, **kwargs)  # a copy is counted whole; a view aliases its input
+            elif kind in _MOVES or (func.is_view and func.overloadpacket is not _TO) or _lazy_bits(args):
+                out = func(*args, **kwargs)  # a copy is counted whole; a view aliases its input; a lazy conjugate or negative
+                # needs torch's own path through its Conjugate and Negative keys, which a kernel run below the mode skips
             else:
                 out = run_below_mode(self, func, args, kwargs, key=key)
         finally:
@@ -161,9 +163,11 @@ class Accounting(TorchDispatchMode, Whereabouts):
         return _HOST if not device else _MIXED if other else _DEVICE
 
     def _device_key(self, args: tuple, kwargs: dict) -> Any:
-        """The device's dispatch key, read once from the first device tensor an op gets."""
+        """The device's dispatch key, read once from the first device tensor an op gets (None before there is one: a
+        factory that names the device)."""
         if self._key is None:
-            self._key = backend_key(next(self._device_tensors((*args, *kwargs.values()))))
+            first = next(self._device_tensors((*args, *kwargs.values())), None)
+            self._key = backend_key(first) if first is not None else None
         return self._key
 
     def _stack(self) -> list[_Frame]:
@@ -266,6 +270,38 @@ def _reads_data(func: OpOverload, args: tuple, on_device: Any) -> bool:
         indices = args[1] if len(args) > 1 and isinstance(args[1], (list, tuple)) else ()
         return any(isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in indices) and bool(tensors)
     return bool(tensors) or any(on_device(item) for value in args if isinstance(value, (list, tuple)) for item in value)
+
+
+def _lazy_bits(args: tuple) -> bool:
+    """A tensor argument with a lazy conjugate or negative bit (``x.mH`` of a complex matrix)."""
+    for value in args:
+        for item in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(item, torch.Tensor) and (item.is_conj() or item.is_neg()):
+                return True
+    return False
+
+
+@functools.lru_cache(maxsize=4096)
+def _tensor_positions(func: OpOverload) -> tuple[int, ...]:
+    """The positions of an op's Tensor arguments (a wrapped Python number comes to a mode there as a number)."""
+    return tuple(i for i, argument in enumerate(func._schema.arguments) if isinstance(argument.type, torch.TensorType))
+
+
+def _numbers_bound(func: OpOverload, args: tuple) -> tuple:
+    """``args`` with each Python number at a Tensor argument (a kernel's wrapped number: ``at::remainder(t, 5)``, which a
+    mode is handed as ``5`` and cannot pass back) as a 0-dim CPU tensor of the dtype the number has beside the op's first
+    tensor, so that the op computes what it did: the same common dtype, the number cast to it."""
+    positions = _tensor_positions(func)
+    if not any(i < len(args) and isinstance(args[i], (bool, int, float, complex)) for i in positions):
+        return args
+    first = next((a for a in args if isinstance(a, torch.Tensor)), None)
+    bound = list(args)
+    for i in positions:
+        if i < len(bound) and isinstance(bound[i], (bool, int, float, complex)):
+            number = bound[i]
+            dtype = torch.result_type(first, number) if first is not None else None
+            bound[i] = torch.tensor(number, dtype=dtype)
+    return tuple(bound)
 
 
 def name_of(func: OpOverload) -> str:

@@ -86,17 +86,24 @@ Totals totals;  // since observing began (under log_mutex)
 pybind11::object* observer = nullptr;  // the Python callable told of each event while attributing
 std::optional<at::CallbackHandle> outermost_handle;
 thread_local int depth = 0;
+thread_local int outermost_depth = -1;  // where the outermost ATen op began (-1: none running)
 thread_local std::string outermost;
 
+// The outermost ATen op running on the thread: the op the program called (a compiled region's scope, or a user's
+// record_function, is none).
 std::unique_ptr<at::ObserverContext> op_started(const at::RecordFunction& fn) {
-  if (depth++ == 0) {
+  ++depth;
+  const char* name = fn.name();
+  if (outermost_depth < 0 && name != nullptr && std::strncmp(name, "aten::", 6) == 0) {
     const char* overload = fn.overload_name();
-    outermost = overload != nullptr && overload[0] != '\0' ? std::string(fn.name()) + "." + overload : std::string(fn.name());
+    outermost = overload != nullptr && overload[0] != '\0' ? std::string(name) + "." + overload : std::string(name);
+    outermost_depth = depth;
   }
   return nullptr;
 }
 
 void op_ended(const at::RecordFunction&, at::ObserverContext*) {
+  if (depth == outermost_depth) outermost_depth = -1;
   if (depth > 0) --depth;  // an op begun before observing began ends without its start seen
 }
 
@@ -119,7 +126,7 @@ void tell(const Event& event) {
   pybind11::gil_scoped_acquire gil;
   if (observer == nullptr) return;
   try {
-    (*observer)(event.kind, event.op, event.direction, event.bytes, depth > 0 ? outermost : event.op, collective);
+    (*observer)(event.kind, event.op, event.direction, event.bytes, outermost_depth >= 0 ? outermost : event.op, collective);
   } catch (pybind11::error_already_set& error) {  // the observer's own failure never reaches the program
     error.discard_as_unraisable("neurondev's host device observer");
   }
@@ -239,6 +246,25 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::op
   return at::detail::empty_strided_generic(size, stride, &memory, kDeviceKeys, c10::dtype_or_default(dtype));
 }
 
+// autograd's zeros that hold no memory (a real input's sgn backward, an unused output's gradient): a ZeroTensor of
+// the device, as the CPU's own has (a device tensor over the CPU's null memory read from nowhere: SIGSEGV).
+void no_memory(void*) {}
+
+struct NoMemory final : c10::Allocator {
+  c10::DataPtr allocate(size_t) override { return {nullptr, nullptr, &no_memory, kDevice}; }
+  c10::DeleterFnPtr raw_deleter() const override { return &no_memory; }
+  void copy_data(void*, const void*, std::size_t) const override {}
+};
+
+NoMemory nothing;
+
+at::Tensor efficient_zero_tensor(c10::IntArrayRef size, std::optional<at::ScalarType> dtype, std::optional<at::Layout>,
+                                 std::optional<at::Device> device, std::optional<bool>) {
+  check_index(device);
+  auto keys = kDeviceKeys | c10::DispatchKeySet(c10::DispatchKey::ZeroTensor);
+  return at::detail::empty_generic(size, &nothing, keys, c10::dtype_or_default(dtype), std::nullopt);
+}
+
 at::Tensor as_strided(const at::Tensor& self, c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<int64_t> offset) {
   return at::native::as_strided_tensorimpl(self, size, stride, offset);
 }
@@ -296,6 +322,10 @@ at::Tensor& copy_kernel(at::Tensor& self, const at::Tensor& src, bool /*non_bloc
   RECORD_FUNCTION("hostdev::copy", std::vector<c10::IValue>());  // the profiler's record of the device's copy, as CUDA's Memcpy
   int64_t bytes = static_cast<int64_t>(self.numel()) * self.element_size();
   record("copy", falling_back, direction_of(src, self), on_device(src) ? static_cast<int64_t>(src.numel()) * src.element_size() : bytes);
+  if (src._is_zerotensor()) {  // autograd's zeros without memory (a real input's sgn backward): zeros, read from nowhere
+    on_cpu(self).zero_();
+    return self;
+  }
   on_cpu(self).copy_(on_cpu(src));
   return self;
 }
@@ -308,6 +338,7 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("empty.memory_format", empty_memory_format);
   m.impl("empty_strided", empty_strided);
+  m.impl("_efficientzerotensor", efficient_zero_tensor);
   m.impl("as_strided", as_strided);
   m.impl("view", view);
   m.impl("_reshape_alias", reshape_alias);
@@ -460,7 +491,7 @@ TORCH_LIBRARY_IMPL(aten, AutocastPrivateUse1, m) {
 
 // Ops whose PrivateUse1 kernel is one of the above: never aliased in bulk, never made to fall back.
 const std::set<std::string> kOwnKernels = {
-    "empty.memory_format", "empty_strided", "as_strided", "view", "_reshape_alias", "resize_",
+    "empty.memory_format", "empty_strided", "_efficientzerotensor", "as_strided", "view", "_reshape_alias", "resize_",
     "set_.source_Storage_storage_offset", "set_.source_Storage", "set_.source_Tensor", "set_",
     "_copy_from", "_copy_from_and_resize", "copy_", "convolution_overrideable", "convolution_backward_overrideable"};
 
@@ -502,6 +533,7 @@ c10::IValue to_cpu_value(const c10::IValue& value, std::vector<Aliased>& aliased
   if (value.isTensor()) {
     const at::Tensor& tensor = value.toTensor();
     if (!on_device(tensor)) return value;
+    if (tensor._is_zerotensor()) return at::zeros(tensor.sizes(), tensor.options().device(c10::kCPU));  // zeros without memory
     at::Tensor host = on_cpu(tensor);
     aliased.push_back({tensor, host, host.storage().data()});
     return host;
@@ -553,6 +585,7 @@ void refuse_mixed_devices(const c10::OperatorHandle& op, const torch::jit::Stack
 
 at::Tensor to_device_tensor(const at::Tensor& result, const std::vector<Aliased>& aliased) {
   if (!result.defined() || result.device().type() != c10::kCPU) return result;
+  if (result._is_zerotensor()) return efficient_zero_tensor(result.sizes(), result.scalar_type(), std::nullopt, kDevice, std::nullopt);
   for (const Aliased& entry : aliased) {
     if (result.is_same(entry.host)) return entry.original;  // in place, or out=: the caller's own tensor
   }
@@ -615,10 +648,14 @@ void run_natively(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
   op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
   for (Lent& entry : lent) entry.device.set_state(entry.host.get_state());  // the draws advance the device's generator
-  for (const Aliased& entry : aliased) {  // a kernel that grew an output moved it to new memory: follow it
-    if (entry.host.storage().data() != entry.data && entry.host.storage().data() != nullptr) {
-      entry.original.resize_(entry.host.sizes());
-      on_cpu(entry.original).copy_(entry.host);
+  for (const Aliased& entry : aliased) {  // a kernel that resized an output: its shape, and its memory where it moved
+    bool moved = entry.host.storage().data() != entry.data && entry.host.storage().data() != nullptr;
+    bool reshaped = entry.host.sizes() != entry.original.sizes() || entry.host.strides() != entry.original.strides();
+    if (moved) {  // the new memory becomes the device's, as a new result's does: nothing copied
+      at::Tensor grown = alias_on(entry.host, kDevice, kDeviceKeys, &memory);
+      entry.original.set_(grown.storage(), entry.host.storage_offset(), entry.host.sizes(), entry.host.strides());
+    } else if (reshaped) {  // the same memory, another shape (an empty output's too: a 0-element resize moves nothing)
+      entry.original.unsafeGetTensorImpl()->set_sizes_and_strides(entry.host.sizes(), entry.host.strides(), entry.host.storage_offset());
     }
   }
   size_t returns = schema.returns().size();
