@@ -109,10 +109,10 @@ def samples(op: Any, device: Any, dtype: torch.dtype, *, requires_grad: bool) ->
     return list(itertools.islice(op.sample_inputs(device, dtype, requires_grad=requires_grad), SAMPLES))
 
 
-def outcome(run: Any) -> tuple[str | None, Any]:
-    """(the exception's type, None) when ``run`` raises, else (None, its result on the CPU)."""
+def outcome(run: Any, *args: Any) -> tuple[str | None, Any]:
+    """(the exception's type, None) when ``run(*args)`` raises, else (None, its result on the CPU)."""
     try:
-        return None, host(run())
+        return None, host(run(*args))
     except Exception as error:
         return type(error).__name__, None
 
@@ -165,25 +165,25 @@ def cases(op: Any, dtype: torch.dtype, device: Any) -> Iterator[dict[str, Any]]:
         if not same(host(list(_tensors(truth))), host(list(_tensors(sample)))):
             yield {**base, "variant": "inputs", "cpu": None, "device": "the device's sample differs from the CPU's", "same": False}
             continue
-        cpu_error, expected = outcome(lambda: call(op, truth))
-        device_error, got = outcome(lambda: call(op, sample))
+        cpu_error, expected = outcome(call, op, truth)
+        device_error, got = outcome(call, op, sample)
         yield {**base, "variant": "eager", "cpu": cpu_error, "device": device_error, **verdict(expected, got)}
         if device_error is not None:
             continue
         for label, accounting in (("log", LoggedAccounting("hostdev", _log())), ("mode", Accounting("hostdev"))):
             with accounting:
-                error, watched = outcome(lambda: call(op, sample))
+                error, watched = outcome(call, op, sample)
             yield {**base, "variant": f"accounted {label}", "cpu": device_error, "device": error, **verdict(got, watched)}
         with falling(op) as fell:
             if fell:
-                error, fallen = outcome(lambda: call(op, sample))
+                error, fallen = outcome(call, op, sample)
                 yield {**base, "variant": "fallback", "cpu": cpu_error, "device": error, **verdict(expected, fallen)}
     if dtype is torch.float32 and op.supports_autograd:
         grads = zip(samples(op, "cpu", dtype, requires_grad=True), samples(op, device, dtype, requires_grad=True))
         for index, (truth, sample) in enumerate(grads):
             base = {"op": name(op), "dtype": "float32", "sample": index, "variant": "backward"}
-            cpu_error, expected = outcome(lambda: gradients(op, truth))
-            device_error, got = outcome(lambda: gradients(op, sample))
+            cpu_error, expected = outcome(gradients, op, truth)
+            device_error, got = outcome(gradients, op, sample)
             yield {**base, "cpu": cpu_error, "device": device_error, **verdict(expected, got)}
 
 
