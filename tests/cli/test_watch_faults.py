@@ -45,10 +45,12 @@ def run_job(procs: int, case: str, folder: Path, *, watched: bool) -> tuple[int,
     return job.returncode, json.loads(report.read_text()), card.read_text()
 
 
-def both(procs: int, case: str, folder: Path) -> tuple[int, int, dict, str]:
-    plain, _, _ = run_job(procs, case, folder, watched=False)
+def both(procs: int, case: str, folder: Path, *, plain: int | None = None) -> tuple[int, int, dict, str]:
+    """The job run plain and watched: the plain job's exit code, the watched one's, rank 0's JSON and card. ``plain``:
+    the plain job's code where a test of this module measures that case plainly already (its 2-rank run)."""
+    measured = run_job(procs, case, folder, watched=False)[0] if plain is None else plain
     watched, job, card = run_job(procs, case, folder, watched=True)
-    return plain, watched, job, card
+    return measured, watched, job, card
 
 
 def ended(job: dict) -> dict[int, str]:
@@ -62,7 +64,7 @@ def kinds(job: dict) -> list[tuple[str, list[int]]]:
 @pytest.mark.ddp_teardown
 @pytest.mark.parametrize("case", ["clean", "one-destroys", "no-group", "compiled-ddp"])
 def test_a_job_that_ends_well_ends_the_same_and_every_rank_reports(tmp_path, case):
-    plain, watched, job, card = both(2, case, tmp_path)
+    plain, watched, job, card = both(2, case, tmp_path, plain=None if case == "clean" else 0)  # plainly 0 (measured as the matrix was built)
     assert (plain, watched) == (0, 0)
     assert ended(job) == {0: "finished", 1: "finished"} and job["missing"] == [] and job["divergence"] == []
     assert job["diverges_in_compiles"] is False and "The ranks do not diverge." in card
@@ -73,7 +75,7 @@ def test_a_job_that_ends_well_ends_the_same_and_every_rank_reports(tmp_path, cas
 @pytest.mark.ddp_teardown
 @pytest.mark.parametrize("procs", [2, 3])
 def test_a_rank_that_raises_mid_loop_fails_the_job_as_without_and_every_rank_reports(tmp_path, procs):
-    plain, watched, job, card = both(procs, "raises", tmp_path)
+    plain, watched, job, card = both(procs, "raises", tmp_path, plain=None if procs == 2 else 1)
     assert plain == 1 and watched == 1
     assert job["missing"] == [] and [data["rank"] for data in job["ranks"]] == list(range(procs))
     assert ended(job)[1] == "raised" and job["ranks"][1]["raised"]["exception"] == "RuntimeError"
@@ -103,7 +105,7 @@ def test_a_rank_that_exits_with_a_code_is_named_with_it(tmp_path):
 @pytest.mark.ddp_teardown
 @pytest.mark.parametrize("procs", [2, 3])
 def test_a_killed_rank_is_named_missing_with_why_and_the_others_report(tmp_path, procs):
-    plain, watched, job, card = both(procs, "killed", tmp_path)
+    plain, watched, job, card = both(procs, "killed", tmp_path, plain=None if procs == 2 else 1)
     assert plain == 1 and watched == 1
     assert [(m["rank"], m["why"]) for m in job["missing"]] == [(1, "ended")] and isinstance(job["missing"][0]["pid"], int)
     assert sorted(ended(job)) == [rank for rank in range(procs) if rank != 1]
@@ -113,7 +115,7 @@ def test_a_killed_rank_is_named_missing_with_why_and_the_others_report(tmp_path,
 @pytest.mark.ddp_teardown
 @pytest.mark.parametrize("procs", [2, 3])
 def test_a_rank_that_stops_early_is_a_divergence_in_steps_with_every_ranks_count(tmp_path, procs):
-    plain, watched, job, card = both(procs, "early", tmp_path)
+    plain, watched, job, card = both(procs, "early", tmp_path, plain=None if procs == 2 else 0)
     assert (plain, watched) == (0, 0) and job["diverges_in_compiles"] is False
     (steps,) = job["divergence"]
     assert (steps["kind"], steps["ranks"], steps["others"]) == ("steps", [1], [r for r in range(procs) if r != 1])
@@ -151,7 +153,7 @@ def test_a_rank_that_syncs_where_the_others_do_not_is_named_at_each_step(tmp_pat
     sync is a divergence naming rank 0 with its line; torch 2.9 keeps no native accounting under a watch (said)."""
     import torch
 
-    plain, watched, job, _ = both(2, "item", tmp_path)
+    plain, watched, job, _ = both(2, "item", tmp_path, plain=0)  # no process group, no fault: plainly 0
     assert (plain, watched) == (0, 0)
     if torch.__version__ < "2.13":
         assert all(data["native_gap"]["kind"] == "native needs torch 2.13" for data in job["ranks"]) and job["divergence"] == []
