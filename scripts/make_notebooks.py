@@ -870,10 +870,35 @@ print("dynamo compiles per call:", list(compiled.calls["compiled"]), "| XLA prog
     ),
     (
         "md",
-        """Steady from the first call. From a terminal, `neurondev watch train.py --epochs 1` runs a script the same way, with torch_xla's
+        """Steady from the first call. The verdict follows a rule written down on the loops page, one a user can
+check by hand against the step table: each step's new work (a function's first compile, a recompile, a new XLA
+program), the warm-up left out (the first two steps, a function's first compile), and then one of a few classes,
+each with its exit code. Three loops of the same step, each ending differently:""",
+    ),
+    (
+        "code",
+        """def loop(sizes):
+    torch._dynamo.reset()
+    step = torch.compile(lambda x: net(x).pow(2).mean(), backend="openxla", dynamic=False)
+    with neurondev.watch() as w:
+        for rows in sizes:
+            step(torch.randn(rows, 4, device=device)).item()
+            torch_xla.sync()
+    s = w.record.steady
+    return f"{s.kind:>15}: new work counted at steps {list(s.counted)}, exit code {s.exit_code}"
+
+print(loop([8] * 4 + [5] + [8] * 5))      # a short batch at step 5, then 5 quiet steps: steady after it
+print(loop([8] * 6 + [5]))                # a short last batch: a late recompile, too few steps after it to tell
+print(loop([8, 8, 9, 9, 10, 10, 11, 11]))  # a new size every 2 steps to the end: recurring, period 2
+print(loop([8, 9, 10, 11, 12]))           # a new size every step: keeps compiling""",
+    ),
+    (
+        "md",
+        """From a terminal, `neurondev watch train.py --epochs 1` runs a script the same way, with torch_xla's
 analysis of every XLA compile on (the line that triggered it), checks a sync advice by running the script
-again with `torch_xla.sync()` at the end of each step, and exits 0 when steady, 1 while compiles
-(dynamo's or XLA's) continue to the end, 2 when the script raised (`--html`, `--json` for the reports).""",
+again with `torch_xla.sync()` at the end of each step, and exits with the verdict's code: 0 when steady, after a
+late recompile or one step, 1 when compiles go on, recur or reach dynamo's recompile limit, 2 when the script
+raised (`--html`, `--json` for the reports).""",
     ),
 ]
 

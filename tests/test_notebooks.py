@@ -102,7 +102,12 @@ KEY_TEXT = {
         "pad to a few bucket sizes (8), or drop the short last batch",
         "Watched padded_step (7 calls): padded_step compiled 1 time(s) (1 first).",
         "dynamo compiles per call: [1, 0, 0, 0, 0, 0, 0] | XLA programs per call: [1, 1, 1, 0, 0, 0, 0]",
-        "Steady state after call 1: nothing compiled after it, dynamo or XLA.",  # with the sync
+        "Steady state after call 1 (the warm-up): nothing compiled after it, dynamo or XLA.",  # with the sync
+        # the rule's classes, each by its loop
+        "steady: new work counted at steps [5], exit code 0",
+        "late: new work counted at steps [7], exit code 0",
+        "recurring: new work counted at steps [3, 5, 7], exit code 1",
+        "keeps compiling: new work counted at steps [2, 3, 4, 5], exit code 1",
     ],
     "08_native_devices.ipynb": [
         "copies to the host before: [('copy_', 1, 'patterns.py:40')] | outputs on ('cpu',)",

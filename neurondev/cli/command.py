@@ -135,7 +135,7 @@ def _parser() -> argparse.ArgumentParser:
         help="run a script under neurondev.watch(): every compile, why, and what to write instead",
         description="Runs SCRIPT.py as __main__ (options before it are the watch's; everything after it is the script's own "
         "sys.argv, as with python -m cProfile), with torch_xla's analysis of each XLA compile on. Exit 0 when compiling reached a "
-        "steady state (or the script made one step), 1 when compiles (dynamo's or XLA's) continue to the end, 2 on usage errors or "
+        "steady state, a late recompile or one step, 1 when compiles (dynamo's or XLA's) go on, recur or reach dynamo's limit (the loops page's rule), 2 on usage errors or "
         "when the script raises (the report is still written), or the script's own sys.exit code. Advice to sync each step is "
         "checked by running the script again with the sync applied (--no-verify skips it).",
     )
@@ -501,12 +501,13 @@ def _watch(options: argparse.Namespace) -> int:
 
 
 def _own_exit(record: Any, raised: BaseException | None) -> int:
-    """A watch's exit code: the script's own sys.exit code, 2 when it raised, 1 when it never got steady, else 0."""
+    """A watch's exit code: the script's own sys.exit code, 2 when it raised, else its verdict's (the loops page's rule:
+    1 when compiles go on, recur or reach dynamo's limit; 0 when steady, a late recompile, one step)."""
     if raised is not None and record.raised is not None and record.raised.exit_code is not None:
         return int(record.raised.exit_code)
     if raised is not None:
         return EXIT_ERROR
-    return EXIT_CLEAN if record.reached_steady_state else EXIT_FINDINGS
+    return record.steady.exit_code
 
 
 def _watch_rank(watched: Any, where: Any, script: Path, options: argparse.Namespace) -> int:

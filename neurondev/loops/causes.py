@@ -139,6 +139,7 @@ class Advice(Located):
     analysed: bool = True
     source: SourceLine | None = None
     check: AdviceCheck | None = None
+    on_xla: bool = True  # XLA runs the loop: a size is a program of its own (on a native device, dynamo's graph alone)
 
     @property
     def verified(self) -> bool:
@@ -268,14 +269,17 @@ def _read_at(guard: str, frame_file: str) -> SourceLine | None:
     return source_line(file, line, found["function"], found["code"])
 
 
-def advice_for(cause: Cause, function: str, sizes: list[int]) -> Advice | None:
+def advice_for(cause: Cause, function: str, sizes: list[int], *, on_xla: bool = True) -> Advice | None:
     """What to write instead for a cause of ``function``'s compiles (None for a cause that needs none: a first
-    compile, generate's prompt to decode, a guard of no known kind); ``sizes``: a changing value's sizes."""
+    compile, generate's prompt to decode, a guard of no known kind, sizes that are the buckets already); ``sizes``: a
+    changing value's sizes; ``on_xla``: XLA runs the loop (its one program per size is said)."""
     if cause.kind not in ADVICE:
         return None
     seen = tuple(sorted(set(sizes))) if cause.kind == "changing size" else ()
     buckets = tuple(_buckets(list(seen))) if seen else ()
-    return Advice(cause.kind, function, cause.value, seen, buckets, source=cause.source)
+    if seen and buckets == seen:
+        return None  # padded to these buckets already: each is compiled once, and that is the advice done
+    return Advice(cause.kind, function, cause.value, seen, buckets, source=cause.source, on_xla=on_xla)
 
 
 def _buckets(sizes: list[int]) -> list[int]:
@@ -285,5 +289,5 @@ def _buckets(sizes: list[int]) -> list[int]:
 
 
 ADVICE = ("python number", "cache growth", "changing size", "recompile limit", "flag", "library value")
-PROGRAM_ADVICE = ("lazy state growing", "stop check", "host read", "xla programs")  # XLA's side: what its programs say
+PROGRAM_ADVICE = ("lazy state growing", "stop check", "host read", "program per size", "xla programs")  # XLA's side: what its programs say
 EXPECTED = ("first compile", "prompt to decode", "flag")  # compiles a loop is expected to make once each

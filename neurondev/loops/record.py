@@ -8,7 +8,7 @@ from typing import Any
 
 from neurondev.loops.causes import Advice, AdviceCheck, Cause, advice_for, cause_of
 from neurondev.loops.recorder import CompileEvent, Recorder
-from neurondev.loops.steps import Step, cut, step_kind
+from neurondev.loops.steps import Step, cut, outside, step_kind
 from neurondev.loops.verdict import SteadyState, program_advice, steady_state
 from neurondev.runs.counts import Counts
 from neurondev.runs.run_records import Seen
@@ -66,6 +66,7 @@ COMPILE_COLUMNS = (
     "read_at",
     "step",
     "call",
+    "outside",
     "graphs",
     "graph_hashes",
 )
@@ -118,6 +119,7 @@ class Compile:
     cause: Cause
     xla_compiles: int | None
     step: int | None = None
+    outside: str | None = None  # 'before the loop' or 'after the loop': reported, never judged
 
     def row(self) -> dict[str, Any]:
         """The compile as a table row; ``file`` and ``line`` are the user's: the compiled function's own where it is the
@@ -141,6 +143,7 @@ class Compile:
             "read_at": cause.where if cause.source is not None else None,
             "step": self.step,
             "call": self.step,
+            "outside": self.outside,
             "graphs": event.graphs,
             "graph_hashes": list(event.graph_hashes),
         }
@@ -180,6 +183,7 @@ class WatchRecord:
     raised: Raised | None = None
     sync_each_step: bool = False
     tried: tuple[Advice, ...] = ()  # advice run again with its fix applied that did not make the loop steady
+    outside: tuple[Step, ...] = ()  # before the loop (number 0) and after it (-1): reported, never judged
 
     @property
     def steady_state(self) -> int | str:
@@ -268,8 +272,9 @@ def snapshot(recorder: Recorder, *, name: str, watched_function: bool, gaps: dic
     kind = step_kind(marks, watched_function)
     device_events = recorder.native.events if recorder.native is not None else None
     steps = cut(marks, events, recorder.analysis, kind=kind, device_events=device_events) if len(marks) >= 2 else ()
-    compiles = _read(events, marks, steps)
-    steady = steady_state(steps, events, marks)
+    around = outside(marks, events, recorder.analysis, kind=kind, device_events=device_events) if len(marks) >= 2 else ()
+    compiles = _read(events, marks, steps, around)
+    steady = steady_state(steps, [c.kind for c in compiles])
     advice = _advice(compiles, steps, steady, analysed=recorder.analysis is not None, unit="call" if watched_function else "step")
     first, last = (marks[0], marks[-1]) if marks else (None, None)
     xla_total = _total(first.xla if first else None, last.xla if last else None)
@@ -277,12 +282,15 @@ def snapshot(recorder: Recorder, *, name: str, watched_function: bool, gaps: dic
     seconds = sum(step.seconds for step in steps) if watched_function else (last.at - first.at if first and last else 0.0)
     return WatchRecord(
         name, watched_function, kind, compiles, steps, steady, advice, seconds, xla_total, native_total,
-        gaps.get("xla"), gaps.get("analysis"), gaps.get("native"), raised, recorder.sync_each_step,
+        gaps.get("xla"), gaps.get("analysis"), gaps.get("native"), raised, recorder.sync_each_step, outside=around,
     )  # fmt: skip
 
 
-def _read(events: tuple[CompileEvent, ...], marks: tuple[Any, ...], steps: tuple[Step, ...]) -> tuple[Compile, ...]:
+def _read(
+    events: tuple[CompileEvent, ...], marks: tuple[Any, ...], steps: tuple[Step, ...], around: tuple[Step, ...]
+) -> tuple[Compile, ...]:
     step_of = {index: step.number for step in steps for index in step.compiles}
+    outside_of = {index: "before the loop" if step.number == 0 else "after the loop" for step in around for index in step.compiles}
     read = []
     for index, event in enumerate(events):
         kind = (
@@ -294,7 +302,7 @@ def _read(events: tuple[CompileEvent, ...], marks: tuple[Any, ...], steps: tuple
             if not event.index
             else "recompile"
         )
-        read.append(Compile(event, kind, cause_of(event), _xla_between(events, marks, index), step_of.get(index)))
+        read.append(Compile(event, kind, cause_of(event), _xla_between(events, marks, index), step_of.get(index), outside_of.get(index)))
     return tuple(read)
 
 
@@ -312,11 +320,12 @@ def _advice(
 ) -> tuple[Advice, ...]:
     """Once per cause, what to write instead (dynamo's side), then what the XLA programs say."""
     sizes = _sizes_by_value(compiles)
+    on_xla = any(step.xla is not None for step in steps)
     said: dict[tuple[str, str | None], Advice] = {}
     for compile_ in compiles:
         cause = compile_.cause
         key = (cause.kind, cause.value if cause.kind != "recompile limit" else compile_.event.function)
-        advice = advice_for(cause, compile_.event.function, sizes.get(cause.value or "", []))
+        advice = advice_for(cause, compile_.event.function, sizes.get(cause.value or "", []), on_xla=on_xla)
         if advice is not None and key not in said:
             said[key] = advice
     return tuple(said.values()) + tuple(program_advice(steps, steady, analysed=analysed, unit=unit))

@@ -82,6 +82,7 @@ class Mark:
     analysis: int = 0
     function: str | None = None
     native_events: int = 0  # how many events the native accounting had seen
+    key: str | None = None  # the called function's identity (its code's file and first line): two lambdas are two
 
 
 class Recorder:
@@ -112,7 +113,7 @@ class Recorder:
         self._original = cls.__call__
         cls.__call__ = _observing(self, cls.__call__)
         self._previous_hook = _compat.set_guard_complete_hook(self._guarded)
-        self._put_back_calls = _compat.observe_compiled_calls(lambda wrapper: self._called(_wrapped_name(wrapper)))
+        self._put_back_calls = _compat.observe_compiled_calls(lambda wrapper: self._called(*_wrapped_name(wrapper)))
         self._step_marker = _wrap_step_marker(self)
         if self._step_marker is None:  # the watched code may import torch_xla itself: its syncs are seen from then
             self._put_back_import = _after_import("torch_xla", self._torch_xla_loaded)
@@ -138,7 +139,7 @@ class Recorder:
             self._put_back_graphs()
         _active = None
 
-    def mark(self, kind: str, function: str | None = None) -> None:
+    def mark(self, kind: str, function: str | None = None, key: str | None = None) -> None:
         """Read the counts now and note why. torch_xla runs programs asynchronously: at a step's boundary
         (a call, a sync, a step mark) the recorder first waits for the device's work in flight, so that
         each execution is counted in the step that launched it, not in the next one (nor in a step of its
@@ -148,7 +149,7 @@ class Recorder:
         native = self.native.counts() if self.native is not None else None
         seen = len(self.native.events) if self.native is not None else 0
         offset = self.analysis.size() if self.analysis is not None else 0
-        self.marks.append(Mark(kind, time.perf_counter(), len(self.events), self.hits, xla_counts(), native, offset, function, seen))
+        self.marks.append(Mark(kind, time.perf_counter(), len(self.events), self.hits, xla_counts(), native, offset, function, seen, key))
         self._attribute(kind, function, native)
 
     def _attribute(self, kind: str, function: str | None, native: Any) -> None:
@@ -169,10 +170,10 @@ class Recorder:
         self.hits += bool(hit)
         return self._previous_hook(hit) if self._previous_hook is not None else hit
 
-    def _called(self, function: str) -> None:
+    def _called(self, function: str, key: str | None) -> None:
         if self.sync_each_step and any(mark.kind == "call" for mark in self.marks):
             _sync()  # the advice applied: the step before this call ends with a sync
-        self.mark("call", function)
+        self.mark("call", function, key)
 
     def optimizer_stepped(self) -> None:
         if self.sync_each_step and "torch_xla" in sys.modules:
@@ -351,8 +352,9 @@ def settled() -> None:
     counters.settle()
 
 
-def _wrapped_name(caller: Any) -> str:
-    """The function torch.compile's wrapper (the frame ``caller``) calls, as its user knows it."""
+def _wrapped_name(caller: Any) -> tuple[str, str | None]:
+    """The function torch.compile's wrapper (the frame ``caller``) calls, as its user knows it, and its identity (its
+    code's file and first line: two lambdas share a name, never a code object)."""
     fn = caller.f_locals.get("fn")
     owner = getattr(fn, "__self__", None)
     if _is_module(owner) or _is_module(fn):  # a compiled module: torch.compile wraps its call
@@ -360,8 +362,9 @@ def _wrapped_name(caller: Any) -> str:
     function = getattr(fn, "__func__", fn)
     if isinstance(function, types.FunctionType):
         inner = _unwrapped(function)
-        return _qualified(inner)
-    return type(fn).__name__ if fn is not None else "compiled code"
+        return _qualified(inner), f"{inner.__code__.co_filename}:{inner.__code__.co_firstlineno}"
+    name = type(fn).__name__ if fn is not None else "compiled code"
+    return name, name
 
 
 def known_as(frame: Any) -> tuple[str, str, int]:

@@ -1,11 +1,12 @@
 """A recorded loop cut into steps: what each step compiled (dynamo graphs, XLA programs with their triggers) and cost.
 
-A step is what the user marks (``w.step()``), else a call of the compiled function the loop called
-first (a training step, a decode step of ``generate``), else the stretch up to each ``torch_xla.sync()``
-(a lazy-tensor loop without torch.compile), else the whole block; a watched function's step is each
-call. Each step holds dynamo's compiles in it, the cache hits, torch_xla's deltas (programs compiled,
-their compile time, executions, transfers), the XLA programs compiled with the cause torch_xla's own
-analysis gives (when it is on) and a native device's copies, syncs and fallbacks.
+A step ends at a boundary, in this order of preference: your ``w.step()`` marks; else the next call of the compiled
+function the loop calls most (more than once: a training step, a decode step of ``generate``); else your
+``torch_xla.sync()`` (a lazy-tensor loop without torch.compile); else an optimizer's step; else the block is one
+step. A watched function's step is each call. What ran before the first step and after the last is outside the loop
+(``outside``). Each step holds dynamo's compiles in it, the cache hits, torch_xla's deltas (programs compiled, their
+compile time, executions, transfers), the XLA programs compiled with the cause torch_xla's own analysis gives (when
+it is on) and a native device's copies, syncs and fallbacks.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from neurondev.runs.counts import Counts
 from neurondev.runs.run_records import Seen
 from neurondev.trace.source import Located, SourceLine, is_program_file, source_line
 
-__all__ = ["STEP_KINDS", "Step", "XlaProgram", "cut", "step_kind"]
+__all__ = ["STEP_KINDS", "Step", "XlaProgram", "cut", "outside", "step_kind"]
 
 STEP_KINDS = ("call", "mark", "compiled call", "sync", "optimizer step", "block")
 
@@ -110,12 +111,22 @@ def step_kind(marks: Sequence[Mark], watched_function: bool) -> str:
 
 
 def _stepping_function(marks: Sequence[Mark]) -> str | None:
-    """The compiled function called most often (the first of equals), when it was called more than once."""
-    calls = collections.Counter(mark.function for mark in marks if mark.kind == "call" and mark.function is not None)
+    """The compiled function called most often (the first of equals), when it was called more than once: its identity
+    (two functions of one name, two lambdas say, are two)."""
+    calls = collections.Counter(_identity(mark) for mark in marks if mark.kind == "call" and mark.function is not None)
     if not calls:
         return None
-    function, count = max(calls.items(), key=lambda item: item[1])  # max keeps the first of equals: dicts keep order
-    return function if count > 1 else None
+    key, count = max(calls.items(), key=lambda item: item[1])  # max keeps the first of equals: dicts keep order
+    return key if count > 1 else None
+
+
+def _identity(mark: Mark) -> str | None:
+    return mark.key or mark.function
+
+
+def _name_of(marks: Sequence[Mark], key: str | None) -> str | None:
+    """The function's name, as its user knows it, for its identity."""
+    return next((mark.function for mark in marks if mark.kind == "call" and _identity(mark) == key), None)
 
 
 def cut(
@@ -123,28 +134,47 @@ def cut(
 ) -> tuple[Step, ...]:
     """The steps of a recorded loop (``analysis``: torch_xla's analysis log, or None; ``device_events``: the native
     accounting's events, or None)."""
-    steps = []
-    for number, (start, end) in enumerate(_intervals(marks, kind), 1):
-        first, last = marks[start], marks[end]
-        function = _stepping_function(marks) if kind == "compiled call" else None
-        programs = _programs(analysis, first.analysis, last.analysis)
-        compiles = tuple(range(first.compiles, last.compiles))
-        graphs = sum(events[i].graphs for i in compiles)
-        steps.append(
-            Step(
-                number,
-                function,
-                compiles,
-                graphs,
-                last.hits - first.hits,
-                _delta(first.xla, last.xla),
-                _delta(first.native, last.native),
-                programs,
-                last.at - first.at,
-                _seen(device_events, first, last),
-            )
-        )
-    return tuple(steps)
+    before, steps, after = _intervals(marks, kind)
+    function = _name_of(marks, _stepping_function(marks)) if kind == "compiled call" else None
+    return tuple(_step(number, function, marks, events, analysis, device_events, bounds) for number, bounds in enumerate(steps, 1))
+
+
+def outside(
+    marks: Sequence[Mark], events: Sequence[CompileEvent], analysis: Any, *, kind: str, device_events: Sequence[Any] | None = None
+) -> tuple[Step, ...]:
+    """What the block ran before its first step and after its last (number 0: before, -1: after), where anything
+    ran: reported with its own compiles, never part of the verdict."""
+    before, _, after = _intervals(marks, kind)
+    found = []
+    for number, bounds in ((0, before), (-1, after)):
+        if bounds is not None and _moved(marks[bounds[0]], marks[bounds[1]]):
+            found.append(_step(number, None, marks, events, analysis, device_events, bounds))
+    return tuple(found)
+
+
+def _step(
+    number: int,
+    function: str | None,
+    marks: Sequence[Mark],
+    events: Sequence[CompileEvent],
+    analysis: Any,
+    device_events: Any,
+    bounds: tuple[int, int],
+) -> Step:
+    first, last = marks[bounds[0]], marks[bounds[1]]
+    compiles = tuple(range(first.compiles, last.compiles))
+    return Step(
+        number,
+        function,
+        compiles,
+        sum(events[i].graphs for i in compiles),
+        last.hits - first.hits,
+        _delta(first.xla, last.xla),
+        _delta(first.native, last.native),
+        _programs(analysis, first.analysis, last.analysis),
+        last.at - first.at,
+        _seen(device_events, first, last),
+    )
 
 
 def _seen(device_events: Sequence[Any] | None, first: Mark, last: Mark) -> Seen | None:
@@ -156,27 +186,32 @@ def _seen(device_events: Sequence[Any] | None, first: Mark, last: Mark) -> Seen 
     return grouped(list(device_events[first.native_events : last.native_events]))
 
 
-def _intervals(marks: Sequence[Mark], kind: str) -> list[tuple[int, int]]:
-    """(first mark, last mark) of each step. A watched function's step is each call (its recorder starts
-    and stops per call); a block's steps run from a boundary to the next, the first from the block's start."""
+Bounds = tuple[int, int]
+
+
+def _intervals(marks: Sequence[Mark], kind: str) -> tuple[Bounds | None, list[Bounds], Bounds | None]:
+    """(before the loop, each step, after the loop) as (first mark, last mark). A step ends at a boundary: your mark,
+    the next call of the stepping function, your sync, an optimizer step. Before the first boundary's step begins, and
+    after the last boundary, is outside the loop: for a compiled function's calls, before its first call, and from the
+    first call of another compiled function after its last call (a validation after training); for marks, syncs and
+    optimizer steps, after the last one. A watched function's step is each call (its recorder starts and stops per
+    call); a block without boundaries is one step."""
+    end = len(marks) - 1
     if kind == "call":
         starts = [i for i, mark in enumerate(marks) if mark.kind == "start"]
         stops = [i for i, mark in enumerate(marks) if mark.kind == "stop"]
-        return list(zip(starts, stops))
-    end = len(marks) - 1
-    if kind == "mark":
-        bounds = [0] + [i for i, mark in enumerate(marks) if mark.kind == "step"] + [end]
-    elif kind == "compiled call":
+        return None, list(zip(starts, stops)), None
+    if kind == "compiled call":
         function = _stepping_function(marks)
-        calls = [i for i, mark in enumerate(marks) if mark.kind == "call" and mark.function == function]
-        bounds = [0] + calls[1:] + [end]
-    elif kind in ("sync", "optimizer step"):
-        cuts = [i for i, mark in enumerate(marks) if mark.kind == ("sync" if kind == "sync" else "optimizer")]
-        bounds = [0] + cuts + ([end] if _moved(marks[cuts[-1]], marks[end]) else [])
-    else:
-        bounds = [0, end]
-    bounds = sorted(set(bounds))
-    return list(zip(bounds, bounds[1:])) or [(0, end)]
+        calls = [i for i, mark in enumerate(marks) if mark.kind == "call" and _identity(mark) == function]
+        close = next((i for i in range(calls[-1] + 1, end) if marks[i].kind == "call" and _identity(marks[i]) != function), end)
+        bounds = [*calls, close]
+        return (0, calls[0]) if calls[0] > 0 else None, list(zip(bounds, bounds[1:])), (close, end) if close < end else None
+    cuts = {"mark": "step", "sync": "sync", "optimizer step": "optimizer"}.get(kind)
+    if cuts is None:
+        return None, [(0, end)], None
+    bounds = [0] + [i for i, mark in enumerate(marks) if mark.kind == cuts]
+    return None, list(zip(bounds, bounds[1:])), (bounds[-1], end) if bounds[-1] < end else None
 
 
 def _moved(earlier: Mark, later: Mark) -> bool:

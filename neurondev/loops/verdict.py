@@ -1,143 +1,180 @@
-"""Is the loop steady, and if not who keeps compiling from which step; what the XLA programs compiled each step say.
+"""The loop's verdict, by the rule written on the loops page (docs/how-to/loops.md, "The rule"), in one function.
 
-A loop is steady when, for every function it called compiled, its last calls compiled nothing, dynamo or
-XLA, and its last steps compiled nothing for as long as the longest gap between recompiles seen: a new XLA
-program (one torch_xla has no compiled program for: a graph hash it has not seen) is a neuronx-cc compile of
-minutes on Trainium, so XLA's programs count as much as dynamo's graphs, and one that recurs every k steps
-(gradient accumulation without a sync) is never steady, whatever step the loop ends at. One step cannot
-show a steady state.
+The rule, in terms a user can check by hand against the step table:
+
+1. What each step did new: dynamo compiled a function for the first time, recompiled one (a guard failed), gave up
+   at its recompile limit, or XLA compiled a program it had not compiled before (a new graph hash: a neuronx-cc compile
+   of minutes on Trainium). Work before the first step and after the last is outside the loop: reported, never judged.
+2. Warm-up is not counted: everything new in the first two steps but a recompile (the loop's first programs, and the
+   optimizer's first step, which makes its state), and a function's first compile anywhere with the XLA programs of
+   that step (a validation function first called at step 10).
+3. The verdict, on the counted steps c1 < c2 < ... < ck of n steps (tail = n - ck):
+   - ``no step`` (nothing ran), ``one step`` (nothing to compare with): exit 0;
+   - ``limit``: dynamo reached its recompile limit (the function runs uncompiled from there): exit 1;
+   - ``nothing``: nothing new at all, or warm-up only: steady from the start, or after the warm-up: exit 0;
+   - ``keeps compiling``: the last two steps are both counted (new work step after step to the end): exit 1;
+   - ``recurring``: the last three counted steps are k > 1 apart, and the tail is shorter than k (the next would
+     have come after the end): exit 1;
+   - ``steady``: the tail is at least the longest gap between counted steps (at least 1): steady after ck: exit 0;
+   - ``late``: a recompile late in the loop, with too few steps after it to know (the tail is shorter than the
+     longest gap, or 0): exit 0, with its advice.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Any
 
 from neurondev.loops.causes import Advice, Recurring
-from neurondev.loops.recorder import CompileEvent, Mark
 from neurondev.loops.steps import Step, XlaProgram
 
-__all__ = ["ONE_STEP", "SteadyState", "program_advice", "steady_state"]
+__all__ = [
+    "EXIT_CODES",
+    "ONE_STEP",
+    "VERDICTS",
+    "WARM_UP_STEPS",
+    "SteadyState",
+    "StepWork",
+    "program_advice",
+    "steady_state",
+    "verdict",
+    "work_of",
+]
 
 ONE_STEP = "one step"
+WARM_UP_STEPS = 2
+VERDICTS = ("no step", "one step", "nothing", "steady", "late", "recurring", "keeps compiling", "limit")
+EXIT_CODES = {"no step": 0, "one step": 0, "nothing": 0, "steady": 0, "late": 0, "recurring": 1, "keeps compiling": 1, "limit": 1}
+
+
+@dataclasses.dataclass(frozen=True)
+class StepWork:
+    """What one step did new: functions dynamo compiled for the first time (``first``), recompiles (``recompiles``,
+    a failed compile among them), XLA programs it had not compiled before (``programs``), and whether dynamo gave
+    up at its recompile limit (``limit``)."""
+
+    first: int = 0
+    recompiles: int = 0
+    programs: int = 0
+    limit: bool = False
+
+    @property
+    def new(self) -> bool:
+        return bool(self.first or self.recompiles or self.programs or self.limit)
 
 
 @dataclasses.dataclass(frozen=True)
 class SteadyState:
-    """``after``: the step after which nothing compiled (0: nothing compiled at all), ``"never"`` (the last
-    step compiled, or a function's last call did, or dynamo gave up at its recompile limit, or the clean
-    steps at the end are no more than the longest gap between compiles seen) or ``ONE_STEP``;
-    ``side``: what keeps compiling ('dynamo', 'XLA', 'dynamo and XLA'); ``since``: from which step it
-    compiles on to the end; ``functions``: functions whose last call compiled; ``limit_step``: the step where
-    dynamo reached its recompile limit (the function runs uncompiled after it); ``period``: compiles recur
-    every ``period`` steps (a new program every k steps); ``tail``: the clean steps at the end, too few."""
+    """The verdict: ``kind`` (one of ``VERDICTS``); ``after``: the step after which nothing new came (steady, late: the
+    late step; nothing: the warm-up's last step, or 0), ``"never"`` (keeps compiling, recurring, limit) or
+    ``ONE_STEP``; ``side``: what keeps compiling ('dynamo', 'XLA', 'dynamo and XLA'); ``since``: the first step of
+    the run that reaches the end; ``period``: k, for a new program every k steps; ``limit_step``: where dynamo gave
+    up; ``tail``: the steps after the last counted one; ``counted``: the counted steps; ``functions``: what it names."""
 
+    kind: str
     after: int | str
     side: str | None = None
     since: int | None = None
     functions: tuple[str, ...] = ()
     limit_step: int | None = None
-    period: int | None = None  # a new program every ``period`` steps, to the end
-    tail: int | None = None  # clean steps after the last compile, when too few to call it steady
+    period: int | None = None
+    tail: int | None = None
+    counted: tuple[int, ...] = ()
 
     @property
     def reached(self) -> bool:
-        return self.after != "never"
+        """Steady: nothing new for long enough (or nothing new at all)."""
+        return self.kind in ("steady", "nothing")
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.kind]
 
 
-def steady_state(steps: Sequence[Step], events: Sequence[CompileEvent], marks: Sequence[Mark]) -> SteadyState:
-    """The verdict for a loop cut into ``steps``."""
-    if any(event.limit is not None for event in events):
-        limit = next((step.number for step in steps if any(events[i].limit is not None for i in step.compiles)), None)
-        return SteadyState("never", "dynamo", _since(steps, lambda s: True), ("the recompile limit",), limit)
-    compiling = [step.number for step in steps if step.compiled]
-    late = _functions_compiling_last(events, marks)
-    if len(steps) < 2 and not late:
-        return SteadyState(ONE_STEP)
-    if not compiling and not late:
-        return SteadyState(0)
-    last = steps[-1]
-    if last.compiled or late:
-        if last.dynamo_compiles > 0 or late:  # dynamo compiles again (XLA's programs follow its new graphs)
-            return SteadyState("never", "dynamo", _since(steps, lambda s: s.dynamo_compiles > 0), tuple(late), period=_period(compiling))
-        return SteadyState("never", "XLA", _since(steps, _xla_alone), (), period=_period(compiling))  # XLA's own programs, step after step
-    return _tail_verdict(steps, compiling)
+def work_of(step: Step, kinds: Sequence[str]) -> StepWork:
+    """A step's new work, from its compiles' kinds (``kinds[i]``: 'first', 'recompile', 'failed', 'recompile limit
+    reached') and its XLA compiles."""
+    mine = [kinds[i] for i in step.compiles]
+    return StepWork(
+        first=mine.count("first"),
+        recompiles=mine.count("recompile") + mine.count("failed"),
+        programs=step.xla_compiles or 0,
+        limit="recompile limit reached" in mine,
+    )
 
 
-def _tail_verdict(steps: Sequence[Step], compiling: list[int]) -> SteadyState:
-    """The last steps compiled nothing: steady only when they reach the step where the longest gap between two
-    recompiles seen would have brought the next one (a new program every k steps, the loop ending between two of
-    them, is not steady). The first compile is the warm-up: a gap is measured between the compiles after it."""
-    recompiles = compiling[1:]
-    gaps = [later - earlier for earlier, later in zip(recompiles, recompiles[1:])]
-    tail = len(steps) - compiling[-1]
-    if not gaps or tail >= max(gaps):
-        return SteadyState(compiling[-1])
-    recurring = [step for step in steps if step.number in recompiles]
-    side = "dynamo" if any(step.dynamo_compiles for step in recurring) else "XLA"
-    period = _period(compiling)
-    return SteadyState("never", side, _recurring_since(compiling, period), period=period, tail=tail)
+def _warm_up(number: int, work: StepWork) -> bool:
+    """Warm-up: new work in the first steps but a recompile; a function's first compile, with its step's programs."""
+    return not work.recompiles and not work.limit and (number <= WARM_UP_STEPS or work.first > 0)
 
 
-def _recurring_since(compiling: list[int], period: int | None) -> int:
-    """The first compiling step of the run of recompiles ``period`` apart that reaches the last (the first recompile
-    without a period)."""
-    if period is None:
-        return compiling[1]
-    since = compiling[-1]
-    for earlier, later in zip(reversed(compiling[:-1]), reversed(compiling[1:])):
-        if later - earlier != period:
-            break
-        since = earlier
-    return since
+def verdict(work: Sequence[StepWork]) -> SteadyState:
+    """The rule (the module's docstring) on the steps' new work, in order."""
+    n = len(work)
+    if n == 0:
+        return SteadyState("no step", ONE_STEP)
+    limit = next((number for number, step in enumerate(work, 1) if step.limit), None)
+    if limit is not None:
+        return SteadyState("limit", "never", "dynamo", limit, ("the recompile limit",), limit_step=limit)
+    if n == 1:
+        return SteadyState("one step", ONE_STEP)
+    new = [number for number, step in enumerate(work, 1) if step.new]
+    counted = [number for number in new if not _warm_up(number, work[number - 1])]
+    if not counted:
+        return SteadyState("nothing", max(new, default=0))
+    last, tail = counted[-1], n - counted[-1]
+    side = _side([work[last - 1]])  # who made the last new work (XLA's programs follow dynamo's new graphs)
+    if last == n and n - 1 in counted:
+        alike = [number for number in counted if _side([work[number - 1]]) == side]
+        return SteadyState("keeps compiling", "never", side, _run_start(alike, 1), tail=0, counted=tuple(counted))
+    period = _period(counted)
+    if period is not None and tail < period:
+        return SteadyState("recurring", "never", side, _run_start(counted, period), period=period, tail=tail, counted=tuple(counted))
+    gaps = [later - earlier for earlier, later in zip(counted, counted[1:])]
+    if tail >= max(gaps, default=1):
+        return SteadyState("steady", last, tail=tail, counted=tuple(counted))
+    return SteadyState("late", last, side, last, tail=tail, counted=tuple(counted))
 
 
-def _period(compiling: list[int]) -> int | None:
-    """k when the last three compiling steps (or more) are k steps apart, k > 1: a new program every k steps."""
-    if len(compiling) < 3:
+def _side(counted: Sequence[StepWork]) -> str:
+    """'dynamo' when dynamo compiles among the counted steps (XLA's programs follow its new graphs), else 'XLA'."""
+    return "dynamo" if any(w.first or w.recompiles for w in counted) else "XLA"
+
+
+def _period(counted: Sequence[int]) -> int | None:
+    """k when the last three counted steps are k > 1 apart."""
+    if len(counted) < 3:
         return None
-    gaps = [later - earlier for earlier, later in zip(compiling, compiling[1:])]
-    return gaps[-1] if gaps[-1] > 1 and gaps[-1] == gaps[-2] else None
+    first, second = counted[-2] - counted[-3], counted[-1] - counted[-2]
+    return second if second > 1 and first == second else None
 
 
-def _xla_alone(step: Step) -> bool:
-    """XLA compiled in a step where dynamo did not: a program of the lazy graph, not of a new dynamo graph."""
-    return bool(step.xla_compiles) and step.dynamo_compiles == 0
-
-
-def _since(steps: Sequence[Step], compiles: object) -> int | None:
-    """The first step of the run of compiling steps that reaches the last step."""
-    since = None
-    for step in reversed(steps):
-        if not compiles(step):  # type: ignore[operator]
+def _run_start(counted: Sequence[int], gap: int) -> int:
+    """The first counted step of the run ``gap`` apart that reaches the last."""
+    start = counted[-1]
+    for earlier, later in zip(reversed(counted[:-1]), reversed(counted[1:])):
+        if later - earlier != gap:
             break
-        since = step.number
-    return since
+        start = earlier
+    return start
 
 
-def _functions_compiling_last(events: Sequence[CompileEvent], marks: Sequence[Mark]) -> list[str]:
-    """Functions called compiled more than once whose last call compiled (its compile is the event right
-    after the call's mark: the recorder marks a call before dynamo compiles it)."""
-    calls: dict[str, list[int]] = {}
-    for mark in marks:
-        if mark.kind == "call" and mark.function is not None:
-            calls.setdefault(mark.function, []).append(mark.compiles)
-    late = []
-    for function, positions in calls.items():
-        last = positions[-1]
-        if len(positions) > 1 and last < len(events) and events[last].top and events[last].function == function:
-            late.append(function)
-    return late
+def steady_state(steps: Sequence[Step], kinds: Sequence[str]) -> SteadyState:
+    """The verdict of a loop cut into ``steps`` (``kinds``: each compile's kind, by its position in the record)."""
+    return verdict([work_of(step, kinds) for step in steps])
 
 
 # --- what the XLA programs say --------------------------------------------------------------------
 _GENERATE = "transformers/generation/utils.py"
+_PER_SIZE = {"dynamo graph", "bridge sync", "input sync", "user sync"}  # what a dynamic graph's new size compiles
 
 
 def program_advice(steps: Sequence[Step], steady: SteadyState, *, analysed: bool, unit: str = "step") -> list[Advice]:
-    """Advice on XLA's side: from torch_xla's analysis of the programs compiled in the steps that keep
-    compiling (the growing lazy graph, a host read, transformers' stop check), or, without it, the counts."""
-    if steady.after != "never" or steady.side != "XLA":
+    """Advice on XLA's side when XLA alone keeps compiling: from torch_xla's analysis of the programs of the steps that
+    keep compiling (the growing lazy graph, a host read, transformers' stop check), or, without it, the counts. A
+    step that ends with a sync of yours is never told to add one."""
+    if steady.kind not in ("keeps compiling", "recurring") or steady.side != "XLA":
         return []
     late = [step for step in steps if steady.since is not None and step.number >= steady.since]
     programs = [program for step in late for program in step.programs]
@@ -147,9 +184,15 @@ def program_advice(steps: Sequence[Step], steady: SteadyState, *, analysed: bool
         return [Advice("xla programs", recurring=recurring, analysed=False)]
     advice = []
     growing = _growing_inputs(programs)
-    if growing:
+    synced = any(program.kind == "user sync" for program in programs)
+    if growing and not synced:
         trigger = next((program.source for program in programs if program.source is not None), None)
         advice.append(Advice("lazy state growing", recurring=recurring, inputs=tuple(growing), source=trigger))
+    kinds = {program.kind for program in programs}
+    if "dynamo graph" in kinds and kinds <= _PER_SIZE and not any(step.dynamo_compiles for step in late):
+        # dynamo's graph is dynamic (dynamic=True, mark_dynamic) and compiled once; XLA compiles a program per concrete size
+        trigger = next((program.source for program in programs if program.source is not None), None)
+        advice.append(Advice("program per size", recurring=recurring, source=trigger))
     reads = [program for program in programs if program.kind == "host read" and program.source is not None]
     generate = next((program for program in reads if program.file and program.file.replace("\\", "/").endswith(_GENERATE)), None)
     if generate is not None:
@@ -176,3 +219,8 @@ def _by_kind(programs: Sequence[XlaProgram]) -> tuple[tuple[str, int], ...]:
     for program in programs:
         kinds[program.kind] = kinds.get(program.kind, 0) + 1
     return tuple(kinds.items())
+
+
+def history(steps: Sequence[Step], kinds: Sequence[str]) -> list[dict[str, Any]]:
+    """Each step's new work as plain data (the JSON's ``work``): what a user checks the rule against."""
+    return [dataclasses.asdict(work_of(step, kinds)) for step in steps]

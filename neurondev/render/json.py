@@ -149,7 +149,19 @@ def watch_dict(record: WatchRecord) -> dict[str, Any]:
         "schema": SCHEMA,
         "compiles": [c.row() for c in record.compiles],
         "steps": record.step_rows(),
+        "outside": [
+            {
+                "where": "before the loop" if step.number == 0 else "after the loop",
+                "dynamo_compiles": step.dynamo_compiles,
+                "xla_compiles": step.xla_compiles,
+            }
+            for step in record.outside
+        ],
         "calls": record.call_rows(),
+        "verdict": record.steady.kind,
+        "exit_code": record.steady.exit_code,
+        "counted_steps": list(record.steady.counted),
+        "tail": record.steady.tail,
         "steady_state": record.steady_state,
         "reached_steady_state": record.reached_steady_state,
         "keeps_compiling": record.steady.side,

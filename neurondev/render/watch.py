@@ -28,7 +28,12 @@ def _subject(record: WatchRecord) -> str:
     steps = len(record.steps)
     if record.watched_function:
         return f"{record.name} ({steps} call{'s' if steps != 1 else ''})"
-    unit = {"compiled call": "call(s) of the compiled function", "mark": "step(s) you marked", "sync": "torch_xla.sync()-delimited step(s)"}
+    unit = {
+        "compiled call": "call(s) of the compiled function",
+        "mark": "step(s) you marked",
+        "sync": "torch_xla.sync()-delimited step(s)",
+        "optimizer step": "optimizer step(s)",
+    }
     return f"the block ({steps} {unit.get(record.step_kind, 'step(s)')})"
 
 
@@ -78,26 +83,52 @@ def steady_text(record: WatchRecord) -> str:
     if raised is not None and raised.exit_code is None:
         where = f" at {raised.where}" if raised.source is not None else ""
         return f"The watched code raised {raised.exception}{where} after {raised.compiles} compile(s) ({raised.message}): the record is up to there."
+    return _verdict_text(record, unit) + _outside_text(record)
+
+
+def _verdict_text(record: WatchRecord, unit: str) -> str:
+    """The verdict by the loops page's rule, in its words."""
     steady = record.steady
-    if steady.after == "one step":
+    if steady.kind == "no step":
+        return "Nothing ran in the block."
+    if steady.kind == "one step":
         return f"One {unit} cannot show a steady state (nothing to compare it with)."
-    if steady.after == "never" and steady.limit_step is not None:
+    if steady.kind == "limit" and steady.limit_step is not None:
         return _after_the_limit(record, steady.limit_step, unit)
-    if steady.after == "never":
-        side = steady.side or "compiling"
-        since = f" from {unit} {steady.since}" if steady.since else ""
-        limit = "; dynamo's recompile limit was reached" if "the recompile limit" in steady.functions else ""
-        every = f", a new program every {steady.period} {unit}s," if steady.period is not None else ""
-        tail = (
-            f": the {steady.tail} clean {unit}(s) at the end are no more than the gap between compiles, which recur"
-            if steady.tail is not None
-            else ""
+    last = len(record.steps)
+    if steady.kind == "keeps compiling":
+        return f"No steady state: {steady.side} keeps compiling from {unit} {steady.since} to the end ({unit} {last})."
+    if steady.kind == "recurring":
+        return (
+            f"No steady state: {steady.side} compiles a new program every {steady.period} {unit}s from {unit} {steady.since}; the "
+            f"{steady.tail} {unit}(s) after the last are fewer than {steady.period}, so the next comes after the end."
         )
-        return f"No steady state: {side} keeps compiling{since}{every} to the end ({unit} {len(record.steps)}){tail}{limit}."
-    if steady.after == 0:
+    if steady.kind == "late":
+        return (
+            f"A recompile late in the loop, at {unit} {steady.after} of {last}: {steady.tail} {unit}(s) after it are too few to tell "
+            "whether it comes back (the advice says what would prevent it)."
+        )
+    if steady.kind == "nothing" and steady.after == 0:
         return "Nothing compiled at all: steady from the start."
     measured = "dynamo or XLA" if record.xla_gap is None else "by dynamo (no XLA figures in this loop)"
-    return f"Steady state after {unit} {steady.after}: nothing compiled after it, {measured}."
+    warm = " (the warm-up)" if steady.kind == "nothing" else ""
+    return f"Steady state after {unit} {steady.after}{warm}: nothing compiled after it, {measured}."
+
+
+def _outside_text(record: WatchRecord) -> str:
+    """What compiled outside the loop (before its first step, after its last): said, not judged."""
+    said = []
+    for part in record.outside:
+        compiles = [
+            c for c in record.compiles if c.event is not None and c.outside == ("before the loop" if part.number == 0 else "after the loop")
+        ]
+        if compiles or part.xla_compiles:
+            where = "Before the loop" if part.number == 0 else "After the loop"
+            xla = f" and {part.xla_compiles} XLA program(s)" if part.xla_compiles else ""
+            said.append(
+                f"{where}: {len(compiles)} dynamo compile(s){xla} ({', '.join(dict.fromkeys(c.event.function for c in compiles)) or 'lazy ops'}), not part of the verdict."
+            )
+    return (" " + " ".join(said)) if said else ""
 
 
 def _short(file: str) -> str:

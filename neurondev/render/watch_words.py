@@ -13,7 +13,7 @@ _DYNAMO = {
     "cache growth": "a cache that grows by one position per call is a new shape every step: use a static cache "
     "(cache_implementation='static' in transformers generate, or a preallocated buffer written at an index)",
     "changing size": "{value} takes {count} sizes ({sizes}): pad to a few bucket sizes ({buckets}), or drop the short last batch "
-    "(DataLoader(drop_last=True)); torch._dynamo.mark_dynamic saves dynamo's retrace only, XLA still compiles one program per size",
+    "(DataLoader(drop_last=True)){mark_dynamic}",
     "recompile limit": "from here the function runs uncompiled: every op is traced lazily on XLA on every call; raising "
     "torch._dynamo.config.recompile_limit only delays the cost: remove the cause of the recompiles above",
     "flag": "{value} takes two values: that is two graphs, compiled once each (expected); to keep them apart "
@@ -21,8 +21,10 @@ _DYNAMO = {
     "library value": "{value} is the library's own state, not yours to make a tensor: the line of yours that takes this branch is "
     "where it is called{read}; if each call changes it, report it to the library (a guard on its internal value recompiles every call)",
 }
+_MARK_DYNAMIC_XLA = "; torch._dynamo.mark_dynamic saves dynamo's retrace only, XLA still compiles one program per size"
+_MARK_DYNAMIC_NATIVE = "; or torch._dynamo.mark_dynamic on it (one graph for every size)"
 _UNANALYSED = (
-    "the lazy graph differs every step, most often state no torch_xla.sync() cuts (call it at the end of each step) or a host read "
+    "the lazy graph differs {when}, most often state no torch_xla.sync() cuts (call it at the end of each step) or a host read "
     "of a growing tensor; torch_xla's own analysis of each compile names the trigger: run the loop with `neurondev watch script.py`, "
     "or set PT_XLA_DEBUG_LEVEL=2 and PT_XLA_DEBUG_FILE before the first XLA compile"
 )
@@ -48,6 +50,7 @@ def advice_text(advice: Advice) -> str:
         sizes=", ".join(map(str, advice.sizes)),
         buckets=", ".join(map(str, advice.buckets)),
         read=read,
+        mark_dynamic=_MARK_DYNAMIC_XLA if advice.on_xla else _MARK_DYNAMIC_NATIVE,
     )
     return f"{advice.function}: {words}"
 
@@ -55,7 +58,8 @@ def advice_text(advice: Advice) -> str:
 def _program_words(advice: Advice) -> str:
     source = advice.source
     if not advice.analysed:
-        return f": {_UNANALYSED}"
+        period = advice.recurring.period if advice.recurring is not None else None
+        return ": " + _UNANALYSED.format(when=f"every {period} {advice.recurring.unit}s" if period and advice.recurring else "every step")
     if advice.cause == "lazy state growing":
         shown = ", ".join(map(str, advice.inputs[:6])) + (", ..." if len(advice.inputs) > 6 else "")
         at = f" (triggered at {source.where}: `{source.code}`)" if source is not None else ""
@@ -65,6 +69,12 @@ def _program_words(advice: Advice) -> str:
         )
     if advice.cause == "stop check":
         return ": " + _STOP_CHECK.format(where=source.where if source is not None else "generate")
+    if advice.cause == "program per size":
+        at = f" (run at {source.where})" if source is not None else ""
+        return (
+            f"{at}: dynamo's graph is dynamic and compiled once, and XLA compiles a program for each size it runs at: "
+            "pad the sizes to a few buckets (16, 32, 64 ...), or batch them to fixed shapes; a sync per step would not help"
+        )
     if advice.cause == "host read" and source is not None:
         return (
             f": a host read of a lazy value at {source.where} (`{source.code}`) compiles and runs the pending graph there: "

@@ -67,8 +67,9 @@ def _analysis(phase: str, body: str) -> Analysis:
     kind = next((kind for words, kind in CAUSES.items() if words in cause.lower()), "other")
     if kind == "host read" and frames and frames[0][0].replace("\\", "/").endswith(_BRIDGE):
         kind = "input sync"  # torch_xla names it a host read, but its dynamo bridge is materialising a graph's lazy inputs
-    if kind == "host read" and any(_is_user_sync(file, function) for file, _, function in frames):
-        kind = "user sync"  # torch_xla reads the innermost frame, which a watch's own wrapper of the step marker can be
+    caller = _sync_caller(frames)
+    if caller is not None and kind in ("user sync", "host read"):
+        kind = _sync_kind(caller)  # torch_xla says "user" of any sync: whose it was is the frame that called it
     frames = tuple(frame for frame in frames if not in_neurondev(frame[0]))
     return Analysis(
         phase="compilation" if phase.startswith("comp") else "execution",
@@ -87,6 +88,29 @@ _SYNCS = (("torch_xla/torch_xla.py", "sync"), ("torch_xla/core/xla_model.py", "m
 def _is_user_sync(file: str, function: str) -> bool:
     path = file.replace("\\", "/")
     return any(path.endswith(where) and function == name for where, name in _SYNCS)
+
+
+def _sync_caller(frames: tuple[tuple[str, int, str], ...]) -> str | None:
+    """The file of the frame that called torch_xla's sync (``torch_xla.sync()``, ``xm.mark_step()``), past torch_xla's
+    own wrappers of it (its deprecation decorator); None when no sync is among the frames (innermost first)."""
+    at = next((i for i, (file, _, function) in enumerate(frames) if _is_user_sync(file, function)), None)
+    if at is None:
+        return None
+    for file, _, _ in frames[at + 1 :]:
+        path = file.replace("\\", "/")
+        if "torch_xla/" not in path or "torch_xla/_dynamo/" in path:
+            return path
+    return None
+
+
+def _sync_kind(caller: str) -> str:
+    """Whose sync it was: torch_xla's dynamo bridge syncing a graph's lazy inputs, neurondev's step marker (the sync
+    advice applied), or the program's own call (yours, or a library's you call)."""
+    if "torch_xla/_dynamo/" in caller:
+        return "bridge sync"
+    if in_neurondev(caller):
+        return "neurondev sync"
+    return "user sync"
 
 
 def _after(lines: list[str], heading: str) -> str:

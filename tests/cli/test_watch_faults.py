@@ -64,7 +64,9 @@ def kinds(job: dict) -> list[tuple[str, list[int]]]:
 @pytest.mark.ddp_teardown
 @pytest.mark.parametrize("case", ["clean", "one-destroys", "no-group", "compiled-ddp"])
 def test_a_job_that_ends_well_ends_the_same_and_every_rank_reports(tmp_path, case):
-    plain, watched, job, card = both(2, case, tmp_path, plain=None if case == "clean" else 0)  # plainly 0 (measured as the matrix was built)
+    plain, watched, job, card = both(
+        2, case, tmp_path, plain=None if case == "clean" else 0
+    )  # plainly 0 (measured as the matrix was built)
     assert (plain, watched) == (0, 0)
     assert ended(job) == {0: "finished", 1: "finished"} and job["missing"] == [] and job["divergence"] == []
     assert job["diverges_in_compiles"] is False and "The ranks do not diverge." in card

@@ -1,0 +1,83 @@
+"""Loops on XLA under the written rule: a late short batch is judged alike whatever the optimizer (AdamW's second step
+makes one more XLA program: warm-up); torch_xla's own analysis names whose sync triggered a program (the bridge's is
+no user sync); a dynamic graph that XLA compiles per size is told to bucket, never to add a sync it has."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+import neurondev
+from tests.helpers import run_python
+
+pytestmark = pytest.mark.xla
+
+
+@pytest.mark.parametrize("optimizer", ["SGD", "AdamW"])
+def test_a_short_batch_late_in_the_loop_is_judged_alike_whatever_the_optimizer(optimizer):
+    """A batch of 5 at step 7 of 10: AdamW said 'dynamo keeps compiling from step 2 to the end' (its step 2 made one XLA
+    program) where SGD said 'steady after step 7'."""
+    import torch_xla
+
+    from neurondev import xla
+
+    device = xla.device()
+    torch._dynamo.reset()  # both cases' lambda is one code object: compiled afresh in each
+    torch.manual_seed(0)
+    net = torch.nn.Linear(8, 1).to(device)
+    opt = getattr(torch.optim, optimizer)(net.parameters(), lr=0.01)
+    forward = torch.compile(lambda x: net(x).pow(2).mean(), backend="openxla", dynamic=False)
+    with neurondev.watch() as watched:
+        for number in range(1, 11):
+            loss = forward(torch.randn(5 if number == 7 else 8, 8, device=device))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            torch_xla.sync()
+    steady = watched.record.steady
+    assert steady.kind == "steady" and 7 in steady.counted and steady.after in (7, 8) and steady.exit_code == 0
+    assert [c.step for c in watched.record.compiles if c.kind == "recompile"] == [7]
+
+
+SCRIPT = """
+import json, torch, torch_xla
+import neurondev
+from neurondev import xla
+
+device = xla.device()
+torch.manual_seed(0)
+net = torch.nn.Linear(8, 1).to(device)
+opt = torch.optim.SGD(net.parameters(), lr=0.01)
+forward = torch.compile(lambda x: net(x).pow(2).mean(), backend="openxla")
+with neurondev.watch(xla_analysis=True) as training:
+    for _ in range(4):
+        loss = forward(torch.randn(8, 8, device=device))
+        opt.zero_grad(); loss.backward(); opt.step()
+        torch_xla.sync()  # the user's sync
+programs = [(p.kind, p.file) for s in training.record.steps for p in s.programs]
+head = torch.nn.Linear(8, 1).to(device)
+score = torch.compile(lambda x: head(x).sum(), backend="openxla")
+with neurondev.watch() as growing:
+    for length in range(3, 9):
+        x = torch.randn(length, 8, device=device)
+        torch._dynamo.mark_dynamic(x, 0)
+        score(x)
+        torch_xla.sync()
+steady = growing.record.steady
+print(json.dumps({"programs": programs, "verdict": [steady.kind, steady.side], "advice": [a.cause for a in growing.advice],
+                  "dynamo": [c.kind for c in growing.record.compiles], "growing": [(s.number, [p.kind for p in s.programs]) for s in growing.record.steps]}))
+"""
+
+
+def test_whose_sync_made_a_program_comes_from_torch_xlas_frames_and_a_dynamic_graph_is_told_to_bucket(tmp_path):
+    done = run_python(SCRIPT, PJRT_DEVICE="CPU")
+    assert done.returncode == 0, done.stderr[-3000:]
+    facts = json.loads(done.stdout.strip().splitlines()[-1])
+    kinds = {kind for kind, _ in facts["programs"]}
+    user = [file for kind, file in facts["programs"] if kind == "user sync"]
+    assert "bridge sync" in kinds or "dynamo graph" in kinds, facts["programs"]  # the bridge's syncs: named as its
+    assert all(file is None or file.endswith("<string>") for file in user), user  # "user sync" only at the user's own sync
+    assert facts["dynamo"] == ["first"] and facts["verdict"] == ["keeps compiling", "XLA"]
+    assert "program per size" in facts["advice"] and "lazy state growing" not in facts["advice"]
