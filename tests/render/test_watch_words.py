@@ -43,7 +43,10 @@ def test_xla_advice_says_how_its_programs_recur_and_what_triggers_them():
     assert "a host read of a lazy value at train.py:12" in advice_text(Advice("host read", recurring=EVERY_STEP, source=READ))
     assert "transformers' own stop check (train.py:12:" in advice_text(Advice("stop check", recurring=EVERY_STEP, source=READ))
     per_size = advice_text(Advice("program per size", recurring=EVERY_STEP, source=READ))
-    assert "XLA compiles a program for each size it runs at: pad the sizes to a few buckets" in per_size and "sync per step would not" in per_size
+    assert (
+        "XLA compiles a program for each size it runs at: pad the sizes to a few buckets" in per_size
+        and "sync per step would not" in per_size
+    )
     assert "every 4 calls, most often" in advice_text(Advice("xla programs", recurring=Recurring((1,), 4, 4, "call"), analysed=False))
     assert set(PROGRAM_ADVICE) == {"lazy state growing", "stop check", "host read", "program per size", "xla programs"}
 
