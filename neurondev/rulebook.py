@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar
 
+from neurondev.rule_examples import EXAMPLES, RELATED, Example
+
 __all__ = ["RULES", "SCENARIOS", "Rule", "Ruled", "docs_url", "rule_named", "rule_of", "rules", "selected"]
 
 SCENARIOS = {
@@ -22,7 +24,7 @@ class Rule:
     """One kind of finding: its ``code`` (``ND101``), a ``name`` in kebab case, the ``scenario`` it is about (a key of
     ``SCENARIOS``), a one-line ``summary``, the ``record`` type and ``kind`` that carry it (``kind`` None: any kind of
     that record), and what its documentation page says: what it costs on XLA and on a native device, the fix and a
-    minimal example (Python source, or '' where a loop or a real device is needed)."""
+    related rules; its example and the code to use instead are ``example`` (``neurondev.rule_examples``)."""
 
     code: str
     name: str
@@ -33,191 +35,67 @@ class Rule:
     xla: str
     native: str
     fix: str
-    example: str = ""
 
     @property
     def url(self) -> str:
-        return f"{docs_url()}rules/{self.code}/"
+        """The rule's page: ``docs_url()`` then ``rules/CODE.html``."""
+        return f"{docs_url()}rules/{self.code}.html"
+
+    @property
+    def example(self) -> Example | None:
+        """The minimal example that reports it, run by its real call, and the code to use instead."""
+        return EXAMPLES.get(self.code)
+
+    @property
+    def related(self) -> tuple[str, ...]:
+        return RELATED.get(self.code, ())
 
 
 def docs_url() -> str:
-    """Where the documentation site is: ``NEURONDEV_DOCS_URL``, else the site ``make docs`` builds in this checkout."""
+    """Where the documentation site is, ending in '/': ``NEURONDEV_DOCS_URL`` when set (a served or hosted copy of the
+    site), else the site ``make docs`` (or ``neurondev docs``) builds in this checkout, as a ``file://`` URL."""
     given = os.environ.get("NEURONDEV_DOCS_URL")
     if given:
         return given if given.endswith("/") else f"{given}/"
     return (Path(__file__).resolve().parent.parent / "site").as_uri() + "/"
 
 
-_PIN_FIX = "pass the device from a tensor at run time (device=x.device) and let the neurondev backend rewrite it, or trace on the device"
+_PIN_FIX = (
+    "make the tensor from a tensor you have, whose device follows it at run time (x.new_empty(...), torch.zeros_like(x)), "
+    "or compile through the neurondev backend, which rewrites the pins to the device, or trace on the device"
+)
 _PIN_XLA = (
     "a copy of an XLA result into the pinned tensor forces the pending XLA computation to run and pulls it to the host (a graph "
     "break), or the run fails with 'Expected XLA tensor'"
 )
 _PIN_NATIVE = "the op runs on the host: the device's result is copied to CPU memory, computed there and copied back, silently"
-_FROZEN = """\
-import torch
-
-def scaled(x):
-    out = torch.empty(64, device=x.device)   # frozen to cpu when traced on CPU
-    out.copy_(torch.relu(x) * 2)
-    return out
-
-import neurondev
-neurondev.check(scaled, torch.randn(64))
-"""
-_LITERAL = """\
-import torch
-
-def scaled(x):
-    out = torch.zeros(64, device="cpu")
-    return out + x
-
-import neurondev
-neurondev.check(scaled, torch.randn(64))
-"""
-_VARIABLE = """\
-import torch
-DEVICE = torch.device("cpu")
-
-def scaled(x):
-    return x + torch.ones(64, device=DEVICE)
-
-import neurondev
-neurondev.check(scaled, torch.randn(64))
-"""
-_HOST_VALUE = """\
-import torch
-
-class Scaled(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.scale = torch.ones(64)           # a plain attribute: model.to(device) leaves it on the CPU
-
-    def forward(self, x):
-        return x * self.scale
-
-import neurondev
-neurondev.check(Scaled(), torch.randn(64))
-"""
-_CPU_KERNEL = """\
-import torch
-
-def attention(q, k, v):
-    return torch.nn.functional.scaled_dot_product_attention(q, k, v)
-
-import neurondev
-q = torch.randn(1, 2, 8, 16)
-neurondev.check(attention, q, q, q, level="aten")
-"""
-_SPECIALISED = """\
-import torch
-
-def branchy(x):
-    if x.device.type == "cpu":
-        return x * 2
-    return x + x
-
-import neurondev
-neurondev.check(branchy, torch.randn(64))   # needs torch_xla: the second trace runs on XLA
-"""
-_BREAK = """\
-import torch
-
-def scaled(x):
-    y = torch.relu(x)
-    print(end="")              # dynamo cannot trace a print: a second graph
-    return y * 2
-
-import neurondev
-neurondev.check(scaled, torch.randn(64), select=("ND109",))
-"""
-_ON_DEVICE = """\
-import torch
-
-def scaled(x):
-    out = torch.empty(64, device=x.device)   # frozen to cpu when traced on CPU
-    out.copy_(torch.relu(x) * 2)
-    return out
-
-import neurondev
-neurondev.check(scaled, torch.randn(64), select=("ND201",))   # runs the graph traced on CPU on the device
-"""
-_COPY = """\
-import torch
-import neurondev
-
-def scaled(x):
-    y = torch.relu(x)
-    total = y.sum().cpu()      # a copy to the host in the middle of the program
-    return y * total.to(x.device)
-
-device = neurondev.host_device()   # the host test device: a native device counts each copy with its line
-neurondev.check(scaled, torch.randn(64), target=device, select=("ND202",))
-"""
-_FALLBACK = """\
-import torch
-import neurondev
-
-def embed(ids, weight):
-    return torch.nn.functional.embedding(ids, weight)
-
-device = neurondev.host_device(fallback=["aten::index_select"])   # the host test device, index_select left to the CPU
-ids, weight = torch.tensor([1, 2]), torch.randn(4, 8)
-neurondev.check(embed, ids, weight, target=device, fallbacks="error")
-"""
-_RECOMPILE = """\
-import torch
-import neurondev
-
-step = torch.compile(lambda x, lr: x * lr, backend="eager")
-with neurondev.watch() as watched:
-    for lr in (0.1, 0.2, 0.3):
-        step(torch.ones(4), lr)
-print(watched.summary())
-print([(finding["rule"], finding["where"]) for finding in watched.to_dict()["findings"]])
-"""
-_MIXED = """\
-import torch
-
-class Scaled(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.scale = torch.ones(64)
-
-    def forward(self, x):
-        return x * self.scale
-
-import neurondev
-neurondev.check(Scaled(), torch.randn(64), program=True)
-"""
-_HOST_ONLY = """\
-import torch
-
-def normalised(x):
-    h = torch.relu(x) + 1
-    k = h.numpy().max()        # a host-only call: dynamo splits the graph here
-    return h / float(k)
-
-import neurondev
-neurondev.check(normalised, torch.randn(8), program=True)
-"""
 
 
-def _pin(code: str, kind: str, name: str, summary: str, example: str = "") -> Rule:
-    return Rule(code, name, "trace", summary, "pin", kind, _PIN_XLA, _PIN_NATIVE, _PIN_FIX, example)
+def _pin(code: str, kind: str, name: str, summary: str) -> Rule:
+    return Rule(code, name, "trace", summary, "pin", kind, _PIN_XLA, _PIN_NATIVE, _PIN_FIX)
+
+
+_CAUSE_XLA = "a new dynamo graph each time, lowered and compiled again by XLA (minutes each on Trainium), while the step waits"
+_CAUSE_NATIVE = (
+    "a new dynamo graph each time, compiled again by the backend (Inductor or the device's own compiler: seconds to minutes) "
+    "while the step waits, and one more graph in dynamo's cache"
+)
 
 
 def _cause(code: str, kind: str, name: str, summary: str, fix: str) -> Rule:
-    cost = "a new dynamo graph, compiled again by the device's compiler (minutes on Trainium), each time the value changes"
-    return Rule(code, name, "loop", summary, "cause", kind, cost, cost, fix)
+    return Rule(code, name, "loop", summary, "cause", kind, _CAUSE_XLA, _CAUSE_NATIVE, fix)
 
 
-_PROGRAM_COST = "your program does not run on the device as written: it fails (XLA) or is refused (a native device)"
+_PROGRAM_XLA = "your program does not run on XLA as written: torch_xla raises at compile time or when the graph runs"
+_PROGRAM_NATIVE = (
+    "your program does not run on the device as written: the device's kernels refuse tensors of another device (a "
+    "native device copies nothing for you) and the compile or the call raises"
+)
 
 RULES: tuple[Rule, ...] = (
-    _pin("ND101", "frozen", "frozen-device-pin", "device=x.device frozen to the trace device in a graph traced on CPU", _FROZEN),
-    _pin("ND102", "literal", "literal-device-pin", 'a device spelled in the source ("cpu") pins the op in the graph', _LITERAL),
-    _pin("ND103", "variable", "variable-device-pin", "a device held in a variable or attribute pins the op in the graph", _VARIABLE),
+    _pin("ND101", "frozen", "frozen-device-pin", "device=x.device frozen to the trace device in a graph traced on CPU"),
+    _pin("ND102", "literal", "literal-device-pin", 'a device spelled in the source ("cpu") pins the op in the graph'),
+    _pin("ND103", "variable", "variable-device-pin", "a device held in a variable or attribute pins the op in the graph"),
     _pin("ND104", "unknown", "device-pin", "a device pin whose origin the source does not show (no line, or generated code)"),
     _pin("ND105", "assertion", "device-assertion", "an aten._assert_tensor_metadata check that names the trace device"),
     Rule(
@@ -230,7 +108,6 @@ RULES: tuple[Rule, ...] = (
         "the graph reads a CPU tensor: torch_xla uploads it on every call, or the compile fails with mixed devices",
         "the op meets a CPU tensor and a device tensor: the program fails with mixed devices, or copies on each call",
         "register it as a buffer (self.register_buffer('scale', ...)) or make it from an input's device",
-        _HOST_VALUE,
     ),
     Rule(
         "ND107",
@@ -242,7 +119,6 @@ RULES: tuple[Rule, ...] = (
         "the CPU kernel has no XLA lowering: it falls back to the CPU, with a transfer each way",
         "the CPU kernel runs on host memory: the device's tensors are copied to it and back",
         "trace on the device, or compile at dynamo level through the neurondev backend, which lets the device choose",
-        _CPU_KERNEL,
     ),
     Rule(
         "ND108",
@@ -254,7 +130,6 @@ RULES: tuple[Rule, ...] = (
         "the graph traced on CPU is not the graph the device would trace: no device rewrite can make them the same",
         "as on XLA: the CPU graph runs the CPU branch on the device",
         "make both branches the same, or trace on the device",
-        _SPECIALISED,
     ),
     Rule(
         "ND109",
@@ -266,7 +141,6 @@ RULES: tuple[Rule, ...] = (
         "each graph is a separate XLA program, with the Python between them run eagerly and lazy values materialised",
         "each graph is a separate compiled region; values cross between them through Python",
         "remove what dynamo cannot trace at that line (print, .item(), data-dependent Python); see dynamo's reason",
-        _BREAK,
     ),
     Rule(
         "ND201",
@@ -278,7 +152,6 @@ RULES: tuple[Rule, ...] = (
         "an extra XLA execution and a device-to-host transfer on every call, and the graph is cut in two",
         "(XLA only; a native device shows the same line as a copy to the host, ND202)",
         "keep the value on the device: rewrite the pin that put it on the CPU (the neurondev backend does)",
-        _ON_DEVICE,
     ),
     Rule(
         "ND202",
@@ -290,7 +163,6 @@ RULES: tuple[Rule, ...] = (
         "a forced execution and a device-to-host transfer (torch_xla's TransferFromDeviceTime)",
         "a synchronous copy to host memory that waits for the device's queue",
         "keep the value on the device until the end of the step, or read it once after the loop",
-        _COPY,
     ),
     Rule(
         "ND203",
@@ -324,7 +196,6 @@ RULES: tuple[Rule, ...] = (
         "torch_xla's CPU fallback: the op's inputs go to the host and its result back (aten::_to_cpu)",
         "the backend's cpu_fallback: the inputs are copied to host memory, the op runs there, the result is copied back",
         "use an op the device has a kernel for, or ask the device's maintainers for the kernel; check(fallbacks='error') guards it",
-        _FALLBACK,
     ),
     Rule(
         "ND206",
@@ -377,10 +248,9 @@ RULES: tuple[Rule, ...] = (
         "your program under torch.compile met tensors on two devices while compiling",
         "program failure",
         "mixed devices at compile time",
-        _PROGRAM_COST,
-        _PROGRAM_COST,
+        _PROGRAM_XLA,
+        _PROGRAM_NATIVE,
         "keep every tensor the code reads on the device: pass it in, or register it as a buffer of the module",
-        _MIXED,
     ),
     Rule(
         "ND302",
@@ -389,8 +259,8 @@ RULES: tuple[Rule, ...] = (
         "torch.compile left a factory call on the CPU although a default device is set (PyTorch issue 175953)",
         "program failure",
         "default device ignored under torch.compile",
-        _PROGRAM_COST,
-        _PROGRAM_COST,
+        _PROGRAM_XLA,
+        _PROGRAM_NATIVE,
         "pass the device (device=x.device), or use a torch that applies the default device (2.13 does)",
     ),
     Rule(
@@ -400,10 +270,9 @@ RULES: tuple[Rule, ...] = (
         "a host-only call (.numpy(), .tolist(), a Python number of a tensor) between compiled graphs failed on the device",
         "program failure",
         "host-only call between graphs",
-        _PROGRAM_COST,
-        _PROGRAM_COST,
+        _PROGRAM_XLA,
+        _PROGRAM_NATIVE,
         "keep .numpy(), .tolist() and Python numbers of tensors out of the compiled function",
-        _HOST_ONLY,
     ),
     Rule(
         "ND304",
@@ -412,8 +281,8 @@ RULES: tuple[Rule, ...] = (
         "an input or the module was not on the device when the compiled program ran",
         "program failure",
         "wrong device at run time",
-        _PROGRAM_COST,
-        _PROGRAM_COST,
+        _PROGRAM_XLA,
+        _PROGRAM_NATIVE,
         "move every input and the module to the device (model.to(device), x.to(device)) before the call",
     ),
     Rule(
@@ -423,16 +292,11 @@ RULES: tuple[Rule, ...] = (
         "your program failed on the device for another reason (the message says which)",
         "program failure",
         None,
-        _PROGRAM_COST,
-        _PROGRAM_COST,
+        _PROGRAM_XLA,
+        _PROGRAM_NATIVE,
         "run it yourself with torch.compile(fn, backend=...) on inputs on the device and read the message",
     ),
-    dataclasses.replace(
-        _cause(
-            "ND401", "python number", "python-number-recompile", "a Python number read by the compiled code changed", "pass it as a tensor"
-        ),
-        example=_RECOMPILE,
-    ),
+    _cause("ND401", "python number", "python-number-recompile", "a Python number read by the compiled code changed", "pass it as a tensor"),
     _cause(
         "ND402", "flag", "flag-recompile", "a flag (a bool) changed: one graph per value (expected, twice)", "nothing, when it flips rarely"
     ),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +20,9 @@ def _rules() -> Any:
 
 
 def on_config(config: Any) -> Any:
-    """The nav's Rules section lists the index and then every rule's page, by code."""
+    """The nav's Rules section lists the index and then every rule's page, by code and name (ND101 frozen-device-pin)."""
     rulebook = _rules()
-    pages = ["rules/index.md", *({rule.code: f"rules/{rule.code}.md"} for rule in rulebook.RULES)]
+    pages = ["rules/index.md", *({f"{rule.code} {rule.name}": f"rules/{rule.code}.md"} for rule in rulebook.RULES)]
     config["nav"] = [{"Rules": pages} if isinstance(item, dict) and "Rules" in item else item for item in config["nav"]]
     return config
 
@@ -40,8 +41,13 @@ def _index(rulebook: Any) -> str:
     return (
         "# Rules\n\nEvery kind of finding neurondev reports has a stable code, as ruff's and mypy's do. "
         "`neurondev.rules()` returns this table; each finding in a card, in `check`'s failure and in the JSON of "
-        '`explain`, `check` and `watch` carries its `"rule"`. `check(..., select=..., ignore=...)`, '
+        '`explain`, `check` and `watch` carries its `"rule"` and its page\'s `"url"` (`NEURONDEV_DOCS_URL`, else this '
+        "site as `make docs` or `neurondev docs` builds it in the checkout). `check(..., select=..., ignore=...)`, "
         "`neurondev check --select/--ignore` and the pytest marker take codes or their prefixes (`ND1`, `ND205`).\n\n"
+        "The codes come in four blocks: ND1xx from the graph traced on CPU, ND2xx from a run on the device, ND3xx from "
+        "your program under torch.compile on the device, ND4xx from a loop (`neurondev.watch`). ND401-ND408 name the "
+        "cause of a recompile, one code per cause dynamo's guards tell apart; ND409 is left free for the next such cause, "
+        "and ND410-ND412 are what a loop shows beyond one compile's cause. A code is never reused for another finding.\n\n"
         "| rule | name | scenario | summary |\n| --- | --- | --- | --- |\n" + rows + "\n"
     )
 
@@ -50,20 +56,60 @@ def _page(rulebook: Any, rule: Any) -> str:
     parts = [
         f"# {rule.code}: {rule.name}\n",
         f"*{rulebook.SCENARIOS[rule.scenario]}*\n",
-        f"## What it is\n\n{rule.summary[0].upper()}{rule.summary[1:]}.\n",
-        f"## What it costs\n\n- **On XLA:** {rule.xla}.\n- **On a native device:** {rule.native}.\n",
-        f"## How to fix it\n\n{rule.fix[0].upper()}{rule.fix[1:]}.\n",
+        f"## What it is\n\n{_sentence(rule.summary)}\n",
+        f"## What it costs\n\n- **On XLA:** {_sentence(rule.xla)}\n- **On a native device:** {_sentence(rule.native)}\n",
+        f"## How to fix it\n\n{_sentence(rule.fix)}\n",
+        *_example(rule),
+        _selecting(rule),
     ]
-    if rule.example:
-        parts.append(f"## A minimal example\n\n```python\n{rule.example}```\n")
-        card = CARDS / f"{rule.code}.txt"
-        if card.exists():
-            parts.append(f"What neurondev says (`scripts/make_rule_cards.py`, a real run):\n\n```text\n{card.read_text()}```\n")
-    parts.append(
-        f'## Selecting it\n\n```python\nneurondev.check(fn, *inputs, ignore=("{rule.code}",))   # leave it out\n'
-        f'neurondev.check(fn, *inputs, select=("{rule.code}",))   # check only it\n```\n\n[All rules](index.md)\n'
-    )
+    if rule.related:
+        parts.append(
+            "## Related rules\n\n" + "\n".join(f"- [{code}]({code}.md) {rulebook.rule_named(code).name}" for code in rule.related) + "\n"
+        )
+    parts.append("[All rules](index.md)\n")
     return "\n".join(parts)
+
+
+def _sentence(text: str) -> str:
+    return f"{text[0].upper()}{text[1:]}" + ("" if text.endswith((".", ")")) else ".")
+
+
+def _example(rule: Any) -> list[str]:
+    """The example, the call that runs it and what neurondev says (a real run), then the code to use instead."""
+    example = rule.example
+    run = f"`{example.command}`" if example.command else "`python example.py`"
+    parts = [f"## Example\n\nSaved as `example.py` and run with {run}:\n\n```python\n{example.source}```\n"]
+    card = CARDS / f"{rule.code}.txt"
+    if example.needs:
+        parts.append(f"This example needs {example.needs}, which the project's machines do not have: it is shown, not run.\n")
+    elif card.exists():
+        parts.append(
+            f"What neurondev says (`scripts/make_rule_cards.py`, a real run; the suite runs it again):\n\n```text\n{card.read_text()}```\n"
+        )
+    checked = "" if example.needs else " The suite runs it and checks that it reports nothing of this rule."
+    parts.append(f"## Use instead\n\nThe same program, fixed.{checked}\n\n```python\n{example.instead}```\n")
+    return parts
+
+
+def _selecting(rule: Any) -> str:
+    """How to leave the rule out or check only it, with the call that reports it."""
+    code = rule.code
+    if code == "ND412":
+        return (
+            "## Selecting it\n\nA torchrun job's divergence decides `torchrun -m neurondev watch`'s exit code (1); the "
+            "job's JSON (`--json`) lists it under `\"divergence\"`. Each rank's own findings are ND4xx of its own.\n"
+        )
+    if rule.scenario == "loop":
+        return (
+            f"## Selecting it\n\nLoops are watched, not checked: `neurondev.watch()` reports {code} among its findings "
+            f'(`watched.to_dict()["findings"]`, `neurondev watch --json`), and its verdict decides the exit code of '
+            "`neurondev watch` (the rule in [Loops](../how-to/loops.md#the-rule)).\n\n"
+            f'```python\nwith neurondev.watch() as watched:\n    ...   # the loop\nfound = [f for f in watched.to_dict()["findings"] if f["rule"] == "{code}"]\n```\n'
+        )
+    return (
+        f'## Selecting it\n\n```python\nneurondev.check(fn, *inputs, ignore=("{code}",))   # leave it out\n'
+        f'neurondev.check(fn, *inputs, select=("{code}",))   # check only it\n```\n'
+    )
 
 
 def _commands() -> str:
@@ -81,3 +127,20 @@ def _commands() -> str:
             for name, sub in action.choices.items():
                 parts.append(f"## neurondev {name}\n\n```text\n{sub.format_help()}```\n")
     return "\n".join(parts)
+
+
+# mkdocs-jupyter's template loads the ipywidgets renderer from unpkg.com on every notebook's page; the site asks
+# nothing of the network, so the loader goes and each widget's view says where it works.
+_WIDGET_LOADER = re.compile(r"<script>\s*\(function\(\) \{\s*function addWidgetsRenderer\(\).*?</script>", re.S)
+_WIDGET_VIEW = re.compile(r'<script type="application/vnd\.jupyter\.widget-view\+json">.*?</script>', re.S)
+_WIDGET_NOTE = (
+    '<p class="nd-widget-note"><em>An interactive widget: it runs in JupyterLab or Jupyter Notebook when you run the '
+    "notebook (this page is static and fetches nothing).</em></p>"
+)
+
+
+def on_post_page(output: str, page: Any, config: Any) -> str:
+    """A notebook's page without the widget renderer fetched from the network, each widget view as a note."""
+    if "addWidgetsRenderer" not in output:
+        return output
+    return _WIDGET_VIEW.sub(_WIDGET_NOTE, _WIDGET_LOADER.sub("", output))

@@ -1005,7 +1005,7 @@ the default target is its `neuron` device, and the same calls run there.""",
 The host device has collectives (gloo on host copies), so a DDP job runs on it under `torchrun`.
 `neurondev/gallery/ragged_ranks.py` trains on two ranks, each on its own shard; the last rank's shard is
 a sample short, so its last batch has 3 rows where the other's has 4. `neurondev watch` under torchrun
-watches both ranks, and rank 0 says where they diverge ([ND412](../rules/ND412.md)); `--pad` is the fix.
+watches both ranks, and rank 0 says where they diverge ([ND412](../rules/ND412.html)); `--pad` is the fix.
 See the how-to guide *Across ranks*.""",
     ),
     (
@@ -1062,8 +1062,8 @@ def execute(notebook, timeout: int = 900):
 
 
 # Cards link each finding to its rule's page: in the committed outputs, the page beside the tutorial in the built
-# site (site/tutorials/NN/ -> site/rules/CODE/), not this checkout's file:// path.
-SITE_FROM_A_TUTORIAL = "../../"
+# site (site/tutorials/NN.html -> site/rules/CODE.html), not this checkout's file:// path.
+SITE_FROM_A_TUTORIAL = "../"
 
 
 def main(prefixes: list[str]) -> None:

@@ -24,18 +24,22 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from neurondev.loops.causes import Advice, Recurring
 from neurondev.loops.steps import Step, XlaProgram
+from neurondev.rulebook import Ruled
 
 __all__ = [
     "EXIT_CODES",
+    "NEVER_STEADY",
     "ONE_STEP",
+    "NotSteady",
     "VERDICTS",
     "WARM_UP_STEPS",
     "SteadyState",
     "StepWork",
+    "not_steady",
     "program_advice",
     "steady_state",
     "verdict",
@@ -45,6 +49,7 @@ __all__ = [
 ONE_STEP = "one step"
 WARM_UP_STEPS = 2
 VERDICTS = ("no step", "one step", "nothing", "steady", "late", "recurring", "keeps compiling", "limit")
+NEVER_STEADY = ("keeps compiling", "recurring")  # ND411; the recompile limit ("limit") is ND407's
 EXIT_CODES = {"no step": 0, "one step": 0, "nothing": 0, "steady": 0, "late": 0, "recurring": 1, "keeps compiling": 1, "limit": 1}
 
 
@@ -90,6 +95,35 @@ class SteadyState:
     @property
     def exit_code(self) -> int:
         return EXIT_CODES[self.kind]
+
+
+@dataclasses.dataclass(frozen=True)
+class NotSteady(Ruled):
+    """ND411 as a finding: the loop never stopped compiling (its ``steady`` verdict keeps compiling or recurs), over
+    ``steps`` steps (``unit``: 'step', or 'call' for a watched function). No line of its own: the causes have theirs."""
+
+    RECORD: ClassVar[str] = "steady state"
+
+    steady: SteadyState
+    steps: int
+    unit: str = "step"
+    source: None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        steady = self.steady
+        return {
+            "verdict": steady.kind,
+            "side": steady.side,
+            "since": steady.since,
+            "period": steady.period,
+            "steps": self.steps,
+            "where": None,
+        }
+
+
+def not_steady(steady: SteadyState, steps: int, unit: str = "step") -> NotSteady | None:
+    """The ND411 finding of a verdict, None when the loop settled (or stopped at the recompile limit: ND407)."""
+    return NotSteady(steady, steps, unit) if steady.kind in NEVER_STEADY else None
 
 
 def work_of(step: Step, kinds: Sequence[str]) -> StepWork:

@@ -14,8 +14,9 @@ from neurondev.fx.pins import DevicePin
 from neurondev.loops.causes import Advice, AdviceCheck, Cause
 from neurondev.loops.record import Gap
 from neurondev.loops.steps import XlaProgram
+from neurondev.loops.verdict import NotSteady
 from neurondev.render.fix_words import CPU_KERNEL_FIX, fallback_advice, fix_for, host_value_fix
-from neurondev.render.watch_words import advice_check_text, advice_text, gap_text
+from neurondev.render.watch_words import advice_check_text, advice_text, gap_text, never_steady_text
 from neurondev.report.findings import Finding
 from neurondev.report.fixes.records import Fix, FixCheck, SpellingNote
 from neurondev.report.skips import Skip
@@ -381,7 +382,8 @@ def note_text(note: SpellingNote) -> str:
 @describe.register
 def finding_text(finding: Finding) -> str:
     rule = f" [{finding.rule}]" if finding.rule else ""
-    return f"  {finding.where}: {finding.code}\n      {finding_detail(finding)}{rule}\n      write instead: {finding_fix(finding)}"
+    where = f"{finding.where}: {finding.code}" if finding.source is not None else "the whole function (no one line):"
+    return f"  {where}\n      {finding_detail(finding)}{rule}\n      write instead: {finding_fix(finding)}"
 
 
 _REWRITE = {
@@ -501,6 +503,7 @@ def cause_text(cause: Cause) -> str:
 describe.register(Advice)(advice_text)
 describe.register(AdviceCheck)(advice_check_text)
 describe.register(Gap)(gap_text)
+describe.register(NotSteady)(never_steady_text)
 
 
 @describe.register

@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from neurondev.loops.record import device_lines
+from neurondev.loops.verdict import not_steady
 from neurondev.render.html import escape as _e
 from neurondev.render.sentences import cause_words
-from neurondev.render.watch_words import advice_check_text, advice_text, gap_text
+from neurondev.render.watch_words import advice_check_text, advice_text, gap_text, never_steady_text
 from neurondev.report.findings import watch_findings
 from neurondev.trace.source import is_user_file
 
@@ -96,13 +97,9 @@ def _verdict_text(record: WatchRecord, unit: str) -> str:
     if steady.kind == "limit" and steady.limit_step is not None:
         return _after_the_limit(record, steady.limit_step, unit)
     last = len(record.steps)
-    if steady.kind == "keeps compiling":
-        return f"No steady state: {steady.side} keeps compiling from {unit} {steady.since} to the end ({unit} {last})."
-    if steady.kind == "recurring":
-        return (
-            f"No steady state: {steady.side} compiles a new program every {steady.period} {unit}s from {unit} {steady.since}; the "
-            f"{steady.tail} {unit}(s) after the last are fewer than {steady.period}, so the next comes after the end."
-        )
+    found = not_steady(steady, last, unit)
+    if found is not None:
+        return never_steady_text(found)
     if steady.kind == "late":
         return (
             f"A recompile late in the loop, at {unit} {steady.after} of {last}: {steady.tail} {unit}(s) after it are too few to tell "

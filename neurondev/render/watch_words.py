@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from neurondev.loops.causes import Advice, AdviceCheck, Recurring
 from neurondev.loops.record import Gap
+from neurondev.loops.verdict import NotSteady
 
-__all__ = ["advice_check_text", "advice_text", "gap_text", "recurring_text"]
+__all__ = ["advice_check_text", "advice_text", "gap_text", "never_steady_text", "recurring_text"]
 
 _DYNAMO = {
     "python number": "pass {value} as a tensor (torch.tensor({value}) on the device, updated in place) so the graph reads it "
@@ -120,3 +121,14 @@ def gap_text(gap: Gap) -> str:
         "torch_xla's compilation analysis is off in this process: each step's XLA compiles are counted, not their causes "
         "(run the loop with `neurondev watch script.py`, or set PT_XLA_DEBUG_LEVEL=2 and PT_XLA_DEBUG_FILE before the first XLA compile)"
     )
+
+
+def never_steady_text(found: NotSteady) -> str:
+    """'No steady state: dynamo keeps compiling from step 3 to the end (step 12).', or a program every k steps."""
+    steady, unit = found.steady, found.unit
+    if steady.kind == "recurring":
+        return (
+            f"No steady state: {steady.side} compiles a new program every {steady.period} {unit}s from {unit} {steady.since}; the "
+            f"{steady.tail} {unit}(s) after the last are fewer than {steady.period}, so the next comes after the end."
+        )
+    return f"No steady state: {steady.side} keeps compiling from {unit} {steady.since} to the end ({unit} {found.steps})."

@@ -7,6 +7,7 @@ import fnmatch
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from neurondev.loops.verdict import not_steady
 from neurondev.rulebook import rule_named
 from neurondev.trace.source import Located, SourceLine
 
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
     from neurondev.loops.record import WatchRecord
     from neurondev.report.model import ExplanationData
 
-__all__ = ["FINDING_KINDS", "Finding", "explanation_findings", "finding_entry", "watch_findings"]
+__all__ = ["FINDING_KINDS", "Finding", "explanation_findings", "finding_entry", "pin_costs", "watch_findings"]
 
 
 FINDING_KINDS = ("pin", "host value", "cpu kernel", "program", "device-specialised", "fallback", "device")
@@ -71,12 +72,17 @@ class Finding(Located):
         }
 
 
+def pin_costs(pin: Any) -> bool:
+    """A pin costs something on the device: an op that uses its tensor, or an assertion, which fails there."""
+    return (not pin.unused or pin.kind == "assertion") and not pin.output_transfer
+
+
 def explanation_findings(explanation: ExplanationData) -> list[Any]:
     """Every record of an explanation that is a finding (it has a ``rule``), in the card's order: the CPU trace's
     (pins that cost something, host values, CPU kernels, device-specialised lines, dynamo's breaks), then the
     device's (graph breaks, run errors, copies, syncs, fallbacks, values that differ, the first difference),
     then the program's failures."""
-    found: list[Any] = [pin for pin in explanation.pins if not pin.unused and not pin.output_transfer]
+    found: list[Any] = [pin for pin in explanation.pins if pin_costs(pin)]
     found += [*explanation.host_values, *explanation.cpu_kernels, *explanation.device_specialised]
     found += list(explanation.capture.dynamo_breaks)
     for section in explanation.sections:
@@ -113,11 +119,12 @@ def _program_syncs(programs: Any) -> list[Any]:
 
 
 def watch_findings(record: WatchRecord) -> list[Any]:
-    """Every compile of a watch with a cause that is a finding (recompiles, the limit) and every XLA program a step
-    compiled after the loop's first two steps, with its trigger."""
+    """Every compile of a watch with a cause that is a finding (recompiles, the limit), every XLA program a step
+    compiled after the loop's first two steps, with its trigger, and the verdict when the loop never settled (ND411)."""
     found: list[Any] = [compile_.cause for compile_ in record.compiles if compile_.cause.rule is not None]
     found += [program for step in record.steps[2:] for program in step.programs]
-    return found
+    never = not_steady(record.steady, len(record.steps), "call" if record.watched_function else "step")
+    return found if never is None else [*found, never]
 
 
 def finding_entry(record: Any, text: str) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import torch
 
 from neurondev.errors import DevicePinsError, InvalidOptionError
 from neurondev.render.sentences import describe, why_text
-from neurondev.report.findings import Finding, explanation_findings
+from neurondev.report.findings import Finding, explanation_findings, pin_costs
 from neurondev.report.model import ExplanationData
 from neurondev.report.options import ExplainOptions, default, refuse_shadowing, value_of
 from neurondev.report.pipeline import explain, explain_with
@@ -23,14 +23,10 @@ __all__ = ["check", "findings_of"]
 
 
 def findings_of(explanation: ExplanationData) -> list[Finding]:
-    """Every pin that costs something (unused pins and results handed back at the end are not
-    findings), every host value and CPU kernel, and every device-specialised line of the native trace."""
+    """Every pin that costs something (unused pins, but for an assertion, which fails on the device, and results handed
+    back at the end are not findings), every host value and CPU kernel, and every device-specialised line of the native trace."""
     place = explanation.place
-    found = [
-        Finding("pin", pin.node, pin.function, pin.source, pin, pin.rule, place)
-        for pin in explanation.pins
-        if not pin.unused and not pin.output_transfer
-    ]
+    found = [Finding("pin", pin.node, pin.function, pin.source, pin, pin.rule, place) for pin in explanation.pins if pin_costs(pin)]
     found += [Finding("host value", v.placeholder, v.origin, v.source, v, v.rule, place) for v in explanation.host_values]
     found += [Finding("cpu kernel", k.node, k.function, k.source, k, k.rule, place) for k in explanation.cpu_kernels]
     found += _program_findings(explanation)
@@ -260,6 +256,9 @@ def _message(explanation: ExplanationData, findings: list[Finding], *, suggest: 
         if of_kind:
             parts.append(f"{len(of_kind)} " + heading.format(name=explanation.name, place=explanation.place))
             parts += [describe(f) + (_suggestion(explanation, f) if suggest else "") for f in of_kind]
-    example = findings[0].where
-    parts.append(f'Fix them, or allow one: neurondev.check(..., allow=["{example}"])')
+    lined = [f for f in findings if f.source is not None]
+    if lined:
+        parts.append(f'Fix them, or allow one: neurondev.check(..., allow=["{lined[0].where}"])')
+    else:  # no line to allow: the rule is what can be left out
+        parts.append(f'Fix them, or leave the rule out: neurondev.check(..., ignore=("{findings[0].rule}",))')
     return "\n".join(parts)

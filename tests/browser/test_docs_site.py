@@ -1,11 +1,15 @@
-"""The documentation site as `make docs` builds it: strict, a page per rule, and, in Chromium offline, a rule's page
-renders and the site's search finds a rule by its code."""
+"""The documentation site as `make docs` builds it: strict, a page per rule with its example and the code to use
+instead, every link naming a file that exists (notebooks' links too), nothing fetched from the network; in Chromium
+offline, from file:// as from a server, a rule's page renders, the tutorials ask for nothing outside the site and the
+site's search finds a rule by its code."""
 
 from __future__ import annotations
 
 import functools
+import html.parser
 import http.server
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -38,20 +42,101 @@ def site(tmp_path_factory):
 def test_the_site_builds_strict_with_a_page_per_rule_named_after_its_code(site):
     rules = neurondev.rules()
     assert len(rules) >= 30 and rules["rule"].is_unique
-    for code, name in zip(rules["rule"], rules["name"]):
-        page = (site / "rules" / code / "index.html").read_text()
-        assert f"{code}: {name}" in page and "What it costs" in page and "How to fix it" in page
     index = (site / "rules" / "index.html").read_text()
-    assert all(f'href="../rules/{code}/"' in index or f'href="{code}/"' in index for code in rules["rule"])
+    for code, name in zip(rules["rule"], rules["name"]):
+        page = (site / "rules" / f"{code}.html").read_text()
+        assert f"{code}: {name}" in page and "How to fix it" in page and "Example" in page and "Use instead" in page
+        assert f"{code} {name}" in index  # the navigation names each rule
+        costs = re.search(r"On XLA:</strong>(.*?)</li>\s*<li><strong>On a native device:</strong>(.*?)</li>", page, re.S)
+        assert costs is not None and costs[1].strip() != costs[2].strip(), f"{code}: one cost for both stacks"
+    assert all(f'href="{code}.html"' in index for code in rules["rule"])
+    assert "ND409 is left free" in index
     for page in ("getting-started", "reference/api", "reference/commands", "architecture", "tutorials/01_quickstart", "how-to/ci-guard"):
-        assert (site / page / "index.html").exists(), page
+        assert (site / f"{page}.html").exists(), page
 
 
-def test_the_api_reference_holds_the_docstrings_and_the_commands_their_help(site):
-    api = (site / "reference" / "api" / "index.html").read_text()
-    assert "neurondev.check" in api and "select" in api and "DevicePinsError" in api
-    commands = (site / "reference" / "commands" / "index.html").read_text()
+def test_a_rule_page_shows_what_its_example_made_neurondev_say_and_how_to_select_it(site):
+    from neurondev import rulebook
+
+    for code in ("ND101", "ND405", "ND412"):
+        page = (site / "rules" / f"{code}.html").read_text()
+        card = (ROOT / "docs" / "rules" / "cards" / f"{code}.txt").read_text()
+        assert card.splitlines()[-1] in _text(page), code  # the card, as the real run printed it
+        assert all(f'href="{related}.html"' in page for related in rulebook.rule_named(code).related)
+    assert "neurondev.watch()" in (site / "rules" / "ND405.html").read_text()  # a loop's rule comes from watch, not check
+    assert "torchrun --nproc-per-node 2 -m neurondev watch example.py" in (site / "rules" / "ND412.html").read_text()
+    assert "needs torch-neuronx" in (site / "rules" / "ND206.html").read_text()  # shown, not run: said so
+
+
+def test_the_api_reference_holds_the_signatures_docstrings_and_the_commands_their_help(site):
+    api = (site / "reference" / "api.html").read_text()
+    text = _text(api)
+    assert "neurondev.explain(fn, *args, target=None" in text and "neurondev.check(fn, *args" in text
+    assert "select" in api and "DevicePinsError" in api and "neurondev.watch(" in text
+    commands = (site / "reference" / "commands.html").read_text()
     assert "--select" in commands and "neurondev watch" in commands
+
+
+def _text(page: str) -> str:
+    """A page's text as a reader sees it: no tags (a highlighted block's spans), entities read."""
+    return html.unescape(re.sub(r"<[^>]+>", "", page))
+
+
+class _Links(html.parser.HTMLParser):
+    """Every href and src of a page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.found += [value for name, value in attrs if name in ("href", "src") and value]
+
+
+def _links(page: Path) -> list[str]:
+    parser = _Links()
+    parser.feed(page.read_text())
+    return parser.found
+
+
+def test_every_link_of_every_page_names_a_file_that_exists_notebooks_included(site):
+    """What a reader opening site/index.html from disk follows: no folder (a listing there), no page missing."""
+    broken = []
+    for page in site.rglob("*.html"):
+        if page.name == "404.html":  # a server's page for a missing one: its links are from the server's root
+            continue
+        for link in _links(page):
+            if re.match(r"[a-z]+:", link) or link.startswith("#"):
+                continue
+            target = (page.parent / link.split("#")[0].split("?")[0]).resolve()
+            if not target.is_file():
+                broken.append(f"{page.relative_to(site)} -> {link}")
+    assert broken == []
+    assert len(list(site.glob("tutorials/*.html"))) >= 8
+
+
+def test_no_page_fetches_anything_from_the_network(site):
+    """mkdocs.yml's promise: the site asks nothing of the network (no CDN script, style, font or widget renderer)."""
+    fetching = []
+    for page in site.rglob("*.html"):
+        text = page.read_text()
+        fetching += [
+            f"{page.relative_to(site)}: {link}"
+            for link in _links(page)
+            if link.startswith(("http:", "https:", "//")) and _loads(text, link)
+        ]
+        fetching += [f"{page.relative_to(site)}: {url}" for url in re.findall(r"https://unpkg\.com[^'\" ]*", text)]
+    assert fetching == []
+
+
+def _loads(text: str, link: str) -> bool:
+    """Whether a page loads ``link`` (a script, a style sheet, an image) rather than links to it."""
+    return (
+        re.search(
+            rf'<(script|img|iframe)[^>]*src="{re.escape(link)}"|<link[^>]*href="{re.escape(link)}"[^>]*rel="(stylesheet|preload)"', text
+        )
+        is not None
+    )
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -99,14 +184,30 @@ def _search(page, query: str, result) -> None:
 @pytest.mark.browser
 def test_a_rules_page_renders_and_search_finds_a_rule_by_its_code_offline(page, served):
     blocked = _offline(page, served)
-    page.goto(f"{served}rules/ND205/")
+    page.goto(f"{served}rules/ND205.html")
     assert page.locator("h1").first.inner_text().startswith("ND205: cpu-fallback")
     assert page.locator("article").inner_text().count("On a native device") == 1
     page.goto(served)
     page.locator("label.md-search__icon, .md-search__input").first.click()
     result = page.locator(".md-search-result__item a").first
     _search(page, "ND205", result)
-    assert "rules/ND205/" in result.get_attribute("href")
+    assert "rules/ND205.html" in result.get_attribute("href")
     result.click()
-    page.wait_for_url("**/rules/ND205/**")
+    page.wait_for_url("**/rules/ND205.html**")
     assert blocked == []  # nothing outside the site was asked for
+
+
+@pytest.mark.browser
+def test_opened_from_disk_getting_started_and_every_tutorial_open_and_ask_nothing_of_the_network(page, site):
+    """As the README says: open site/index.html. Each link followed is a page, not a folder's listing."""
+    root = site.as_uri() + "/"
+    blocked = _offline(page, root)
+    page.goto(f"{root}index.html")
+    page.locator("nav a", has_text="Getting started").first.click()
+    page.wait_for_url("**/getting-started.html")
+    assert page.locator("h1").first.inner_text().startswith("Getting started")
+    for tutorial in sorted(site.glob("tutorials/0*.html")):
+        page.goto(tutorial.as_uri())
+        page.wait_for_load_state("load")
+        assert "Index of" not in page.title()
+    assert blocked == []

@@ -1,4 +1,5 @@
-"""Each rule's minimal example, run as a user runs it, yields that rule, and its page shows what neurondev said."""
+"""Each rule's minimal example, run as a user runs it, yields that rule and its page shows what neurondev said; the
+code to use instead yields nothing of it. One rule per test, so that the workers share them."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from neurondev import rulebook
+from neurondev import rule_runs, rulebook
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -19,18 +20,31 @@ def _script():
     return module
 
 
+SCRIPT = _script()
+
+RUN_HERE = rule_runs.codes()
+
+
 @pytest.mark.xla
-def test_every_rules_example_yields_its_rule_and_its_committed_card_is_what_neurondev_says_today():
-    script = _script()
-    examples = script.examples()
-    assert len(examples) >= 12, "the rules with a minimal example"
-    said = script.cards(examples)
-    for code, text in said.items():
-        assert f"[{code}]" in text or f"'{code}'" in text, f"{code}'s example did not yield {code}:\n{text}"
-    stale = [code for code, text in said.items() if (script.CARDS / f"{code}.txt").read_text() != text]
-    assert not stale, f"cards out of date (run scripts/make_rule_cards.py {' '.join(stale)})"
+@pytest.mark.parametrize("code", RUN_HERE)
+def test_the_rules_example_yields_it_its_card_is_what_neurondev_says_today_and_the_code_instead_yields_nothing(code):
+    example = rulebook.rule_named(code).example
+    status, said = rule_runs.run(example.source, example.command)
+    assert rule_runs.reports(said, code), f"{code}'s example (exit {status}) did not report {code}:\n{said}"
+    assert status == (1 if example.command else 0), said  # a torchrun job that diverges exits 1
+    card = (SCRIPT.CARDS / f"{code}.txt").read_text()
+    assert rule_runs.comparable(said) == rule_runs.comparable(card), f"the card is out of date: run scripts/make_rule_cards.py {code}"
+    status, said = rule_runs.run(example.instead, example.command)
+    assert status == 0 and not rule_runs.reports(said, code), f"the code to use instead of {code}'s example:\n{said}"
 
 
-def test_every_card_belongs_to_a_rule_with_an_example():
-    with_example = {rule.code for rule in rulebook.RULES if rule.example}
-    assert {card.stem for card in (ROOT / "docs" / "rules" / "cards").glob("*.txt")} == with_example
+def test_every_rule_has_an_example_and_one_to_use_instead_and_every_card_is_one_of_them():
+    assert all(rule.example and rule.example.source and rule.example.instead for rule in rulebook.RULES)
+    assert [rule.code for rule in rulebook.RULES if rule.example.needs] == ["ND206"]  # TorchNeuron's: shown, not run
+    assert {card.stem for card in SCRIPT.CARDS.glob("*.txt")} == set(RUN_HERE)
+
+
+def test_a_rule_is_told_reported_only_by_its_own_code():
+    assert rule_runs.reports("x [ND101]\n", "ND101") and rule_runs.reports("The ranks diverge [ND412, ../rules/ND412.html]:", "ND412")
+    assert rule_runs.reports("[('ND401', 'example.py:4')]", "ND401")
+    assert not rule_runs.reports("x [ND1010]", "ND101") and not rule_runs.reports("see ND101's page", "ND101")

@@ -23,7 +23,7 @@ def test_every_rule_has_a_unique_code_and_name_and_says_what_it_costs_and_how_to
     assert list(table.columns) == ["rule", "name", "scenario", "summary", "url"]
     assert table["rule"].is_unique and table["name"].is_unique
     assert all(re.fullmatch(r"ND[1-4]\d\d", code) for code in table["rule"])
-    assert all(url.endswith(f"rules/{code}/") for code, url in zip(table["rule"], table["url"]))
+    assert all(url.endswith(f"rules/{code}.html") for code, url in zip(table["rule"], table["url"]))
     assert all(rule.xla and rule.native and rule.fix and rule.summary for rule in rulebook.RULES)
 
 
@@ -70,7 +70,7 @@ def test_the_json_of_explain_carries_a_schema_and_every_finding_with_its_rule(se
     assert data["schema"] == 3
     rules = [finding["rule"] for finding in data["findings"]]
     assert rules[0] == "ND101" and "ND201" in rules
-    assert all(finding["text"] and finding["url"].endswith(f"rules/{finding['rule']}/") for finding in data["findings"])
+    assert all(finding["text"] and finding["url"].endswith(f"rules/{finding['rule']}.html") for finding in data["findings"])
     (pin,) = data["graphs"][0]["pins"]
     assert pin["rule"] == "ND101" and seed_explained.pin_table()["rule"].tolist() == ["ND101"]
     pin_finding = data["findings"][0]
@@ -87,7 +87,11 @@ def test_the_json_of_a_watch_carries_each_recompile_with_its_rule():
     # torch 2.9 recompiles for 0.2 and 0.3; torch 2.13 makes lr dynamic at its first recompile (one graph for the rest)
     recompiles = [(row["rule"], row["value"], row["before"]) for row in data["compiles"][1:]]
     assert data["compiles"][0]["rule"] is None and recompiles[0] == ("ND401", "lr", "0.1")
-    assert [(f["rule"], f["value"], f["before"]) for f in data["findings"]] == recompiles
+    causes = [f for f in data["findings"] if f["rule"] != "ND411"]
+    assert [(f["rule"], f["value"], f["before"]) for f in causes] == recompiles
+    # a loop that compiled at every step never settled: the verdict is a finding of its own, with no line
+    never = [(f["rule"], f["verdict"], f["since"], f["where"]) for f in data["findings"] if f["rule"] == "ND411"]
+    assert never == ([("ND411", "keeps compiling", 2, None)] if data["steady_state"] == "never" else [])
 
 
 @pytest.mark.xla

@@ -1,0 +1,133 @@
+"""Run a rule's example (``neurondev.rule_examples``) as a user would, by the call that reports it, in a Python of its
+own and a folder of its own: what neurondev printed, and whether that reports the rule (scripts/make_rule_cards.py
+keeps it as the rule page's card; the suite runs it again)."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import functools
+import multiprocessing
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["SITE_FROM_A_RULE", "card", "codes", "comparable", "instead", "reports", "run"]
+
+# A card links each finding to its rule's page beside it in the built site (site/rules/CODE.html): the same text on
+# every machine, not this checkout's file:// path.
+SITE_FROM_A_RULE = "../"
+# What gloo prints as each rank connects, in an order (even within a line) the ranks decide; torch's own warnings.
+_GLOO = re.compile(r"\[Gloo\] Rank \d+ is connected to \d+ peer ranks\. Expected number of connected peer ranks is : \d+\s*")
+_NOISE = re.compile(r"^W\d{4} |^WARNING:root:Defaulting|\[Gloo\]")
+
+
+def run(source: str, command: str = "") -> tuple[int, str]:
+    """Run ``source`` as example.py, with ``python`` or the torchrun ``command`` its page names: exit code and output."""
+    if not command:
+        return _pool().submit(_run_here, source).result(timeout=600)
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "example.py").write_text(source)
+        procs = re.search(r"--nproc-per-node[= ](\d+)", command)
+        assert procs is not None, f"a torchrun command names its --nproc-per-node: {command}"  # torchrun --nproc-per-node N -m neurondev watch example.py
+        argv = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            f"--nproc-per-node={procs[1]}",
+            "-m",
+            "neurondev",
+            "watch",
+            "example.py",
+        ]
+        done = subprocess.run(argv, cwd=folder, capture_output=True, text=True, timeout=600, env=_environ(os.environ))
+    said = _quiet(done.stdout)
+    return done.returncode, said if done.returncode in (0, 1) else said + done.stderr[-3000:]
+
+
+def _environ(environ: Any) -> dict[str, str]:
+    """The example's environment: the rule pages' links, one thread per rank, torch_xla's own choice of device."""
+    return {k: v for k, v in environ.items() if k != "PJRT_DEVICE"} | {"NEURONDEV_DOCS_URL": SITE_FROM_A_RULE, "OMP_NUM_THREADS": "1"}
+
+
+def _quiet(text: str) -> str:
+    return "".join(line for line in _GLOO.sub("", text).splitlines(keepends=True) if not _NOISE.search(line))
+
+
+@functools.cache
+def _pool() -> concurrent.futures.ProcessPoolExecutor:
+    """Two Pythons at a time (the machines have two cores), each new for one example: forked from a server that has
+    imported torch and neurondev and nothing else, so an example pays for what it runs, not for the imports."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["torch", "neurondev", "pandas"])
+    return concurrent.futures.ProcessPoolExecutor(2, mp_context=context, max_tasks_per_child=1)
+
+
+def _run_here(source: str) -> tuple[int, str]:
+    """In a Python of its own: the example as example.py in a folder of its own, its check's failure printed."""
+    import contextlib
+    import io
+    import runpy
+    import traceback
+
+    import neurondev
+
+    os.environ.clear()
+    os.environ.update(_environ(_ENVIRON))
+    printed = io.StringIO()
+    with tempfile.TemporaryDirectory() as folder, contextlib.chdir(folder), contextlib.redirect_stdout(printed):
+        Path("example.py").write_text(source)
+        try:
+            runpy.run_path("example.py", run_name="__main__")
+        except neurondev.DevicePinsError as error:
+            print(error)
+        except BaseException:  # noqa: BLE001 - an example that fails is reported with its traceback
+            return 1, _quiet(printed.getvalue()) + traceback.format_exc()
+    return 0, _quiet(printed.getvalue())
+
+
+_ENVIRON = dict(os.environ)
+
+
+def comparable(text: str) -> str:
+    """A card with its measured numbers (how many elements differ, by how much: the machine's floats) left out."""
+    return re.sub(r"\d+ of \d+ elements|\d+\.\d+(e[-+]\d+)?", "#", text)
+
+
+def reports(text: str, code: str) -> bool:
+    """Whether neurondev's output names the rule: '[ND101]', '[ND412, <url>]' or a finding's 'ND401' in a printed list."""
+    return re.search(rf"\[{code}[\],]|'{code}'", text) is not None
+
+
+def card(code: str) -> str:
+    """What neurondev prints for rule ``code``'s example; SystemExit when it fails or does not report the rule."""
+    example = _example(code)
+    status, said = run(example.source, example.command)
+    if status != (1 if example.command else 0) or not reports(said, code):  # a diverging job exits 1
+        raise SystemExit(f"{code}'s example (exit {status}) did not report {code}:\n{said}")
+    return said
+
+
+def instead(code: str) -> str:
+    """What neurondev prints for the code to use instead of ``code``'s example: '' when it reports nothing of the rule."""
+    example = _example(code)
+    status, said = run(example.instead, example.command)
+    return said if status != 0 or reports(said, code) else ""
+
+
+def codes(only: Sequence[str] = ()) -> list[str]:
+    """The rules whose example runs on this project's machines (those named, or all)."""
+    from neurondev.rulebook import RULES
+
+    return [rule.code for rule in RULES if rule.example and not rule.example.needs and (not only or rule.code in only)]
+
+
+def _example(code: str) -> Any:
+    from neurondev.rulebook import rule_named
+
+    return rule_named(code).example
