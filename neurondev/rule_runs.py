@@ -12,8 +12,8 @@ import re
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 __all__ = ["SITE_FROM_A_RULE", "card", "codes", "comparable", "instead", "reports", "run"]
@@ -33,7 +33,9 @@ def run(source: str, command: str = "") -> tuple[int, str]:
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / "example.py").write_text(source)
         procs = re.search(r"--nproc-per-node[= ](\d+)", command)
-        assert procs is not None, f"a torchrun command names its --nproc-per-node: {command}"  # torchrun --nproc-per-node N -m neurondev watch example.py
+        assert procs is not None, (
+            f"a torchrun command names its --nproc-per-node: {command}"
+        )  # torchrun --nproc-per-node N -m neurondev watch example.py
         argv = [
             sys.executable,
             "-m",

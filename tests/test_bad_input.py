@@ -269,6 +269,8 @@ def test_an_accounting_that_does_not_exist_is_named_with_the_two_there_are(monke
             ["check", "neurondev/gallery/patterns.py:seed_function", "--input", "randn(64)", "--select", "ND1,F401"],
             "neurondev.rules() lists them",
         ),
+        (["docs", "ND999", "--no-open"], "takes a rule's code (neurondev.rules() lists them"),
+        (["docs", "--serve", "--port", "70000", "--no-open"], "--port is a port number (0 to 65535"),
     ],
     ids=[
         "watch-html-folder",
@@ -277,6 +279,8 @@ def test_an_accounting_that_does_not_exist_is_named_with_the_two_there_are(monke
         "explain-model-explorer-onto-a-file",
         "explain-meta-on-a-function",
         "check-select-ruff-code",
+        "docs-unknown-rule",
+        "docs-port-out-of-range",
     ],
 )
 def test_the_command_refuses_bad_input_before_it_runs_anything(argv, phrase, capsys):

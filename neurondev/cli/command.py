@@ -79,6 +79,7 @@ _TARGET_HELP = (
 
 def _parser() -> argparse.ArgumentParser:
     from neurondev._version import __version__
+    from neurondev.cli.docs_site import add_docs_command
     from neurondev.cli.specs import SPEC_HELP
 
     parser = argparse.ArgumentParser(
@@ -157,7 +158,8 @@ def _parser() -> argparse.ArgumentParser:
     looking.add_argument("script", metavar="SCRIPT.py", help="the script to run")
     looking.add_argument("arguments", nargs=argparse.REMAINDER, metavar="ARGS", help="the script's own arguments")
     looking.set_defaults(run=_watch)
-    for sub in (demo, explain, guard, mend, listing, doctor, looking):
+    site = add_docs_command(commands)
+    for sub in (demo, explain, guard, mend, listing, doctor, looking, site):
         sub.add_argument("--debug", action="store_true", help="show the traceback of an error")
     return parser
 
@@ -390,7 +392,13 @@ def _check_here(options: argparse.Namespace, session: Any) -> int:
     except DevicePinsError as error:
         findings = [check_finding(f) for f in error.findings]
         return _checked_result({"schema": SCHEMA, "clean": False, "findings": findings}, str(error), options, session)
-    return _checked_result({"schema": SCHEMA, "clean": True, "findings": []}, f"{options.function}: no device pins", options, session)
+    return _checked_result({"schema": SCHEMA, "clean": True, "findings": []}, _passed(options), options, session)
+
+
+def _passed(options: argparse.Namespace) -> str:
+    """'model.py:forward: passes: no finding of the rules checked (left out: ND101)': what passed, and what was not asked."""
+    left = [*(_codes(options.ignore) or ()), *(f"allowed {rule}" for rule in options.allow or ())]
+    return f"{options.function}: passes: no finding of the rules checked" + (f" (left out: {', '.join(left)})" if left else "")
 
 
 def _checked_result(result: dict[str, Any], text: str, options: argparse.Namespace, session: Any) -> int:
