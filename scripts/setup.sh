@@ -63,6 +63,6 @@ host_device() {
 }
 
 system_packages
-venv .venv requirements/constraints.txt dev,xla,docs                    # torch 2.9.0 (the CUDA build, ~7 GB the first time)
+venv .venv requirements/constraints.txt dev,xla,docs,mutate                    # torch 2.9.0 (the CUDA build, ~7 GB the first time)
 venv .venv-current requirements/constraints-current.txt dev 'torch==2.13.0'   # found on these machines' disk, no download
 echo "setup: done"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -150,3 +151,19 @@ def pytest_runtest_setup(item):
         pytest.fail(
             "this test draws with Graphviz's dot and none was found: run `make setup` (apt-get install -y graphviz, or pip install graphviz-pure)"
         )
+
+
+def _mutmut_frames_are_neurondevs() -> None:
+    """Under make mutate, each mutated function of neurondev is called through mutmut's trampoline: its frames are
+    neurondev's machinery (as the function's own are), never the user's line a count is put on."""
+    import mutmut
+
+    from neurondev.trace import source
+
+    tool = str(Path(mutmut.__file__).resolve().parent)
+    original = source.in_neurondev
+    source.in_neurondev = lambda file: file.startswith(tool) or original(file)
+
+
+if Path.cwd().name == "mutants" or "MUTANT_UNDER_TEST" in os.environ:
+    _mutmut_frames_are_neurondevs()

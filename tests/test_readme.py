@@ -45,7 +45,7 @@ def readme_guard() -> str:
     runs it under pytest with the plugin, in the same pytest run as the plugin's own cases."""
     blocks = [b for b in re.findall(r"```python\n(.*?)```", GUARD.read_text(), flags=re.S) if "def test_" in b]
     assert blocks, "the CI guard's page shows the pytest guard"
-    return "import torch\n\ndef model(x):\n    return x.new_zeros(x.shape) + x\n\n" + "\n".join(blocks)
+    return "\n".join(blocks)  # a test file as written, with its model
 
 
 def test_the_readme_is_a_front_page_with_both_commands_on_its_first_screen():

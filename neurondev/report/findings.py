@@ -128,7 +128,13 @@ def watch_findings(record: WatchRecord) -> list[Any]:
 
 
 def finding_entry(record: Any, text: str) -> dict[str, Any]:
-    """One finding as JSON data: its rule's code, name and scenario, the record's facts, and the card's ``text``."""
+    """One finding as JSON data: where it is (``where``, ``file``, ``line``, ``code``: None where it has no line), the
+    record's facts, its rule's code, name, scenario and page, and the card's ``text``."""
     rule = rule_named(record.rule)
     facts = record.to_dict() if hasattr(record, "to_dict") else {**record.row(), "where": record.where}  # a pin: its table row
-    return {**facts, "rule": rule.code, "name": rule.name, "scenario": rule.scenario, "url": rule.url, "text": text}
+    if "scenario" in facts:  # a copy site's run (your program as written, the graph traced on CPU), not the rule's
+        facts = {("seen_in" if key == "scenario" else key): value for key, value in facts.items()}
+    overwritten = sorted(set(facts) & {"name", "scenario", "url"})  # (a record's own "text" is its sentence: the card's is it)
+    assert not overwritten, f"a record's own facts named as the finding's words: {overwritten}"
+    located = {"where": None, "file": None, "line": None, "code": None}  # every finding says where, None without a line
+    return {**located, **facts, "rule": rule.code, "name": rule.name, "scenario": rule.scenario, "url": rule.url, "text": text}

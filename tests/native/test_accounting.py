@@ -67,6 +67,9 @@ def test_each_fallback_is_counted_with_the_bytes_the_device_copied_on_the_users_
     counts = accounting.counts()
     assert counts.fallbacks == (("aten::addmm.out", 1),) and [op for kind, op, *_ in log if kind == "fallback"] == ["aten::addmm.out"]
     assert counts.fallback_bytes == sum(nbytes for kind, op, _, nbytes in log if kind == "copy" and op) == 272
+    # a fallback's copies are the fallback's: no sync of the program's, no copy of its own (the device's log agrees)
+    assert counts.syncs == sum(kind == "sync" for kind, *_ in log) == 0
+    assert counts.transfers_to_host == sum(kind == "copy" and not op and direction == "to_host" for kind, op, direction, _ in log) == 0
     (event,) = accounting.events
     assert (event.op, event.called, event.line, event.module) == (
         "aten::addmm.out",

@@ -43,6 +43,20 @@ def test_every_kind_a_record_can_have_maps_to_its_own_rule():
     assert Cause("first compile", None, None, None).rule is None  # a first compile is no finding
 
 
+def test_a_prefix_selects_every_rule_it_starts_as_ruff_reads_codes():
+    assert rulebook.selected("ND101", ("ND1",), ()) and rulebook.selected("ND101", ("ND10",), ()) and rulebook.selected("ND101", None, ())
+    assert not rulebook.selected("ND101", ("ND2",), ()) and not rulebook.selected("ND101", ("ND102",), ())
+    assert not rulebook.selected("ND101", ("ND1",), ("ND10",)) and rulebook.selected("ND111", ("ND1",), ("ND10",))
+    assert [rule.code for rule in rulebook.RULES if rulebook.selected(rule.code, ("ND3",), ("ND305",))] == [f"ND30{n}" for n in range(1, 5)]
+
+
+@pytest.mark.xla
+def test_selecting_by_a_prefix_checks_every_rule_it_starts():
+    with pytest.raises(neurondev.DevicePinsError) as raised:
+        neurondev.check(seed_function, torch.randn(64), select=("ND1",))
+    assert [finding.rule for finding in raised.value.findings] == ["ND101"]
+
+
 @pytest.mark.xla
 def test_check_passes_when_the_only_finding_is_ignored_and_fails_on_it_otherwise():
     x = torch.randn(64)

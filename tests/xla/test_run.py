@@ -170,9 +170,11 @@ def test_a_fused_chain_keeps_its_error_figures_and_tolerances_are_the_users():
     assert loose.matches_reference is True
     assert strict.comparison.max_abs_error == loose.comparison.max_abs_error
     assert strict.comparison.elements == 256 and loose.comparison.rtol == 1e-4
-    if strict.comparison.max_abs_error > 0:  # XLA fused what eager rounded step by step
+    if strict.comparison.max_abs_error > 0:  # XLA fused what eager rounded step by step (measured here: 254 of 256)
         assert strict.matches_reference is False and strict.comparison.elements_off > 0
         assert "elements off" in describe(strict)
+    else:  # a processor that rounds the chain as eager does: no element off, and the strict verdict says so
+        assert strict.matches_reference is True and strict.comparison.elements_off == 0 and "DIFFER" not in describe(strict)
 
 
 def uploads(x):

@@ -70,9 +70,13 @@ def test_every_verified_fix_gives_the_originals_values_and_dtype_on_every_input(
     source = f"import torch\n\n\ndef made(x):\n    t = {call}\n    return t.fill_(0.5)\n"
     original, path = module_of(source, tmp_path)
     explanation = neurondev.explain(original.made, torch.randn(4), run=False, quiet=True)
+    assert explanation.fixes, f"{call}: a pin with no fix tried"
     verified = [fix for fix in explanation.fixes if fix.verified]
+    unverified = [fix for fix in explanation.fixes if not fix.verified]
+    # a fix not verified says which check failed (or that no spelling keeps the device), never nothing
+    assert all(fix.check.kind != "verified" and (fix.after is None or fix.check.kind != "no spelling") for fix in unverified), call
     if not verified:
-        return  # nothing claimed: nothing to hold to
+        return
     (_, text), *_ = fixed_texts(verified).values()
     fixed, _ = module_of(text, tmp_path)
     for x in INPUTS:
@@ -81,6 +85,15 @@ def test_every_verified_fix_gives_the_originals_values_and_dtype_on_every_input(
             fixed.made(x.clone()), expected, msg=lambda m, x=x: f"{call} fixed as {verified[0].after}, x {x.dtype}: {m}"
         )
     torch.testing.assert_close(on_xla(fixed.made, INPUTS[1]), original.made(INPUTS[1].clone()), msg=lambda m: f"on XLA: {m}")
+
+
+@pytest.mark.xla
+@pytest.mark.parametrize("call", ["torch.empty(4, device=x.device)", "torch.zeros(4, dtype=torch.float16, device=x.device)"])
+def test_the_plain_calls_fix_is_verified_so_the_property_above_has_fixes_to_hold(call, tmp_path):
+    """The property returns where nothing is verified: these calls' fixes must be, or verification stopped verifying."""
+    original, _ = module_of(f"import torch\n\n\ndef made(x):\n    t = {call}\n    return t.fill_(0.5)\n", tmp_path)
+    explanation = neurondev.explain(original.made, torch.randn(4), run=False, quiet=True)
+    assert [fix.verified for fix in explanation.fixes] == [True] and explanation.fixes[0].check.kind == "verified"
 
 
 def test_the_generated_calls_cover_every_constructor_and_spelling():

@@ -1,0 +1,120 @@
+"""Every kind of finding as JSON: the keys a consumer relies on, each fact the record's own (never overwritten by the
+finding's words), its rule's code beside its source line, and where it is (None where it has none)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+import neurondev
+from neurondev import rulebook
+from neurondev.render.json import plain
+from neurondev.report.findings import explanation_findings, finding_entry, watch_findings
+from tests.helpers import line_of
+
+WORDS = {"rule", "name", "scenario", "url", "text"}
+WHERE = {"where", "file", "line", "code"}
+PIN = {"default_pass", "device", "format", "function", "graph", "kind", "kwargs_pass", "location", "node", "op", "output_transfer"}
+PIN |= {"part", "unused", "users"}
+# The record's own facts of each rule's finding, beside WORDS and WHERE.
+FACTS = {
+    "ND101": PIN,
+    "ND102": PIN,
+    "ND109": {"reason"},
+    "ND201": {"executions", "function", "node", "transfers_to_host"},
+    "ND202": {"bytes", "calls", "direction", "module", "seen_in", "what"},
+    "ND203": {"bytes", "calls", "direction", "module", "seen_in", "what"},
+    "ND204": {"bytes", "collective", "function", "module", "node", "syncs", "transfers_to_host"},
+    "ND205": {"bytes", "called", "calls", "module", "node", "op"},
+    "ND207": {"exception", "function", "input_index", "message", "node"},
+    "ND301": {"call", "exception", "graph", "kind", "message", "stage"},
+    "ND405": {"after", "before", "dim", "guard", "kind", "library", "limit", "measure", "value"},
+    "ND411": {"period", "side", "since", "steps", "verdict"},
+}
+
+
+def native(x, ids, weight):
+    host = x.cpu()  # ND202
+    scale = x.sum().item()  # ND204
+    table = torch.tensor([1.0, 2.0]).to(x.device)  # ND203
+    return torch.nn.functional.embedding(ids, weight).sum() + host.sum().to(x.device) * scale + table.sum()  # ND205
+
+
+def literal(x):
+    bias = torch.zeros(64, device="cpu")  # ND102
+    return torch.addcmul(bias, x, x)  # ND207 on XLA, ND301 as a program
+
+
+def _entries(records) -> list[dict]:
+    return [json.loads(json.dumps(plain(finding_entry(record, "said")))) for record in records]
+
+
+def _assert_each_is_its_records(records) -> dict[str, dict]:
+    """Each entry holds its record's facts unchanged, its rule's code under "rule" and its line's code under "code"."""
+    by_rule = {}
+    for record, entry in zip(records, _entries(records)):
+        facts = plain(record.to_dict() if hasattr(record, "to_dict") else {**record.row(), "where": record.where})
+        if "scenario" in facts:  # a copy site's run: kept as seen_in beside the rule's scenario
+            assert entry["seen_in"] == facts.pop("scenario") and entry["scenario"] == rulebook.rule_named(record.rule).scenario
+        own = {key: value for key, value in facts.items() if key not in ("rule", "text")}  # the finding's text: the card's sentence
+        assert {key: entry[key] for key in own} == own
+        assert entry["rule"] == record.rule and entry["text"] == "said" and entry["url"].endswith(f"rules/{record.rule}.html")
+        source = getattr(record, "source", None)
+        assert entry["code"] == (source.code if source is not None else None)  # the line's text, never the rule's code
+        by_rule.setdefault(entry["rule"], entry)
+    return by_rule
+
+
+def _keys_are(by_rule: dict[str, dict]) -> None:
+    for rule, entry in by_rule.items():
+        assert set(entry) == WORDS | WHERE | FACTS[rule], rule
+
+
+def test_a_native_programs_copies_syncs_uploads_and_fallbacks_as_json():
+    device = neurondev.host_device(fallback=["aten::index_select"])
+    try:
+        ex = neurondev.explain(native, torch.randn(4), torch.tensor([1, 2]), torch.randn(4, 3), target=device, quiet=True)
+    finally:
+        neurondev.host_device()
+    by_rule = _assert_each_is_its_records(explanation_findings(ex))
+    assert {"ND202", "ND203", "ND204", "ND205"} <= set(by_rule)
+    _keys_are({rule: entry for rule, entry in by_rule.items() if rule in FACTS})
+    assert (by_rule["ND202"]["line"], by_rule["ND202"]["code"]) == (line_of(native, "x.cpu()"), "host = x.cpu()  # ND202")
+    assert by_rule["ND204"]["line"] == line_of(native, ".item()") and by_rule["ND204"]["syncs"] == 1
+    assert by_rule["ND205"]["op"].startswith("aten::index_select") and by_rule["ND205"]["calls"] == 1
+
+
+@pytest.mark.xla
+def test_a_pin_a_break_on_the_device_a_run_error_and_a_programs_failure_as_json(seed_explained):
+    by_rule = _assert_each_is_its_records(explanation_findings(seed_explained))
+    by_rule |= _assert_each_is_its_records(explanation_findings(neurondev.explain(literal, torch.randn(64), quiet=True)))
+    assert {"ND101", "ND102", "ND201", "ND207", "ND301"} <= set(by_rule)
+    _keys_are({rule: entry for rule, entry in by_rule.items() if rule in FACTS})
+    assert (by_rule["ND101"]["kind"], by_rule["ND101"]["node"]) == ("frozen", "out")
+    assert by_rule["ND207"]["code"] == "return torch.addcmul(bias, x, x)  # ND207 on XLA, ND301 as a program"
+    assert by_rule["ND301"]["kind"] == "mixed devices at compile time"
+
+
+def test_a_dynamo_break_as_json():
+    def split(x):
+        y = torch.relu(x)
+        print(end="")
+        return y * 2
+
+    by_rule = _assert_each_is_its_records(explanation_findings(neurondev.explain(split, torch.randn(8), run=False, quiet=True)))
+    _keys_are({"ND109": by_rule["ND109"]})
+    assert by_rule["ND109"]["code"] == 'print(end="")'
+
+
+def test_a_loops_recompiles_and_its_verdict_as_json():
+    step = torch.compile(lambda x: x * 2, backend="eager", dynamic=False)
+    with neurondev.watch() as watched:
+        for size in (1, 2, 3):
+            step(torch.ones(size))
+    by_rule = _assert_each_is_its_records(watch_findings(watched.record))
+    _keys_are(by_rule)
+    assert (by_rule["ND405"]["before"], by_rule["ND405"]["after"], by_rule["ND405"]["where"]) == ("1", "2", None)
+    assert (by_rule["ND411"]["verdict"], by_rule["ND411"]["since"], by_rule["ND411"]["line"]) == ("keeps compiling", 2, None)
+    assert [f["rule"] for f in watched.to_dict()["findings"]] == ["ND405", "ND405", "ND411"]  # the JSON the command writes
