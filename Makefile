@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 CURRENT := .venv-current/bin/python
 
-.PHONY: setup demo lint docs test bench
+.PHONY: setup demo lint docs test bench mutate
 setup:
 	@bash scripts/setup.sh
 
@@ -34,3 +34,8 @@ bench: setup
 	$(PY) benchmarks/bench_native.py
 	$(PY) benchmarks/bench_watch.py
 	$(PY) benchmarks/bench_native_device.py
+
+# Mutation testing (mutmut) of the modules that decide what a user is told, each module's score after it; slow (an
+# hour or more here), so not part of make test. docs/where.md keeps the last scores.
+mutate: setup
+	$(PY) scripts/mutate.py

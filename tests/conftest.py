@@ -96,6 +96,7 @@ _SLOWEST_FIRST = (
     "browser/",
     "test_never_kill.py",
     "test_rule_examples.py",
+    "test_docs_blocks.py",
     "test_ranks.py",
     "test_focus.py",
     "test_readme.py",

@@ -105,9 +105,9 @@ def test_a_rank_that_exits_with_a_code_is_named_with_it(tmp_path):
 
 
 @pytest.mark.ddp_teardown
-@pytest.mark.parametrize("procs", [2, 3])
+@pytest.mark.parametrize("procs", [3])  # three: the ranks on both sides of the killed one report (two cannot show it)
 def test_a_killed_rank_is_named_missing_with_why_and_the_others_report(tmp_path, procs):
-    plain, watched, job, card = both(procs, "killed", tmp_path, plain=None if procs == 2 else 1)
+    plain, watched, job, card = both(procs, "killed", tmp_path)
     assert plain == 1 and watched == 1
     assert [(m["rank"], m["why"]) for m in job["missing"]] == [(1, "ended")] and isinstance(job["missing"][0]["pid"], int)
     assert sorted(ended(job)) == [rank for rank in range(procs) if rank != 1]
@@ -115,9 +115,9 @@ def test_a_killed_rank_is_named_missing_with_why_and_the_others_report(tmp_path,
 
 
 @pytest.mark.ddp_teardown
-@pytest.mark.parametrize("procs", [2, 3])
+@pytest.mark.parametrize("procs", [2])  # every rank's count: two show it as three would
 def test_a_rank_that_stops_early_is_a_divergence_in_steps_with_every_ranks_count(tmp_path, procs):
-    plain, watched, job, card = both(procs, "early", tmp_path, plain=None if procs == 2 else 0)
+    plain, watched, job, card = both(procs, "early", tmp_path)
     assert (plain, watched) == (0, 0) and job["diverges_in_compiles"] is False
     (steps,) = job["divergence"]
     assert (steps["kind"], steps["ranks"], steps["others"]) == ("steps", [1], [r for r in range(procs) if r != 1])

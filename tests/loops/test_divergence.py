@@ -129,3 +129,95 @@ def test_a_rank_that_ran_fewer_steps_is_named_with_every_ranks_count_after_the_s
 def test_a_job_is_read_from_torchruns_environment():
     assert job({"RANK": "1", "WORLD_SIZE": "4", "TORCHELASTIC_RUN_ID": "r"}).__dict__ == {"rank": 1, "world": 4, "run_id": "r"}
     assert job({"RANK": "0", "WORLD_SIZE": "1"}) is None and job({}) is None and job({"RANK": "a", "WORLD_SIZE": "2"}) is None
+
+
+def test_a_recompile_one_rank_makes_alone_carries_every_fact_of_its_cause_in_its_json():
+    """The job's JSON, key by key: what a CI reading it relies on (the mutation run found these keys unread)."""
+    cause = {"cause": "changing size", "rule": "ND405", "value": "x", "before": "4", "after": "3", "measure": "size", "dim": 0}
+    ragged = [compile_row("first", 1), compile_row("recompile", 4, line=9, **cause)]
+    found = divergences([rank(0, [compile_row("first", 1)]), rank(1, ragged), rank(2, [compile_row("first", 1)])])
+    assert [d.to_dict() for d in found] == [
+        {
+            "rule": "ND412",
+            "kind": "recompile",
+            "step": 4,
+            "function": "f",
+            "ranks": [1],
+            "others": [0, 2],
+            "causes": [{"rank": 1, **cause, "file": "/x/train.py", "line": 9}],
+            "more": False,
+        }
+    ]
+
+
+def test_graphs_that_differ_at_the_same_step_name_the_odd_ranks_with_every_ranks_hashes():
+    rows = [compile_row("first", 1, graph_hashes=hashes) for hashes in (["a"], ["b"], ["a"], [])]
+    found = divergences([rank(n, [row]) for n, row in enumerate(rows)])
+    assert [d.to_dict() for d in found] == [
+        {
+            "rule": "ND412",
+            "kind": "other graph",
+            "step": 1,
+            "function": "f",
+            "ranks": [1],
+            "others": [0, 2, 3],
+            "causes": [
+                {"rank": n, "file": "/x/train.py", "line": 7, "graphs": graphs} for n, graphs in enumerate((["a"], ["b"], ["a"], []))
+            ],
+            "more": False,
+        }
+    ]
+    same = [rank(n, [compile_row("first", 1, graph_hashes=["a"])]) for n in range(2)]
+    assert divergences(same) == () and divergences([rank(n, [compile_row("first", 1)]) for n in range(2)]) == ()
+
+
+def test_xla_programs_that_differ_at_the_same_step_and_a_rank_that_stops_early():
+    programs = [step_row(1, xla_compiles=1, xla_programs=hashes) for hashes in (["p"], ["p"], ["q"])]
+    found = divergences([rank(n, steps=[row, step_row(2)]) for n, row in enumerate(programs)])
+    assert [d.to_dict() for d in found] == [
+        {
+            "rule": "ND412",
+            "kind": "other xla program",
+            "step": 1,
+            "function": None,
+            "ranks": [2],
+            "others": [0, 1],
+            "causes": [{"rank": n, "graphs": graphs} for n, graphs in enumerate((["p"], ["p"], ["q"]))],
+            "more": False,
+        }
+    ]
+    assert divergences([rank(n, steps=[step_row(1, xla_compiles=1, xla_programs=["p"])]) for n in range(2)]) == ()
+    short = divergences(
+        [rank(0, steps=[step_row(1), step_row(2)]), rank(1, steps=[step_row(1)]), rank(2, steps=[step_row(1), step_row(2)])]
+    )
+    assert [d.to_dict() for d in short] == [
+        {
+            "rule": "ND412",
+            "kind": "steps",
+            "step": None,
+            "function": None,
+            "ranks": [1],
+            "others": [0, 2],
+            "causes": [{"rank": 0, "count": 2}, {"rank": 1, "count": 1}, {"rank": 2, "count": 2}],
+            "more": False,
+        }
+    ]
+
+
+def test_a_sync_or_a_fallback_one_rank_makes_alone_and_the_order_compiles_first_then_by_step():
+    ranks = [
+        rank(0, [compile_row("first", 1)], steps=[step_row(1, syncs=0), step_row(2, syncs=0, fallbacks=1)]),
+        rank(
+            1,
+            [compile_row("first", 1), compile_row("first", 2, function="g")],
+            steps=[step_row(1, syncs=2, device_lines="t.py:3"), step_row(2, syncs=0, fallbacks=3)],
+        ),
+    ]
+    found = divergences(ranks)
+    assert [(d.kind, d.step, d.ranks, d.others, d.more) for d in found] == [
+        ("sync", 1, (1,), (0,), False),
+        ("compile", 2, (1,), (0,), False),
+        ("fallback", 2, (1,), (0,), True),
+    ]
+    assert found[0].to_dict()["causes"] == [{"rank": 1, "count": 2, "where": "t.py:3"}]
+    assert found[2].to_dict()["causes"] == [{"rank": 0, "count": 1}, {"rank": 1, "count": 3}]

@@ -1,0 +1,86 @@
+"""make mutate: mutmut over the modules that decide what a user is told ([tool.mutmut] in pyproject.toml), then the
+score of each module: mutants killed (a test failed, or ran past its time) of those tested, with the survivors that
+docs/mutation-equivalents.toml explains (an equivalent mutant: no test can tell it from the original) left out.
+
+    .venv/bin/python scripts/mutate.py            # run mutmut (resumes: mutants already judged are kept), then the scores
+    .venv/bin/python scripts/mutate.py --scores   # the scores of the last run only
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import tomllib
+
+ROOT = Path(__file__).resolve().parent.parent
+EQUIVALENTS = ROOT / "docs" / "mutation-equivalents.toml"
+# mutmut's exit codes of a mutant's test run: 1 a test failed (killed), 0 all passed (survived), 33 no test covers it,
+# a timeout or a signal (killed: the tests noticed), None not run yet.
+KILLED_BY_TIMEOUT = {24, -24, 36, 152, 255}
+
+
+VERDICTS = ("killed", "survived", "untested", "not run")
+
+
+def modules() -> list[str]:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]["only_mutate"]
+
+
+def equivalents() -> dict[str, str]:
+    """Mutant name -> why it is equivalent."""
+    if not EQUIVALENTS.exists():
+        return {}
+    return {name: entry["why"] for name, entry in tomllib.loads(EQUIVALENTS.read_text()).items()}
+
+
+def verdicts(module: str) -> dict[str, str]:
+    """Each mutant of ``module`` (mutmut's name) and its verdict: killed, survived, untested (no test covers it), not run."""
+    meta = ROOT / "mutants" / f"{module}.meta"
+    if not meta.exists():
+        return {}
+    codes = json.loads(meta.read_text()).get("exit_code_by_key", {})
+    return {name: _verdict(code) for name, code in codes.items()}
+
+
+def _verdict(code: int | None) -> str:
+    if code is None:
+        return "not run"
+    if code == 0:
+        return "survived"
+    if code == 33:
+        return "untested"
+    return "killed"  # 1 (a test failed), a timeout, a crash
+
+
+def scores() -> list[dict]:
+    explained = equivalents()
+    rows = []
+    for module in modules():
+        counted = collections.Counter(verdicts(module).values())
+        survivors = [name for name, verdict in verdicts(module).items() if verdict == "survived"]
+        equivalent = sum(name in explained for name in survivors)
+        judged = counted["killed"] + counted["survived"] + counted["untested"] - equivalent
+        score = 100.0 * counted["killed"] / judged if judged else 0.0
+        rows.append({"module": module, **{key: counted.get(key, 0) for key in VERDICTS}, "equivalent": equivalent, "score": score})
+    return rows
+
+
+def main(argv: list[str]) -> int:
+    if "--scores" not in argv:
+        subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", "2"], cwd=ROOT, check=False)
+    print(f"{'module':40} {'killed':>7} {'survived':>9} {'untested':>9} {'equivalent':>11} {'not run':>8} {'score':>7}")
+    for row in scores():
+        print(
+            f"{row['module']:40} {row['killed']:7} {row['survived']:9} {row['untested']:9} {row['equivalent']:11} "
+            f"{row['not run']:8} {row['score']:6.1f}%"
+        )
+    print("survivors: .venv/bin/mutmut results; one: .venv/bin/mutmut show NAME")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
