@@ -27,8 +27,8 @@ ORDER = (
     "gallery",
     "cli",
 )
-BASE = ("neurondev.errors", "neurondev._compat", "neurondev._version", "neurondev._paths", "neurondev.rulebook")
-TOP = ("neurondev", "neurondev.__main__", "neurondev.testing", "neurondev.examples", "neurondev.widgets")
+BASE = ("neurondev.errors", "neurondev._compat", "neurondev._version", "neurondev._paths", "neurondev.rulebook", "neurondev.rule_examples")
+TOP = ("neurondev", "neurondev.__main__", "neurondev.testing", "neurondev.examples", "neurondev.widgets", "neurondev.rule_runs")
 
 
 def modules() -> dict[str, Path]:
