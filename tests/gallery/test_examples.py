@@ -32,6 +32,7 @@ def check(name: str, request: pytest.FixtureRequest) -> None:
     else:
         with example.open() as (fn, args, kwargs):
             explanation = neurondev.explain(fn, *args, **kwargs, quiet=True)
+    every_output(explanation)
     observed = testing.outcome_of(explanation)
     assert observed == example.outcome
     for record in explanation.after:
@@ -43,6 +44,33 @@ def check(name: str, request: pytest.FixtureRequest) -> None:
             assert fix.check == FixCheck("verified", place="XLA")
         else:
             assert fix.status == "no spelling" and "neurondev backend" in fix.advice and fix.left and not fix.removes
+
+
+def every_output(explanation) -> None:
+    """Every output a user can ask of an explanation, each what it is: the summary, the card, the JSON (strict), the
+    tables and the sentence of each finding; none raises."""
+    from neurondev.report.findings import explanation_findings
+
+    assert explanation.summary() and "<" in explanation._repr_html_()
+    data = json.loads(explanation.to_json())
+    findings = explanation_findings(explanation)
+    assert [finding["rule"] for finding in data["findings"]] == [record.rule for record in findings]
+    assert all(neurondev.describe(record) for record in findings)
+    assert len(explanation.pin_table()) == len(explanation.pins)
+    for table in (explanation.transfer_table(), explanation.fallback_table()):
+        assert list(table.columns) and table.shape[0] >= 0
+
+
+@pytest.mark.parametrize("name", FAST)
+def test_each_example_on_the_host_device_gives_every_output(name):
+    """The same patterns on the host test device (a native device): the outputs hold there too."""
+    example = examples.get(name)
+    for module in example.needs:
+        pytest.importorskip(module)
+    with example.open() as (fn, args, kwargs):
+        explanation = neurondev.explain(fn, *args, **kwargs, target="hostdev", quiet=True)
+    every_output(explanation)
+    assert explanation.place.startswith("hostdev")
 
 
 @pytest.mark.xla
