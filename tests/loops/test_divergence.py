@@ -221,3 +221,48 @@ def test_a_sync_or_a_fallback_one_rank_makes_alone_and_the_order_compiles_first_
     ]
     assert found[0].to_dict()["causes"] == [{"rank": 1, "count": 2, "where": "t.py:3"}]
     assert found[2].to_dict()["causes"] == [{"rank": 0, "count": 1}, {"rank": 1, "count": 3}]
+
+
+def test_a_rank_that_sent_no_steps_or_compiles_and_where_each_cost_was_are_read_from_what_was_sent():
+    """A rank's JSON without steps or compiles (it ended before its first) is a rank of no steps, not an error; the
+    lines torch_xla named for a new program and the device's lines for a fallback are each divergence's where."""
+    bare = {"rank": 2}
+    ranks = [
+        rank(0, [compile_row("first", 1)], steps=[step_row(1, xla_compiles=0, fallbacks=1, device_lines="t.py:4")]),
+        rank(
+            1,
+            [compile_row("first", 1)],
+            steps=[step_row(1, xla_compiles=1, xla_triggers="user sync at t.py:8", fallbacks=2, device_lines="t.py:5")],
+        ),
+        bare,
+    ]
+    found = divergences(ranks)
+    assert [(d.kind, d.step, d.ranks) for d in found] == [
+        ("compile", 1, (0, 1)),
+        ("xla program", 1, (1,)),
+        ("fallback", 1, (1,)),
+        ("steps", None, (2,)),
+    ]
+    assert [c.where for c in found[1].causes] == ["user sync at t.py:8"]
+    assert [(c.rank, c.where) for c in found[2].causes] == [(0, "t.py:4"), (1, "t.py:5")]
+
+
+def test_every_divergence_is_kept_when_one_step_has_several_and_another_an_odd_program():
+    """Divergences of earlier steps and functions stay when a later one is another graph or another program."""
+    ranks = [
+        rank(
+            0,
+            [compile_row("first", 1, function="g"), compile_row("first", 2, graph_hashes=["a"])],
+            steps=[step_row(1, syncs=1), step_row(2, xla_compiles=1, xla_programs=["p"])],
+        ),
+        rank(
+            1, [compile_row("first", 2, graph_hashes=["b"])], steps=[step_row(1, syncs=0), step_row(2, xla_compiles=1, xla_programs=["q"])]
+        ),
+    ]
+    found = divergences(ranks)
+    assert [(d.kind, d.step, d.function, d.ranks) for d in found] == [
+        ("compile", 1, "g", (0,)),
+        ("sync", 1, None, (0,)),
+        ("other graph", 2, "f", (1,)),
+        ("other xla program", 2, None, (1,)),
+    ]
