@@ -1,6 +1,6 @@
 """make mutate: mutmut over the modules that decide what a user is told ([tool.mutmut] in pyproject.toml), then the
 score of each module: mutants killed (a test failed, or ran past its time) of those tested, with the survivors that
-docs/mutation-equivalents.toml explains (an equivalent mutant: no test can tell it from the original) left out.
+docs/mutation-equivalents.toml explains (an equivalent mutant: no test can tell it from the original; or one mutmut cannot switch on, code run at import) left out.
 
     .venv/bin/python scripts/mutate.py            # run mutmut (resumes: mutants already judged are kept), then the scores
     .venv/bin/python scripts/mutate.py --scores   # the scores of the last run only
@@ -72,7 +72,7 @@ def scores() -> list[dict]:
 def main(argv: list[str]) -> int:
     if "--scores" not in argv:
         subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", "2"], cwd=ROOT, check=False)
-    print(f"{'module':40} {'killed':>7} {'survived':>9} {'untested':>9} {'equivalent':>11} {'not run':>8} {'score':>7}")
+    print(f"{'module':40} {'killed':>7} {'survived':>9} {'untested':>9} {'explained':>11} {'not run':>8} {'score':>7}")
     for row in scores():
         print(
             f"{row['module']:40} {row['killed']:7} {row['survived']:9} {row['untested']:9} {row['equivalent']:11} "

@@ -21,6 +21,10 @@ from neurondev.runs.program_records import ProgramFailure
 def test_every_rule_has_a_unique_code_and_name_and_says_what_it_costs_and_how_to_fix_it():
     table = neurondev.rules()
     assert list(table.columns) == ["rule", "name", "scenario", "summary", "url"]
+    assert list(table.itertuples(index=False, name=None)) == [
+        (rule.code, rule.name, rulebook.SCENARIOS[rule.scenario], rule.summary, rule.url) for rule in rulebook.RULES
+    ]
+    assert len(table) == 34 and table["rule"].iloc[0] == "ND101" and table["rule"].iloc[-1] == "ND412"
     assert table["rule"].is_unique and table["name"].is_unique
     assert all(re.fullmatch(r"ND[1-4]\d\d", code) for code in table["rule"])
     assert all(url.endswith(f"rules/{code}.html") for code, url in zip(table["rule"], table["url"]))
