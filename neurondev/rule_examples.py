@@ -513,6 +513,7 @@ compiled = torch.compile(step, backend="eager")
 with neurondev.watch() as watched:
     for training in (True, False, True, False):
         compiled(torch.ones(4), training)
+print(watched.summary())
 """
     + _FINDINGS
 )
@@ -547,6 +548,7 @@ with neurondev.watch() as watched:
     for temperature in (0.7, 0.8, 0.9):
         config.temperature = temperature
         compiled(torch.ones(4), config)
+print(watched.summary())
 """
     + _FINDINGS
 )
@@ -580,6 +582,7 @@ cache = torch.zeros(1, 4)
 with neurondev.watch() as watched:
     for _ in range(3):
         cache, _ = compiled(torch.ones(1, 4), cache)
+print(watched.summary())
 """
     + _FINDINGS
 )
@@ -609,6 +612,7 @@ step = torch.compile(lambda x: x.relu() * 2, backend="eager", dynamic=False)
 with neurondev.watch() as watched:
     for size in (8, 8, 5, 8):   # a short batch
         step(torch.ones(size))
+print(watched.summary())
 """
     + _FINDINGS
 )
@@ -637,6 +641,7 @@ with neurondev.watch() as watched:
     input_ids = torch.ones(1, 6, dtype=torch.long)   # the prompt
     for _ in range(4):
         input_ids = compiled(input_ids)               # then one token a step, as generate() does
+print(watched.summary())
 """
     + _FINDINGS
 )
@@ -666,6 +671,7 @@ step = torch.compile(lambda x, lr: x * lr, backend="eager", dynamic=False)
 with torch._dynamo.config.patch(recompile_limit=2), neurondev.watch() as watched:   # dynamo's default is 8
     for lr in (0.1, 0.2, 0.3, 0.4):
         step(torch.ones(4), lr)
+print(watched.summary())
 """
     + _FINDINGS
 )
@@ -692,6 +698,7 @@ step = torch.compile(lambda x: x * 2, backend="eager", dynamic=False)
 with neurondev.watch() as watched:
     for dtype in (torch.float32, torch.float32, torch.float64):   # a new dtype: a guard none of the named causes
         step(torch.ones(4, dtype=dtype))
+print(watched.summary())
 """
     + _FINDINGS
 )
@@ -721,6 +728,7 @@ with neurondev.watch(xla_analysis=True) as watched:   # torch_xla's own analysis
         if n == 3:
             x = torch.cat([x, x])   # a new shape in step 4: XLA compiles a new program
         torch_xla.sync()
+print(watched.summary())
 """
     + _FINDINGS
 )
