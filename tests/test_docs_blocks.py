@@ -64,6 +64,11 @@ def test_step_has_no_device_pins(neurondev_check):
 EXITS = {"ragged_ranks.py --fail-at 3": 1, "ragged_ranks.py": 1}  # torchrun exits 1 when a rank does
 # Commands a page shows that the suite does not run here, with why.
 NOT_HERE = {"make demo": "CI runs make test; make demo is make setup and neurondev demo", "make test": "CI runs it"}
+# Commands another test runs as written, with the facts they print (not only their exit code): run once, there.
+RUN_ELSEWHERE = {
+    "torchrun --nproc-per-node 2 -m neurondev watch --json ranks.json neurondev/gallery/ragged_ranks.py": "tests/cli/test_watch_ranks.py",
+    "torchrun --nproc-per-node 2 -m neurondev watch --json ranks.json neurondev/gallery/ragged_ranks.py --pad": "tests/cli/test_watch_ranks.py",
+}
 
 
 def blocks(page: Path, language: str) -> list[str]:
@@ -80,7 +85,7 @@ def _cases() -> list:
             cases += [
                 pytest.param("bash", command, id=f"{name}-bash{n}-{m}")
                 for m, command in enumerate(commands, 1)
-                if command.split()[:2] not in NOT_HERE_WORDS
+                if command.split()[:2] not in NOT_HERE_WORDS and command not in RUN_ELSEWHERE
             ]
     return cases
 
@@ -156,3 +161,6 @@ def test_every_page_with_code_is_run_and_every_command_left_out_says_why():
         for line in block.splitlines()
     }
     assert {command for command in shown if command.split()[:2] in NOT_HERE_WORDS} == set(NOT_HERE)
+    assert set(RUN_ELSEWHERE) <= shown  # each still on its page, as the other test runs it
+    runs = (ROOT / "tests" / "cli" / "test_watch_ranks.py").read_text()
+    assert '"--json", str(report)' in runs and "SCRIPT" in runs and '"--pad"' in runs
