@@ -266,3 +266,9 @@ def test_every_divergence_is_kept_when_one_step_has_several_and_another_an_odd_p
         ("other graph", 2, "f", (1,)),
         ("other xla program", 2, None, (1,)),
     ]
+
+
+def test_at_one_step_a_compile_is_listed_before_a_recompile_whatever_order_the_rank_wrote_them():
+    ragged = [compile_row("first", 1), compile_row("recompile", 2, cause="changing size"), compile_row("first", 2, function="g")]
+    found = divergences([rank(0, [compile_row("first", 1)]), rank(1, ragged)])
+    assert [(d.kind, d.step, d.function) for d in found] == [("compile", 2, "g"), ("recompile", 2, "f")]
