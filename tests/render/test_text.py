@@ -25,7 +25,12 @@ def test_clip_keeps_short_text_and_marks_where_it_cut():
 
 
 def test_the_summary_says_which_scenario_each_verdict_is_about():
-    text = summary(neurondev.explain(pinned, torch.randn(4), quiet=True))
+    explained = neurondev.explain(pinned, torch.randn(4), quiet=True)
+    text = summary(explained)
+    # the facts the words are about: one pin, its break measured before the pass and none after, the program runs
+    assert [pin.kind for pin in explained.pins] == ["frozen"]
+    assert [len(run.graph_breaks) for run in explained.before] == [1] and [len(run.graph_breaks) for run in explained.after] == [0]
+    assert explained.program.as_written.ok and explained.program.rewritten.ok
     assert text.startswith("Your program on XLA (torch.compile): ")
     assert "Traced on CPU, the graph moved to XLA: 1 frozen device pin(s) (torch.zeros at test_text.py:" in text
     assert "After DeviceRewriterPass: 0 breaks" in text
@@ -33,6 +38,8 @@ def test_the_summary_says_which_scenario_each_verdict_is_about():
 
 def test_without_runs_the_summary_says_nothing_ran_instead_of_a_verdict():
     explanation = neurondev.explain(pinned, torch.randn(4), run=False, quiet=True)
+    assert explanation.before == explanation.after == () and explanation.program is None  # nothing ran
+    assert explanation.skipped.kind == "run off" and len(explanation.pins) == 1
     text = summary(explanation)
     assert text.startswith("Your program on XLA: not run (run=False") and "agrees with CPU" not in text
     assert "the graph moved to XLA: 1 frozen device pin(s)" in text and "-> not run (run=False" in text
