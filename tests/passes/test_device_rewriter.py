@@ -292,3 +292,20 @@ def test_ensures_reads_the_graph_it_is_given_even_when_called_alone():
     done = positional_graph()
     pass_(done)
     pass_.ensures(done)
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "target", "expected_args", "expected_kwargs"),
+    [
+        ((), {"type": "cpu", "index": 0}, "xla", (), {"type": "xla"}),  # the old index goes with the old type
+        ((), {"type": "cpu", "index": 0}, "xla:1", (), {"type": "xla", "index": 1}),
+        ((), {"type": "cpu"}, "xla:0", (), {"type": "xla", "index": 0}),
+        (("cpu",), {"index": 0}, "xla", ("xla",), {}),  # written positionally: the keyword index goes too
+    ],
+)
+def test_a_device_call_gets_the_targets_type_and_index_in_the_form_it_was_written(args, kwargs, target, expected_args, expected_kwargs):
+    gm = build_graph(("call_function", torch.device, args, kwargs))
+    (rewrite,) = DeviceRewriterPass(target=target)(gm).rewrites
+    (node,) = [node for node in gm.graph.nodes if node.target is torch.device]
+    assert (node.args, node.kwargs) == (expected_args, expected_kwargs)
+    assert rewrite.node == node.name and gm.graph.lint() is None
