@@ -73,6 +73,10 @@ def test_the_api_reference_holds_the_signatures_docstrings_and_the_commands_thei
     text = _text(api)
     assert "neurondev.explain(fn, *args, target=None" in text and "neurondev.check(fn, *args" in text
     assert "select" in api and "DevicePinsError" in api and "neurondev.watch(" in text
+    # the result classes' public methods, inherited from their displays and data, each with its own entry
+    entries = ("transfer_table", "fallback_table", "pin_table", "save_html", "summary")
+    assert all(re.search(rf"\b{method}\([^)]*\)\s*¶", text) for method in entries), "an Explanation method without its entry"
+    assert "across_ranks(folder='.', *, timeout=600.0)" in text and "neurondev.host_device(fallback=())" in text
     commands = (site / "reference" / "commands.html").read_text()
     assert "--select" in commands and "neurondev watch" in commands
 
