@@ -64,7 +64,7 @@ def scores() -> list[dict]:
         survivors = [name for name, verdict in verdicts(module).items() if verdict == "survived"]
         equivalent = sum(name in explained for name in survivors)
         judged = counted["killed"] + counted["survived"] + counted["untested"] - equivalent
-        score = 100.0 * counted["killed"] / judged if judged else 0.0
+        score = 100.0 * counted["killed"] / judged if judged else None  # nothing judged yet: no score
         rows.append({"module": module, **{key: counted.get(key, 0) for key in VERDICTS}, "equivalent": equivalent, "score": score})
     return rows
 
@@ -76,7 +76,7 @@ def main(argv: list[str]) -> int:
     for row in scores():
         print(
             f"{row['module']:40} {row['killed']:7} {row['survived']:9} {row['untested']:9} {row['equivalent']:11} "
-            f"{row['not run']:8} {row['score']:6.1f}%"
+            f"{row['not run']:8} " + ("     —" if row["score"] is None else f"{row['score']:6.1f}%")
         )
     print("survivors: .venv/bin/mutmut results; one: .venv/bin/mutmut show NAME")
     return 0
