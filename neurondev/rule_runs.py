@@ -32,10 +32,8 @@ def run(source: str, command: str = "") -> tuple[int, str]:
         return _pool().submit(_run_here, source).result(timeout=600)
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / "example.py").write_text(source)
-        procs = re.search(r"--nproc-per-node[= ](\d+)", command)
-        assert procs is not None, (
-            f"a torchrun command names its --nproc-per-node: {command}"
-        )  # torchrun --nproc-per-node N -m neurondev watch example.py
+        procs = re.search(r"--nproc-per-node[= ](\d+)", command)  # torchrun --nproc-per-node N -m neurondev watch example.py
+        assert procs is not None, f"a torchrun command names its --nproc-per-node: {command}"
         argv = [
             sys.executable,
             "-m",
@@ -93,7 +91,7 @@ def _run_here(source: str) -> tuple[int, str]:
     return 0, _quiet(printed.getvalue())
 
 
-_ENVIRON = dict(os.environ)
+_ENVIRON = dict(os.environ)  # the environment the Python that runs examples started with
 
 
 def comparable(text: str) -> str:
