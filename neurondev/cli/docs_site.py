@@ -12,7 +12,7 @@ from pathlib import Path
 
 from neurondev.errors import InvalidOptionError
 
-__all__ = ["add_docs_command"]
+__all__ = ["add_docs_command", "build_site"]
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "site"
@@ -64,23 +64,29 @@ def _page(rule: str | None) -> str:
 
 
 def _build() -> None:
-    """mkdocs build --strict into site/, as make docs does; a clear error where this is no checkout with mkdocs."""
+    """The site into site/, as make docs builds it, saying so (it takes a few seconds)."""
+    print(f"building the documentation site into {SITE} (mkdocs, about 10 s)", file=sys.stderr, flush=True)
+    build_site(SITE)
+
+
+def build_site(folder: Path) -> None:
+    """mkdocs build --strict into ``folder``, as make docs does; a clear error where this is no checkout with mkdocs,
+    or where the build fails (mkdocs's own words)."""
     if not (ROOT / "mkdocs.yml").is_file():
         raise InvalidOptionError(
             "this neurondev is installed without its documentation's sources: build the site in a checkout (make docs), or set "
             "NEURONDEV_DOCS_URL to where it is served"
         )
-    print(f"building the documentation site into {SITE} (mkdocs, about 10 s)", file=sys.stderr, flush=True)
     environ = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     built = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", str(SITE)],
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", str(folder)],
         cwd=ROOT,
         env=environ,
         capture_output=True,
         text=True,
     )
     if built.returncode != 0:
-        raise InvalidOptionError(f"mkdocs could not build the site (pip install -e '.[docs]' installs it): {built.stderr.strip()[-600:]}")
+        raise InvalidOptionError(f"mkdocs could not build the site (pip install -e '.[docs]' installs it): {built.stderr.strip()[-3000:]}")
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
