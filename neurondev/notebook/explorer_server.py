@@ -64,8 +64,7 @@ class ModelExplorerServer:
         return (
             f'<iframe src="{url}" width="100%" height="640" style="border:1px solid #d0d7de"></iframe>'
             f'<p>Model Explorer at <a href="{url}" target="_blank">{url}</a> (graphs in {escape(str(self.files.graphs.parent))}); '
-            'stop it with <code>.stop()</code>. If its overlays stay empty ("-"), open the link in a new tab: '
-            "Model Explorer's page now and then misses them on a first load.</p>"
+            "stop it with <code>.stop()</code>.</p>"
         )
 
 

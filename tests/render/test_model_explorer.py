@@ -25,16 +25,15 @@ def _url_data(url: str) -> dict:
     return json.loads(urllib.parse.parse_qs(query)["data"][0])
 
 
-def test_it_opens_on_the_first_pin_with_the_layer_holding_the_pins_expanded(gpt2_explained):
+def test_it_opens_on_the_graph_of_the_first_pin_with_the_layer_holding_the_pins_expanded(gpt2_explained):
     where = opening(gpt2_explained)
-    first = gpt2_explained.pins[0]
-    assert where == Opening("graph 0 before", ("transformer",), first.node, "pins")
+    assert where == Opening("graph 0 before", ("transformer",), "pins")
 
 
 def test_a_graph_break_without_a_pin_is_where_it_opens_otherwise_the_first_graph(seed_capture):
     seed = neurondev.explain(seed_capture, quiet=True)
     assert seed.sections[0].before.graph_breaks  # the seed's copy_ into a host buffer breaks the graph
-    assert opening(seed).selected == seed.pins[0].node and opening(seed).overlay == "pins"
+    assert opening(seed).graph == "graph 0 before" and opening(seed).overlay == "pins"
     assert opening(seed).expanded == ()  # the pin is at the top of the function: no layer to expand
     assert opening(neurondev.explain(clean, torch.randn(4), run=False, quiet=True)) == Opening()
 
@@ -50,7 +49,7 @@ def test_the_url_is_model_explorers_own_with_the_pane_state_and_the_colouring_ov
     assert sorted(data["nodeData"]) == sorted(str(path) for path in files.overlays)
     assert data["nodeData"][-1].endswith("overlay-pins.json")  # the last one added colours the nodes
     pane = data["uiState"]["paneStates"][0]
-    assert pane["selectedGraphId"] == "graph 0 before" and pane["selectedNodeId"] == gpt2_explained.pins[0].node
+    assert pane["selectedGraphId"] == "graph 0 before" and pane["selectedNodeId"] == ""  # Opening's docstring: why none
     assert pane["deepestExpandedGroupNodeIds"] == ["transformer___group___"]
 
 
