@@ -9,11 +9,14 @@ falling back to the CPU, so that every call has events to record, each attribute
 - ``counting``: the same with lines off (what a long loop's repeating steps cost: the mechanism's floor);
 - ``mode``: the exact path, a dispatch mode that sees every op from Python (``native.accounting``), and ``floor``, a
   dispatch mode that does nothing but call the op (that mechanism's floor);
-- ``watch``: the public ``neurondev.watch()`` around the calls, a ``w.step()`` after each;
+- ``watch``: the public ``neurondev.watch()`` around the calls, a ``w.step()`` after each: a loop of as many steps
+  as a timing has calls (lines on its first steps, counts only once it repeats: ``loops/attribution.py``), and
+  ``watch10``, a loop of 10 steps, nearly all of them with lines;
 - ``program``: explain's native program run (``torch.compile`` through the device's backend, under its accounting)
   against the same model under ``torch.compile(backend="aot_eager")``.
 
-Three loads: a tiny GPT-2 (hidden 64: about 140 ops of a few microseconds each), a small MLP, and a GPT-2 of GPT-2
+Each timing runs at least ``SECONDS`` of plain calls (at least 10 calls), so that a timer's resolution and the
+machine's noise are small against it; the best of ``ROUNDS`` per side. Three loads: a tiny GPT-2 (hidden 64: about 140 ops of a few microseconds each), a small MLP, and a GPT-2 of GPT-2
 small's width (hidden 768, 2 layers, 128 tokens). Goal: log, watch and program <= 1.3 on the tiny loads, <= 1.1 at
 GPT-2 small's width. ``--target cuda`` runs the same on a GPU (no fallback there: copies and syncs; the mode path,
 CUDA keeping no log of its own).
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -39,7 +43,8 @@ from neurondev.native.device import NativeDriver
 from neurondev.testing import tiny_gpt2
 
 ROUNDS = 5
-CALLS = 10
+SECONDS = 0.25  # of plain calls per timing, at least
+STEPS = 10  # the short loop's steps
 
 
 class SeesEveryOp(TorchDispatchMode):
@@ -66,10 +71,10 @@ def mlp(device: torch.device) -> tuple[torch.nn.Module, Callable[[torch.nn.Modul
     return model, lambda run: run(x)
 
 
-def _calls(call: Callable[[], object]) -> float:
+def _calls(call: Callable[[], object], calls: int) -> float:
     start = time.perf_counter()
     with torch.no_grad():
-        for _ in range(CALLS):
+        for _ in range(calls):
             call()
     return time.perf_counter() - start
 
@@ -82,38 +87,36 @@ def _counting(device: torch.device) -> Iterator[Any]:
         yield accounting
 
 
-def sides(model: torch.nn.Module, feed: Callable[[Any], object], device: torch.device) -> dict[str, Callable[[], float]]:
-    """Each side: a function timing CALLS calls of the model."""
+def sides(model: torch.nn.Module, feed: Callable[[Any], object], device: torch.device) -> dict[str, Callable[[int], float]]:
+    """Each side: a function timing a number of calls of the model."""
     call = lambda: feed(model)  # noqa: E731
     log = accounting_for(device.type)
-    found: dict[str, Callable[[], float]] = {"plain": lambda: _calls(call)}
+    found: dict[str, Callable[[int], float]] = {"plain": lambda calls: _calls(call, calls)}
     if hasattr(log, "attributing"):
-        found["log"] = lambda: _under(log, call)
-        found["counting"] = lambda: _under_context(_counting(device), call)
-    found["mode"] = lambda: _under(Accounting(device.type), call)
-    found["floor"] = lambda: _under(SeesEveryOp(), call)
-    found["watch"] = lambda: _watched(call)
+        found["log"] = lambda calls: _under(log, call, calls)
+        found["counting"] = lambda calls: _under(_counting(device), call, calls)
+    found["mode"] = lambda calls: _under(Accounting(device.type), call, calls)
+    found["floor"] = lambda calls: _under(SeesEveryOp(), call, calls)
+    found["watch"] = lambda calls: _watched(call, calls)
+    found["watch10"] = lambda calls: (
+        sum(_watched(call, STEPS) for _ in range(max(1, calls // STEPS))) * calls / (max(1, calls // STEPS) * STEPS)
+    )
     driver = NativeDriver(device)
     compiled, floor = torch.compile(model, backend=driver.program_backend()), torch.compile(model, backend="aot_eager")
-    found["program"] = lambda: _under_context(driver.measuring(compiled=True), lambda: feed(compiled))
-    found["aot_eager"] = lambda: _calls(lambda: feed(floor))
+    found["program"] = lambda calls: _under(driver.measuring(compiled=True), lambda: feed(compiled), calls)
+    found["aot_eager"] = lambda calls: _calls(lambda: feed(floor), calls)
     return found
 
 
-def _under(accounting: Any, call: Callable[[], object]) -> float:
-    with accounting:
-        return _calls(call)
-
-
-def _under_context(context: Any, call: Callable[[], object]) -> float:
+def _under(context: Any, call: Callable[[], object], calls: int) -> float:
     with context:
-        return _calls(call)
+        return _calls(call, calls)
 
 
-def _watched(call: Callable[[], object]) -> float:
+def _watched(call: Callable[[], object], calls: int) -> float:
     start = time.perf_counter()
     with torch.no_grad(), neurondev.watch() as watched:
-        for _ in range(CALLS):
+        for _ in range(calls):
             call()
             watched.step()
     return time.perf_counter() - start
@@ -122,21 +125,23 @@ def _watched(call: Callable[[], object]) -> float:
 def compare(name: str, built: tuple[torch.nn.Module, Callable[[Any], object]], device: torch.device) -> None:
     timers = sides(*built, device)
     for timer in timers.values():
-        timer()  # warm up (and compile) every side
+        timer(STEPS)  # warm up (and compile) every side
+    calls = max(STEPS, math.ceil(SECONDS / (timers["plain"](STEPS) / STEPS)))
     best = dict.fromkeys(timers, float("inf"))
     for round_ in range(ROUNDS):
         for side in list(timers) if round_ % 2 == 0 else list(reversed(timers)):
-            best[side] = min(best[side], timers[side]())
+            best[side] = min(best[side], timers[side](calls))
     plain = best["plain"]
     ratios = ", ".join(f"{side} {best[side] / plain:.2f}" for side in timers if side not in ("plain", "aot_eager", "program"))
     program = best["program"] / best["aot_eager"]
     print(
-        f"{name:>10}: plain {plain / CALLS * 1e3:.2f} ms/call; over plain: {ratios}; program over aot_eager {program:.2f} (best of {ROUNDS})"
+        f"{name:>10}: plain {plain / calls * 1e3:.2f} ms/call, {calls} calls a timing; over plain: {ratios}; "
+        f"program over aot_eager {program:.2f} (best of {ROUNDS})"
     )
 
 
 def main() -> None:
-    global ROUNDS, CALLS
+    global ROUNDS, SECONDS, STEPS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--tiny", action="store_true", help="once, at the smallest size: the suite runs this, so no rename breaks a benchmark unseen"
@@ -146,7 +151,7 @@ def main() -> None:
     device = neurondev.host_device(fallback=["aten::addmm"]) if options.target == "hostdev" else torch.device(options.target)
     print(f"device {device} (torch {torch.__version__}); accounting: {type(accounting_for(device.type)).__name__}")
     if options.tiny:
-        ROUNDS, CALLS = 1, 1
+        ROUNDS, SECONDS, STEPS = 1, 0.0, 1
         compare("gpt2 tiny", gpt2(device), device)
         return
     compare("gpt2 tiny", gpt2(device), device)

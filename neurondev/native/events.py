@@ -100,7 +100,8 @@ class Whereabouts:
         node = self.node
         frame = caller
         while node is None and frame is not None and not _is_program_code(frame.f_code):
-            node = node_at(frame)
+            if frame.f_code.co_filename.startswith("<eval_with_key>"):  # the code FX writes: a compiled graph's, maybe
+                node = node_at(frame)
             frame = frame.f_back
         if node is not None:
             return _node_place(node)
@@ -142,6 +143,7 @@ def _program_frame(frame: Any) -> Any:
 
 
 @functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=4096)  # asked of every frame between an event and the program's line
 def _is_program_code(code: Any) -> bool:
     """The program's own code: not torch's, neurondev's, the standard library's, nor a graph FX wrote (``<eval_with_key>``)."""
     return is_program_file(code.co_filename) and not code.co_filename.startswith("<eval_with_key>")
