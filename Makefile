@@ -22,8 +22,9 @@ docs: setup
 # device with today's torch (2.13.0, TorchNeuron's; no torch-xla there) but how DDP-over-gloo jobs end (torch 2.13's gloo
 # races there without neurondev: the ddp_teardown marker). Bytecode is cached even where
 # PYTHONDONTWRITEBYTECODE is set: the suite starts ~30 Pythons (workers, notebook kernels, subprocesses)
-# that would each compile neurondev and rewrite its asserts again.
-test: lint docs
+# that would each compile neurondev and rewrite its asserts again. The site's strict build is a test of its own
+# (tests/browser/test_docs_site.py builds it as `make docs` and `neurondev docs` do), so it is not built twice.
+test: lint
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest
 	PYTHONDONTWRITEBYTECODE= $(CURRENT) -m pytest -m "not xla and not docs and not ddp_teardown"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -33,3 +34,64 @@ def test_the_seeds_json_names_its_pin_its_fix_and_both_scenarios(seed_explained)
     assert data["totals"]["before"]["graph_breaks"] == 1 and data["totals"]["after"]["graph_breaks"] == 0  # the graph-level runs
     assert data["program"]["rewritten"]["ok"] is True and data["xla_matches_cpu"] is True  # the program runs
     assert data["fixes"][0]["after"] == "out = x.new_empty(64, dtype=torch.float32)" and data["fixes"][0]["status"] == "verified"
+
+
+def _as_json(value):
+    return json.loads(json.dumps(plain(value), allow_nan=False))
+
+
+def test_each_key_of_a_graphs_json_is_its_sections_record_and_the_seeds_facts_are_in_it(seed_explained):
+    """Every key of ``graphs[i]`` carries its section's record as it is (through JSON), and the seed's facts: one
+    frozen pin, rewritten to xla; the code before names the CPU and the code after does not; the break before the pass
+    and none after; each verdict with the card's sentence."""
+    from neurondev.render.sentences import describe
+
+    data = json.loads(seed_explained.to_json())
+    (section,) = seed_explained.sections
+    (graph,) = data["graphs"]
+    native = section.native
+    assert graph == {
+        "graph": section.key.graph,
+        "part": section.key.part,
+        "label": section.label,
+        "native_seconds": _as_json(dataclasses.asdict(native)) if native else None,
+        "native_ratio": _as_json(native.ratio) if native else None,
+        "nodes": section.nodes,
+        "pins": graph["pins"],  # below, key by key
+        "rewrites": _as_json([dataclasses.asdict(r) for r in section.rewrites]),
+        "code_before": section.traced.code,
+        "code_after": section.rewritten.code,
+        "before": _as_json(section.before.to_dict()),
+        "after": _as_json(section.after.to_dict()),
+        "rewrite_verdict": _as_json({**section.rewrite_verdict.to_dict(), "text": describe(section.rewrite_verdict)}),
+        "cpu_verdict": _as_json({**section.cpu_verdict.to_dict(), "text": describe(section.cpu_verdict)}),
+        "host_values": [],
+        "cpu_kernels": [],
+    }
+    (pin,) = graph["pins"]
+    (record,) = section.pins
+    assert pin == _as_json({**record.row(), "where": record.where, "url": pin["url"], "fix": pin["fix"]})
+    assert pin["url"].endswith("rules/ND101.html") and "new_empty" in pin["fix"]  # the rule's page, the fix's words
+    assert "device(type='cpu')" in graph["code_before"] and "device(type='cpu')" not in graph["code_after"]
+    assert [(b["rule"], b["node"]) for b in graph["before"]["graph_breaks"]] == [("ND201", "copy_")] and graph["after"][
+        "graph_breaks"
+    ] == []
+    assert graph["rewrites"][0]["new"] == "xla" and graph["nodes"] == len(list(section.traced.graph.nodes))
+    assert graph["rewrite_verdict"]["text"] and graph["cpu_verdict"]["text"]
+
+
+def test_the_programs_and_the_explanations_own_keys_are_its_records(seed_explained):
+    from neurondev.render.sentences import describe
+
+    data = json.loads(seed_explained.to_json())
+    ex = seed_explained
+    assert (data["name"], data["target"], data["level"], data["pins"]) == (ex.name, str(ex.target), ex.level, 1)
+    assert (data["rewrite_preserves_values"], data["graphs_match_cpu"], data["xla_matches_cpu"]) == (True, True, True)
+    for name, run in (("as_written", ex.program.as_written), ("rewritten", ex.program.rewritten)):
+        failure = _as_json({**run.failure.to_dict(), "text": describe(run.failure)}) if run.failure else None
+        assert data["program"][name] == _as_json({**run.to_dict(), "failure": failure, "text": describe(run)}), name
+    assert (
+        data["program"]["as_written"]["ok"] and "0 transfer(s) to the host" in data["program"]["as_written"]["text"]
+    )  # on the device: x.device is xla
+    assert data["totals"] == _as_json({"before": ex.totals("before").to_dict(), "after": ex.totals("after").to_dict()})
+    assert data["first_difference"] is None and data["dynamo_breaks"] == [] and data["schema"] == 3

@@ -84,6 +84,11 @@ def test_a_native_programs_copies_syncs_uploads_and_fallbacks_as_json():
     assert (by_rule["ND202"]["line"], by_rule["ND202"]["code"]) == (line_of(native, "x.cpu()"), "host = x.cpu()  # ND202")
     assert by_rule["ND204"]["line"] == line_of(native, ".item()") and by_rule["ND204"]["syncs"] == 1
     assert by_rule["ND205"]["op"].startswith("aten::index_select") and by_rule["ND205"]["calls"] == 1
+    from neurondev.render.sentences import describe
+
+    data = json.loads(ex.to_json())  # the native run: its record and the card's sentence, and no skip
+    assert data["native"] == json.loads(json.dumps(plain({**ex.traces.to_dict(), "summary": describe(ex.traces)})))
+    assert data["native"]["summary"] and data["native_skipped"] is None
 
 
 @pytest.mark.xla
