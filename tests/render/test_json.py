@@ -95,3 +95,14 @@ def test_the_programs_and_the_explanations_own_keys_are_its_records(seed_explain
     )  # on the device: x.device is xla
     assert data["totals"] == _as_json({"before": ex.totals("before").to_dict(), "after": ex.totals("after").to_dict()})
     assert data["first_difference"] is None and data["dynamo_breaks"] == [] and data["schema"] == 3
+
+
+def test_a_stage_that_did_not_run_says_why_in_its_json_with_the_cards_words():
+    import neurondev
+    from neurondev.render.sentences import skip_text
+
+    ex = neurondev.explain(lambda x: x * 2, torch.randn(4), run=False, quiet=True)
+    data = json.loads(ex.to_json())
+    assert data["program_skipped"] == {"kind": "run off", "text": skip_text(ex.program_skipped, "program")}
+    assert data["skipped"] == {"kind": "run off", "text": skip_text(ex.skipped, "graphs")}
+    assert "not run" in data["program_skipped"]["text"] and data["program"] is None and data["native"] is None

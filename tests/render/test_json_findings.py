@@ -125,3 +125,63 @@ def test_a_loops_recompiles_and_its_verdict_as_json():
     assert (by_rule["ND405"]["before"], by_rule["ND405"]["after"], by_rule["ND405"]["where"]) == ("1", "2", None)
     assert (by_rule["ND411"]["verdict"], by_rule["ND411"]["since"], by_rule["ND411"]["line"]) == ("keeps compiling", 2, None)
     assert [f["rule"] for f in watched.to_dict()["findings"]] == ["ND405", "ND405", "ND411"]  # the JSON the command writes
+
+
+def test_each_key_of_a_watchs_json_is_its_records(tmp_path):
+    """Every key of a watch's JSON is its record's, through JSON, and the loop's facts: three sizes, three compiles
+    (the first and two recompiles), three steps, keeps compiling from step 2, no gap on the native side, nothing raised."""
+    from neurondev.render.json import watch_dict
+    from neurondev.render.watch import watch_summary
+    from neurondev.render.watch_words import gap_text
+
+    torch._dynamo.reset()
+    step = torch.compile(lambda x: x * 2, backend="eager", dynamic=False)
+    with torch._dynamo.config.patch(recompile_limit=8), neurondev.watch() as watched:
+        for size in (1, 2, 3):
+            step(torch.ones(size))
+            watched.step()
+    record = watched.record
+    data = json.loads(json.dumps(watch_dict(record)))
+    as_json = lambda value: json.loads(json.dumps(plain(value)))  # noqa: E731
+    gap = lambda g: None if g is None else as_json({**g.to_dict(), "text": gap_text(g)})  # noqa: E731
+    assert data == {
+        "schema": 3,
+        "compiles": as_json([c.row() for c in record.compiles]),
+        "steps": as_json(record.step_rows()),
+        "outside": [],
+        "calls": as_json(record.call_rows()),
+        "verdict": record.steady.kind,
+        "exit_code": record.steady.exit_code,
+        "counted_steps": list(record.steady.counted),
+        "tail": record.steady.tail,
+        "steady_state": record.steady_state,
+        "reached_steady_state": record.reached_steady_state,
+        "keeps_compiling": record.steady.side,
+        "since_step": record.steady.since,
+        "recompile_limit_step": record.steady.limit_step,
+        "period": record.steady.period,
+        "step_kind": record.step_kind,
+        "advice": data["advice"],
+        "tried": [],
+        "summary": watch_summary(record),
+        "xla_gap": gap(record.xla_gap),
+        "analysis_gap": gap(record.analysis_gap),
+        "native_gap": gap(record.native_gap),
+        "raised": None,
+        "seconds": record.seconds,
+        "findings": data["findings"],
+    }
+    assert len(data["compiles"]) == 3 and [row["step"] for row in data["steps"]] == [1, 2, 3]
+    assert (data["verdict"], data["since_step"], data["reached_steady_state"], data["exit_code"]) == ("keeps compiling", 2, False, 1)
+    assert data["step_kind"] == "mark" and data["steady_state"] == "never" and data["calls"] == []
+    assert [f["rule"] for f in data["findings"]] == ["ND405", "ND405", "ND411"]
+
+
+def test_a_watch_whose_block_raised_says_what_and_where_in_its_json():
+    from neurondev.render.json import watch_dict
+
+    with pytest.raises(ValueError), neurondev.watch() as watched:
+        raise ValueError("the loop's own error")  # the line the JSON names
+    raised = json.loads(json.dumps(watch_dict(watched.record)))["raised"]
+    assert (raised["exception"], raised["message"]) == ("ValueError", "the loop's own error")
+    assert raised["line"] == line_of(test_a_watch_whose_block_raised_says_what_and_where_in_its_json, "the line the JSON names")
