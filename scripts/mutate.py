@@ -4,6 +4,7 @@ docs/mutation-equivalents.toml explains (an equivalent mutant: no test can tell 
 
     .venv/bin/python scripts/mutate.py            # run mutmut (resumes: mutants already judged are kept), then the scores
     .venv/bin/python scripts/mutate.py --scores   # the scores of the last run only
+    .venv/bin/python scripts/mutate.py --again    # survivors judged again (after new tests), then the scores
 """
 
 from __future__ import annotations
@@ -69,7 +70,26 @@ def scores() -> list[dict]:
     return rows
 
 
+def judge_survivors_again() -> int:
+    """Forget each survivor's verdict, so that the next run judges it against today's tests; how many."""
+    forgotten = 0
+    for module in modules():
+        meta = ROOT / "mutants" / f"{module}.meta"
+        if not meta.exists():
+            continue
+        data = json.loads(meta.read_text())
+        codes = data.get("exit_code_by_key", {})
+        for name, code in codes.items():
+            if code == 0:
+                codes[name] = None
+                forgotten += 1
+        meta.write_text(json.dumps(data, indent=4))
+    return forgotten
+
+
 def main(argv: list[str]) -> int:
+    if "--again" in argv:
+        print(f"{judge_survivors_again()} survivor(s) to judge again")
     if "--scores" not in argv:
         subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", "2"], cwd=ROOT, check=False)
     print(f"{'module':40} {'killed':>7} {'survived':>9} {'untested':>9} {'explained':>11} {'not run':>8} {'score':>7}")

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from neurondev.render.json import plain
+from tests.helpers import line_of
 
 pytestmark = pytest.mark.xla
 
@@ -95,6 +96,42 @@ def test_the_programs_and_the_explanations_own_keys_are_its_records(seed_explain
     )  # on the device: x.device is xla
     assert data["totals"] == _as_json({"before": ex.totals("before").to_dict(), "after": ex.totals("after").to_dict()})
     assert data["first_difference"] is None and data["dynamo_breaks"] == [] and data["schema"] == 3
+    from neurondev.render.sentences import runtime_info_text, why_text
+    from neurondev.render.text import summary
+
+    assert data["summary"] == summary(ex) and "Fixes in your code: 1 verified" in data["summary"]
+    assert data["runtime"] == (_as_json({**ex.runtime, "why": runtime_info_text(ex.runtime)}) if ex.runtime else {})
+    (fix,) = data["fixes"]
+    assert fix == _as_json({**ex.fixes[0].to_dict(), "why": why_text(ex.fixes[0])}) and fix["why"]
+
+
+TABLE = torch.arange(8.0)  # a host value: a global tensor the program reads
+
+
+def _split_reading_a_global(x):
+    y = x * TABLE
+    return y * y.sum().item()  # dynamo splits here
+
+
+def _attention(q):
+    return torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)  # a kernel the CPU trace chose
+
+
+def test_a_dynamo_split_a_host_value_and_a_cpu_kernel_as_json_with_their_fixes():
+    import neurondev
+    from neurondev.render.fix_words import CPU_KERNEL_FIX, host_value_fix
+
+    split = neurondev.explain(_split_reading_a_global, torch.randn(8), quiet=True)
+    kernels = neurondev.explain(_attention, torch.randn(1, 2, 4, 8), level="aten", quiet=True)
+    data = json.loads(split.to_json())
+    (dynamo_break,) = data["dynamo_breaks"]
+    assert dynamo_break["reason"] and dynamo_break["line"] == line_of(_split_reading_a_global, ".item()")
+    for ex in (split, kernels):
+        graphs = json.loads(ex.to_json())["graphs"]
+        for graph, section in zip(graphs, ex.sections, strict=True):
+            assert graph["host_values"] == _as_json([{**v.to_dict(), "fix": host_value_fix(v)} for v in section.host_values])
+            assert graph["cpu_kernels"] == _as_json([{**k.to_dict(), "fix": CPU_KERNEL_FIX} for k in section.cpu_kernels])
+    assert [value.origin for value in split.host_values] == ["TABLE"] and kernels.cpu_kernels
 
 
 def test_a_stage_that_did_not_run_says_why_in_its_json_with_the_cards_words():
