@@ -49,9 +49,11 @@ def test_check_suggest_puts_the_verified_fixed_line_to_paste_under_the_pin():
     assert (
         "      verified fix, paste:\n        out = x.new_zeros(x.shape[0], dtype=torch.get_default_dtype())\n" in str(caught.value) + "\n"
     )
+    (finding,) = caught.value.findings  # the pin the fix is for: its rule and line
+    assert (finding.rule, finding.source.line) == ("ND101", line_of(pinned, "device=x.device"))
     with pytest.raises(neurondev.DevicePinsError) as caught:
         neurondev.check(pinned, torch.randn(4))
-    assert "verified fix" not in str(caught.value)
+    assert "verified fix" not in str(caught.value) and [f.rule for f in caught.value.findings] == ["ND101"]
 
 
 def test_check_without_suggest_verifies_no_fix_and_never_loads_libcst():

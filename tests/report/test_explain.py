@@ -327,6 +327,7 @@ def test_a_trace_error_leads_with_the_users_line():
         neurondev.explain(broken, torch.randn(3, 3), quiet=True)
     line = line_of(broken, "y @ torch")
     assert f"at test_explain.py:{line} (return y @ torch.randn(5, 5))" in str(caught.value)
+    assert isinstance(caught.value.__cause__, Exception)  # torch's own error, kept as the cause
 
 
 def many_pins(x):

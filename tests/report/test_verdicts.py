@@ -190,7 +190,8 @@ def test_the_json_is_strict_even_with_infinite_figures():
     ex = neurondev.explain(infinite, torch.ones(2), quiet=True)
     text = ex.to_json()
     assert "Infinity" not in text and "NaN" not in text
-    json.loads(text)
+    data = json.loads(text)
+    assert data["xla_matches_cpu"] is True and data["rewrite_preserves_values"] is True  # inf on both sides: a match
 
 
 def test_a_frozen_run_of_the_wrong_shape_is_a_shape_mismatch_the_rewrite_fixed():

@@ -84,7 +84,9 @@ def test_one_graph_and_a_break_is_said_plainly():
         print("", end="")
         return y.tolist()
 
-    summary = neurondev.explain(prints, torch.randn(3), run=False, quiet=True).summary()
+    ex = neurondev.explain(prints, torch.randn(3), run=False, quiet=True)
+    assert len(ex.sections) == 1 and len(ex.capture.dynamo_breaks) == 1  # what the words say: one graph, one break
+    summary = ex.summary()
     assert "1 graph(s) (1 dynamo break(s))" not in summary
     assert "Dynamo made 1 graph of" in summary and "1 break(s) of its own" in summary
 
