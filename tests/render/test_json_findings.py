@@ -185,3 +185,34 @@ def test_a_watch_whose_block_raised_says_what_and_where_in_its_json():
     raised = json.loads(json.dumps(watch_dict(watched.record)))["raised"]
     assert (raised["exception"], raised["message"]) == ("ValueError", "the loop's own error")
     assert raised["line"] == line_of(test_a_watch_whose_block_raised_says_what_and_where_in_its_json, "the line the JSON names")
+
+
+def test_a_loops_advice_and_what_ran_after_it_as_json_with_the_cards_words():
+    """Four sizes, then a validation call after the last step: the advice's facts and its sentence, and the call
+    after the loop reported with its own compile, outside the verdict."""
+    from neurondev.render.json import watch_dict
+    from neurondev.render.watch_words import advice_check_text, advice_text
+
+    torch._dynamo.reset()
+    train = torch.compile(lambda x: x * 2, backend="eager", dynamic=False)
+    validate = torch.compile(lambda x: x + 1, backend="eager", dynamic=False)
+    with torch._dynamo.config.patch(recompile_limit=8), neurondev.watch() as watched:
+        for size in (1, 2, 3, 4):
+            train(torch.ones(size))
+            watched.step()
+        validate(torch.ones(2))
+    record = watched.record
+    data = json.loads(json.dumps(watch_dict(record)))
+    xla = record.outside[0].xla_compiles  # None where torch_xla is not loaded in the process, else 0: no XLA here
+    assert data["outside"] == [{"where": "after the loop", "dynamo_compiles": 1, "xla_compiles": xla}] and xla in (None, 0)
+    (advice,) = record.advice
+    as_json = json.loads(
+        json.dumps(plain({**advice.to_dict(), "text": advice_text(advice), "check_text": advice_check_text(advice.check)}))
+    )
+    assert data["advice"] == [as_json] and data["tried"] == []
+    assert (data["advice"][0]["cause"], data["advice"][0]["sizes"], data["advice"][0]["buckets"]) == (
+        "changing size",
+        [1, 2, 3, 4],
+        [1, 2, 4],
+    )
+    assert "<lambda>: x takes 4 sizes (1, 2, 3, 4)" in data["advice"][0]["text"] and data["advice"][0]["check_text"] == "not verified"
