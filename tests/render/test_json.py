@@ -19,6 +19,44 @@ def test_plain_is_strict_json_devices_and_dtypes_as_text_tuples_as_lists():
     value = {"d": torch.device("xla:0"), "t": torch.float16, "n": math.nan, "i": -math.inf, "xs": (1, 2.5, None, True)}
     assert plain(value) == {"d": "xla:0", "t": "torch.float16", "n": "nan", "i": "-inf", "xs": [1, 2.5, None, True]}
     json.dumps(plain(value), allow_nan=False)
+    from types import MappingProxyType
+
+    assert plain(MappingProxyType({"d": torch.device("cpu"), "n": (1,)})) == {"d": "cpu", "n": [1]}  # any mapping: a dict
+
+
+class _Doubles(torch.nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+def test_an_exported_programs_json_says_why_its_graph_is_not_compared_and_notes_what_it_is():
+    import neurondev
+    from neurondev.render.sentences import capture_note_text, skip_text
+
+    program = torch.export.export(_Doubles(), (torch.randn(4),))
+    ex = neurondev.explain(program, torch.randn(4), run=False, quiet=True)
+    data = json.loads(ex.to_json())
+    assert data["native_skipped"] == {"kind": "exported", "text": skip_text(ex.traces_skipped, "native")}
+    (note,) = ex.notes
+    assert data["notes"] == [_as_json({**note.to_dict(), "text": capture_note_text(note)})] and data["notes"][0]["kind"] == "exported"
+    assert "ExportedProgram" in data["notes"][0]["text"] and data["runtime"] == {}  # not run: no runtime chosen
+
+
+def test_checks_json_finding_has_its_facts_its_words_and_its_rules_page():
+    import neurondev
+    from neurondev.render.json import check_finding
+    from neurondev.render.sentences import finding_detail, finding_fix
+
+    def pinned(x):
+        return torch.zeros(4, device=x.device) + x
+
+    with pytest.raises(neurondev.DevicePinsError) as caught:
+        neurondev.check(pinned, torch.randn(4))
+    (finding,) = caught.value.findings
+    entry = json.loads(json.dumps(check_finding(finding)))
+    assert entry == _as_json({**finding.to_dict(), "detail": finding_detail(finding), "fix": finding_fix(finding), "url": entry["url"]})
+    assert entry["url"].endswith("rules/ND101.html") and entry["fix"] and entry["detail"]
+    assert (entry["rule"], entry["line"]) == ("ND101", line_of(pinned, "torch.zeros"))
 
 
 def test_the_seeds_json_names_its_pin_its_fix_and_both_scenarios(seed_explained):
