@@ -216,3 +216,58 @@ def test_a_loops_advice_and_what_ran_after_it_as_json_with_the_cards_words():
         [1, 2, 4],
     )
     assert "<lambda>: x takes 4 sizes (1, 2, 3, 4)" in data["advice"][0]["text"] and data["advice"][0]["check_text"] == "not verified"
+
+
+def _pinned(x):
+    return torch.zeros(4, device=x.device) + x  # ND101
+
+
+def _falls_back(x):
+    return (x @ x).sum().item()  # ND205 (aten::mm on the host device) and ND204
+
+
+@pytest.mark.xla
+def test_a_findings_facts_key_by_key_a_pin_a_fallback_and_a_sync():
+    """Finding.to_dict, what check's JSON is made of: the rule, kind, node, function, line and place, and the facts of
+    what it was found in without their own rule and line (said once, at the top)."""
+    with pytest.raises(neurondev.DevicePinsError) as caught:
+        neurondev.check(_pinned, torch.randn(4))
+    (pin,) = caught.value.findings
+    line = line_of(_pinned, "torch.zeros")
+    facts = pin.to_dict()
+    assert facts == {
+        "rule": "ND101",
+        "kind": "pin",
+        "node": "zeros",
+        "function": "torch.zeros",
+        "file": pin.source.file,
+        "line": line,
+        "code": "return torch.zeros(4, device=x.device) + x  # ND101",
+        "where": f"test_json_findings.py:{line}",
+        "place": "XLA",
+        "found": {key: value for key, value in pin.found.row().items() if key not in ("rule", "file", "line", "code", "where")},
+    }
+    assert pin.source.file.endswith("test_json_findings.py") and facts["found"]["device"] == torch.device("cpu")
+    assert (facts["found"]["kind"], facts["found"]["location"], facts["found"]["users"]) == ("frozen", "kwarg", ("add",))
+    device = neurondev.host_device(fallback=["aten::mm"])
+    try:
+        with pytest.raises(neurondev.DevicePinsError) as caught:
+            neurondev.check(_falls_back, torch.randn(4, 4), target=device, select=("ND2", "ND3"))
+    finally:
+        neurondev.host_device()
+    by_rule = {finding.rule: finding.to_dict() for finding in caught.value.findings}
+    line = line_of(_falls_back, "x @ x")
+    assert by_rule["ND205"] == {
+        "rule": "ND205",
+        "kind": "fallback",
+        "node": "mm",
+        "function": "aten::mm.out",
+        "file": by_rule["ND205"]["file"],
+        "line": line,
+        "code": "return (x @ x).sum().item()  # ND205 (aten::mm on the host device) and ND204",
+        "where": f"test_json_findings.py:{line}",
+        "place": "hostdev:0",
+        "found": {"op": "aten::mm.out", "called": "aten::mm", "calls": 1, "bytes": 256, "node": "mm", "module": ""},
+    }
+    assert (by_rule["ND204"]["kind"], by_rule["ND204"]["function"], by_rule["ND204"]["line"]) == ("device", "sync", line)
+    assert by_rule["ND204"]["found"]["syncs"] == 1 and by_rule["ND204"]["found"]["function"] == "aten::_local_scalar_dense"
