@@ -143,7 +143,6 @@ def _program_frame(frame: Any) -> Any:
 
 
 @functools.lru_cache(maxsize=4096)
-@functools.lru_cache(maxsize=4096)  # asked of every frame between an event and the program's line
 def _is_program_code(code: Any) -> bool:
     """The program's own code: not torch's, neurondev's, the standard library's, nor a graph FX wrote (``<eval_with_key>``)."""
     return is_program_file(code.co_filename) and not code.co_filename.startswith("<eval_with_key>")

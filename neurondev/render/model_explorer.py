@@ -58,9 +58,9 @@ class Opening:
     graph as Model Explorer would.
 
     No node is selected. Model Explorer applies a ``selectedNodeId`` of its URL state only when its
-    graph's layout finishes before its node data does: on a loaded machine 1 load in 3 opened on the
-    node (the side panel shows that node's values), otherwise on the graph (the panel lists the
-    overlays), measured with Chromium throttled 8x; unloaded, never. A page that opens one way or the
+    graph's layout finishes before its node data does: with the cores busy and Chromium throttled 8x,
+    8 loads of 36 opened on the node (the side panel shows that node's values), the others on the
+    graph (the panel lists the overlays); unloaded, 0 of 14. A page that opens one way or the
     other by timing is not one a person can be told about, so it always opens on the graph."""
 
     graph: str = ""
