@@ -78,8 +78,10 @@ def test_a_native_programs_copies_syncs_uploads_and_fallbacks_as_json():
         ex = neurondev.explain(native, torch.randn(4), torch.tensor([1, 2]), torch.randn(4, 3), target=device, quiet=True)
     finally:
         neurondev.host_device()
-    by_rule = _assert_each_is_its_records(explanation_findings(ex))
+    records = explanation_findings(ex)
+    by_rule = _assert_each_is_its_records(records)
     assert {"ND202", "ND203", "ND204", "ND205"} <= set(by_rule)
+    assert [record.line for record in records if record.rule == "ND204"] == [line_of(native, ".item()")]  # the copy's line: ND202 only
     _keys_are({rule: entry for rule, entry in by_rule.items() if rule in FACTS})
     assert (by_rule["ND202"]["line"], by_rule["ND202"]["code"]) == (line_of(native, "x.cpu()"), "host = x.cpu()  # ND202")
     assert by_rule["ND204"]["line"] == line_of(native, ".item()") and by_rule["ND204"]["syncs"] == 1
@@ -271,3 +273,23 @@ def test_a_findings_facts_key_by_key_a_pin_a_fallback_and_a_sync():
     }
     assert (by_rule["ND204"]["kind"], by_rule["ND204"]["function"], by_rule["ND204"]["line"]) == ("device", "sync", line)
     assert by_rule["ND204"]["found"]["syncs"] == 1 and by_rule["ND204"]["found"]["function"] == "aten::_local_scalar_dense"
+
+
+def test_a_record_whose_facts_would_hide_the_findings_words_is_refused():
+    """A record's own ``name`` or ``url`` would be overwritten by the rule's: finding_entry refuses it (a developer's
+    error, named), and a record's ``scenario`` is kept as ``seen_in``."""
+
+    class Named:
+        rule = "ND101"
+
+        def __init__(self, facts):
+            self.facts = facts
+
+        def to_dict(self):
+            return self.facts
+
+    for key in ("name", "url"):
+        with pytest.raises(AssertionError, match=key):
+            finding_entry(Named({key: "its own"}), "said")
+    entry = finding_entry(Named({"scenario": "your program"}), "said")
+    assert entry["seen_in"] == "your program" and entry["scenario"] == rulebook.rule_named("ND101").scenario
