@@ -181,3 +181,20 @@ def test_a_stage_that_did_not_run_says_why_in_its_json_with_the_cards_words():
     assert data["program_skipped"] == {"kind": "run off", "text": skip_text(ex.program_skipped, "program")}
     assert data["skipped"] == {"kind": "run off", "text": skip_text(ex.skipped, "graphs")}
     assert "not run" in data["program_skipped"]["text"] and data["program"] is None and data["native"] is None
+
+
+def _mixes_devices(x):
+    bias = torch.zeros(64, device="cpu")
+    return torch.addcmul(bias, x, x)  # fails to compile on XLA: two devices
+
+
+def test_a_programs_failure_as_json_with_its_facts_line_and_sentence():
+    import neurondev
+    from neurondev.render.sentences import describe
+
+    ex = neurondev.explain(_mixes_devices, torch.randn(64), quiet=True)
+    failure = json.loads(ex.to_json())["program"]["as_written"]["failure"]
+    record = ex.program.as_written.failure
+    assert failure == _as_json({**record.to_dict(), "text": describe(record)})
+    assert (failure["rule"], failure["kind"], failure["stage"]) == ("ND301", "mixed devices at compile time", "compile")
+    assert failure["line"] == line_of(_mixes_devices, "addcmul") and "two different devices" in failure["message"]

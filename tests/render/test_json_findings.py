@@ -293,3 +293,19 @@ def test_a_record_whose_facts_would_hide_the_findings_words_is_refused():
             finding_entry(Named({key: "its own"}), "said")
     entry = finding_entry(Named({"scenario": "your program"}), "said")
     assert entry["seen_in"] == "your program" and entry["scenario"] == rulebook.rule_named("ND101").scenario
+
+
+def test_a_call_before_the_loops_calls_is_reported_before_the_loop_in_its_json():
+    from neurondev.render.json import watch_dict
+
+    torch._dynamo.reset()
+    train = torch.compile(lambda x: x * 2, backend="eager", dynamic=False)
+    warm_up = torch.compile(lambda x: x + 1, backend="eager", dynamic=False)
+    with neurondev.watch() as watched:
+        warm_up(torch.ones(2))
+        for _ in range(3):
+            train(torch.ones(1))
+    data = json.loads(json.dumps(watch_dict(watched.record)))
+    xla = watched.record.outside[0].xla_compiles  # None where torch_xla is not loaded in the process, else 0
+    assert data["step_kind"] == "compiled call" and len(data["steps"]) == 3
+    assert data["outside"] == [{"where": "before the loop", "dynamo_compiles": 1, "xla_compiles": xla}]
