@@ -309,3 +309,32 @@ def test_a_call_before_the_loops_calls_is_reported_before_the_loop_in_its_json()
     xla = watched.record.outside[0].xla_compiles  # None where torch_xla is not loaded in the process, else 0
     assert data["step_kind"] == "compiled call" and len(data["steps"]) == 3
     assert data["outside"] == [{"where": "before the loop", "dynamo_compiles": 1, "xla_compiles": xla}]
+
+
+def test_a_program_level_finding_without_a_line_has_every_key_with_none_where_it_has_no_fact():
+    """A program-level finding check makes when the program did not run (ND305's kind, no record, no line): its
+    program keys (``backend``, ``as_written``), why it is closed (``why``, ``skip``, ``compiler``), no line."""
+    from neurondev.report.findings import Finding
+    from neurondev.report.skips import Skip
+
+    finding = Finding("program", "", "your program", None, None, rule="ND305", place="hostdev:0", backend="eager",
+                      as_written=False, why="not run", skip=Skip("run off"))  # fmt: skip
+    assert finding.to_dict() == {
+        "rule": "ND305",
+        "kind": "program",
+        "node": "",
+        "function": "your program",
+        "file": None,
+        "line": None,
+        "code": None,
+        "where": "no source line",
+        "place": "hostdev:0",
+        "backend": "eager",
+        "as_written": False,
+        "why": "not run",
+        "skip": {"kind": "run off"},  # a skip says only the facts it has
+        "compiler": None,
+        "found": {},
+    }
+    pin_level = Finding("pin", "zeros", "torch.zeros", None, None, rule="ND101").to_dict()
+    assert "backend" not in pin_level and "why" not in pin_level and pin_level["where"] == "no source line"
