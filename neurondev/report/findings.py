@@ -47,7 +47,7 @@ class Finding(Located):
     def allowed_by(self, rules: Iterable[str]) -> bool:
         """Allowed by a node name, a file:line (file name or path), or a glob over those, the function or code; an
         op's name allows each of its overloads (``aten::addmm`` allows the ``aten::addmm.out`` that fell back)."""
-        names = {self.node, self.function, self.where, self.code or ""}
+        names = {name for name in (self.node, self.function, self.where, self.code) if name}  # an empty entry allows nothing
         names |= {name.split(".")[0] for name in (self.node, self.function) if name.startswith("aten::")}
         if self.source is not None:
             names.add(f"{self.source.file}:{self.source.line}")

@@ -134,6 +134,7 @@ def test_the_programs_and_the_explanations_own_keys_are_its_records(seed_explain
     )  # on the device: x.device is xla
     assert data["totals"] == _as_json({"before": ex.totals("before").to_dict(), "after": ex.totals("after").to_dict()})
     assert data["first_difference"] is None and data["dynamo_breaks"] == [] and data["schema"] == 3
+    assert data["device_specialised"] == [] and data["moved_inputs"] == [] and data["notes"] == []  # the seed has none
     from neurondev.render.sentences import runtime_info_text, why_text
     from neurondev.render.text import summary
 

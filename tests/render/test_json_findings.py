@@ -338,3 +338,13 @@ def test_a_program_level_finding_without_a_line_has_every_key_with_none_where_it
     }
     pin_level = Finding("pin", "zeros", "torch.zeros", None, None, rule="ND101").to_dict()
     assert "backend" not in pin_level and "why" not in pin_level and pin_level["where"] == "no source line"
+
+
+def test_an_op_allows_each_of_its_overloads_and_an_empty_entry_allows_nothing():
+    from neurondev.report.findings import Finding
+
+    fallback = Finding("fallback", "mm", "aten::mm.out", None, None, rule="ND205")
+    assert fallback.allowed_by(["aten::mm"]) and fallback.allowed_by(["aten::mm.out"]) and fallback.allowed_by(["aten::m*"])
+    assert not fallback.allowed_by(["aten::addmm"]) and not fallback.allowed_by(["aten"]) and not fallback.allowed_by([""])
+    pin = Finding("pin", "zeros", "torch.zeros", None, None, rule="ND101")  # no line: no code to match
+    assert not pin.allowed_by([""]) and pin.allowed_by(["zeros"]) and not pin.allowed_by(["torch"])
