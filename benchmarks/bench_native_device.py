@@ -98,9 +98,7 @@ def sides(model: torch.nn.Module, feed: Callable[[Any], object], device: torch.d
     found["mode"] = lambda calls: _under(Accounting(device.type), call, calls)
     found["floor"] = lambda calls: _under(SeesEveryOp(), call, calls)
     found["watch"] = lambda calls: _watched(call, calls)
-    found["watch10"] = lambda calls: (
-        sum(_watched(call, STEPS) for _ in range(max(1, calls // STEPS))) * calls / (max(1, calls // STEPS) * STEPS)
-    )
+    found["watch10"] = lambda calls: _short_loops(call, calls)
     driver = NativeDriver(device)
     compiled, floor = torch.compile(model, backend=driver.program_backend()), torch.compile(model, backend="aot_eager")
     found["program"] = lambda calls: _under(driver.measuring(compiled=True), lambda: feed(compiled), calls)
@@ -111,6 +109,12 @@ def sides(model: torch.nn.Module, feed: Callable[[Any], object], device: torch.d
 def _under(context: Any, call: Callable[[], object], calls: int) -> float:
     with context:
         return _calls(call, calls)
+
+
+def _short_loops(call: Callable[[], object], calls: int) -> float:
+    """Watched loops of STEPS steps, about ``calls`` calls in all, their time scaled to ``calls`` calls."""
+    loops = max(1, calls // STEPS)
+    return sum(_watched(call, STEPS) for _ in range(loops)) * calls / (loops * STEPS)
 
 
 def _watched(call: Callable[[], object], calls: int) -> float:
