@@ -29,7 +29,7 @@ import torch
 import torch.fx
 
 from neurondev._compat import OpOverload, TorchDispatchMode, backend_key, dispatch_handler, kernel_route, run_below_mode
-from neurondev.native.events import ACTIVE, EVENT_KINDS, DeviceEvent, Totals, Whereabouts, caller
+from neurondev.native.events import ACTIVE, EVENT_KINDS, DeviceEvent, Totals, Whereabouts, caller, name_of
 from neurondev.native.marks import current_collective
 from neurondev.runs.counts import Counts
 
@@ -302,12 +302,6 @@ def _numbers_bound(func: OpOverload, args: tuple) -> tuple:
             dtype = torch.result_type(first, number) if first is not None else None
             bound[i] = torch.tensor(number, dtype=dtype)
     return tuple(bound)
-
-
-def name_of(func: OpOverload) -> str:
-    """An op as the dispatcher and a backend's log name it: 'aten::addmm' (aten.addmm.default), 'aten::addmm.out'."""
-    schema = func._schema
-    return f"{schema.name}.{schema.overload_name}" if schema.overload_name else schema.name
 
 
 def _nbytes(tensor: Any) -> int:

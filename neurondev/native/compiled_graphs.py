@@ -9,6 +9,7 @@ nothing runs per node (an ``fx.Interpreter`` did, and cost 2.6x on a tiny GPT-2'
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -40,6 +41,12 @@ def _known(gm: torch.fx.GraphModule) -> None:
     _GRAPHS[type(gm).forward.__code__] = gm
 
 
+def _graph_running(accounting: Any) -> Any:
+    """What an accounting does while a compiled graph runs (a device's log stops following ops: ``in_graph``)."""
+    in_graph = getattr(accounting, "in_graph", None)
+    return in_graph() if in_graph is not None else contextlib.nullcontext()
+
+
 def graph_backend(driver: Driver) -> Callable[..., Any]:
     """A torch.compile backend: aot_autograd, with forward and backward graphs run as compiled, under ``driver``'s
     accounting (on already when it sees between graphs; here for the graph alone otherwise)."""
@@ -51,7 +58,7 @@ def graph_backend(driver: Driver) -> Callable[..., Any]:
         _known(gm)
 
         def run(args: list[Any]) -> Any:
-            with driver.measuring():
+            with driver.measuring() as accounting, _graph_running(accounting):
                 return gm(*args)
 
         run._boxed_call = True  # type: ignore[attr-defined]  # aot_autograd's convention: one list of arguments

@@ -17,7 +17,7 @@ from neurondev.fx.modules import module_path
 from neurondev.runs.counts import Counts
 from neurondev.trace.source import Located, SourceLine, is_program_file, source_line, source_of
 
-__all__ = ["ACTIVE", "DEVICE_LOGS", "EVENT_KINDS", "DeviceEvent", "Totals", "Whereabouts", "active_for"]
+__all__ = ["ACTIVE", "DEVICE_LOGS", "EVENT_KINDS", "DeviceEvent", "Totals", "Whereabouts", "active_for", "name_of"]
 
 EVENT_KINDS = ("copy to host", "copy to device", "sync", "fallback")
 
@@ -95,6 +95,10 @@ class Whereabouts:
     def where(self, caller: Any) -> tuple[str | None, str, SourceLine | None]:
         """(node name, module, line) of an event seen in ``caller``'s frame (or beneath it): the node an interpreter
         runs, or the node of a compiled graph whose code is on the stack, else the innermost line of the program."""
+        return self.where_called(caller)[:3]
+
+    def where_called(self, caller: Any) -> tuple[str | None, str, SourceLine | None, str | None]:
+        """``where``, and the ATen op the program called there when a graph's node says it (its target), else None."""
         from neurondev.native.compiled_graphs import node_at
 
         node = self.node
@@ -107,8 +111,8 @@ class Whereabouts:
             return _node_place(node)
         frame = _program_frame(frame)
         if frame is None:
-            return None, "", None
-        return None, self._module_of(caller), _line_of(frame.f_code, frame.f_lineno)
+            return None, "", None, None
+        return None, self._module_of(caller), _line_of(frame.f_code, frame.f_lineno), None
 
     def _module_of(self, frame: Any) -> str:
         """The innermost module of the model whose code is running from ``frame`` outwards (its dotted
@@ -121,15 +125,27 @@ class Whereabouts:
         return ""
 
 
-_PLACES: weakref.WeakKeyDictionary[torch.fx.Node, tuple[str, str, SourceLine | None]] = weakref.WeakKeyDictionary()
+_PLACES: weakref.WeakKeyDictionary[torch.fx.Node, tuple[str, str, SourceLine | None, str | None]] = weakref.WeakKeyDictionary()
 
 
-def _node_place(node: torch.fx.Node) -> tuple[str, str, SourceLine | None]:
-    """(name, module, line) of a graph node, read from its meta once (a graph runs its nodes call after call)."""
+def _node_place(node: torch.fx.Node) -> tuple[str, str, SourceLine | None, str | None]:
+    """(name, module, line, the ATen op it calls) of a graph node, read from its meta once (a graph runs its nodes
+    call after call)."""
     place = _PLACES.get(node)
     if place is None:
-        place = _PLACES[node] = (node.name, module_path(node), source_of(node))
+        place = _PLACES[node] = (node.name, module_path(node), source_of(node), _called_at(node))
     return place
+
+
+def name_of(func: torch._ops.OpOverload) -> str:
+    """An op as the dispatcher and a backend's log name it: 'aten::addmm' (aten.addmm.default), 'aten::addmm.out'."""
+    schema = func._schema
+    return f"{schema.name}.{schema.overload_name}" if schema.overload_name else schema.name
+
+
+def _called_at(node: torch.fx.Node) -> str | None:
+    """The ATen op a graph's node calls (``name_of`` its target), None when its target is no op overload."""
+    return name_of(node.target) if isinstance(node.target, torch._ops.OpOverload) else None
 
 
 def _program_frame(frame: Any) -> Any:

@@ -3,7 +3,9 @@ and calls back into Python at each one for its line; no Python runs at any other
 
 The host test device keeps such a log (its C++ records each copy across devices, each fallback with what it copied,
 each host read), and a RecordFunction callback of its own names the op the program called (the outermost on the
-thread: ``aten::embedding`` for the ``aten::index_select`` that fell back beneath it). While the accounting
+thread: ``aten::embedding`` for the ``aten::index_select`` that fell back beneath it). While a compiled graph runs,
+that callback is off and the graph's node names the op (``in_graph``; it cost a tenth of a small program's time; a
+thread running eager ops meanwhile names the op that fell back itself). While the accounting
 ``attributes`` (the default), each event comes to Python with the graph node, module and line it happened at; while it
 only counts, the counts are the device's and no event reaches Python (a long loop's steady steps). Nothing is a
 dispatch mode, so compiled code runs under it as it does without it, on every torch.
@@ -11,7 +13,9 @@ dispatch mode, so compiled code runs under it as it does without it, on every to
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from neurondev.native.events import ACTIVE, DeviceEvent, Whereabouts, active_for, caller
@@ -74,13 +78,24 @@ class LoggedAccounting(Whereabouts):
             return self._banked
         return _sum(self._banked, _totals(self.log) - self._base)
 
+    @contextlib.contextmanager
+    def in_graph(self) -> Iterator[None]:
+        """A compiled graph runs inside: the device follows no op meanwhile (each event's node names the op the
+        program called), which saves a callback at every op."""
+        self.log.graph_running(True)
+        try:
+            yield
+        finally:
+            self.log.graph_running(False)
+
     # --- one event ------------------------------------------------------------------------------
     def seen(self, kind: str, op: str, direction: str, nbytes: int, called: str, collective: str) -> None:
         """The device's call at one event: its line from the Python stack of the thread that ran it."""
         name = _KIND.get((kind, direction if kind == "copy" else ""))
         if name is None:
             return  # a copy on the device: no cost to the host
-        node, module, source = self.where(caller(2))
+        node, module, source, node_calls = self.where_called(caller(2))
+        called = node_calls or called  # in a compiled graph the device follows no op (``in_graph``): its node says it
         event = DeviceEvent(name, op or called, nbytes, node, module, source, called, collective or None)
         with self._lock:
             self.events.append(event)

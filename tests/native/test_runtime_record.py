@@ -260,6 +260,14 @@ def profiled(profile) -> tuple[int, int, int]:
     return len(falling), len(copies), len(syncs)
 
 
+def called_above_fallbacks(profile) -> list[str]:
+    """The op the program called above each fallback, as torch.profiler recorded it: the outermost ATen event above
+    the op whose cpu_fallback ran aten::_to_cpu (aten::embedding above the index_select that fell back), in order."""
+    events = [event for event in profile.events() if event.name != "PythonDispatchMode" and not _compiling(event)]
+    falling = {id(fell): fell for fell in (_outermost(_parent(e)) for e in events if e.name == "aten::_to_cpu" and not _again(e))}
+    return [[fell.name, *[parent.name for parent in _parents(fell) if parent.name.startswith("aten::")]][-1] for fell in falling.values()]
+
+
 def _sized_by_data(name: str) -> bool:
     """An op PyTorch tags as reading its data on the host (``_local_scalar_dense``) or sizing its result by it (``nonzero``)."""
     namespace, _, op = name.partition("::")
@@ -329,7 +337,7 @@ def measure(call, driver: NativeDriver, *, compiled: bool):
         before = driver.counts()
         call()
         ours = counted(driver.counts() - before)
-    return ours, device_log(start), profiled(profile)
+    return ours, device_log(start), profiled(profile), called_above_fallbacks(profile)
 
 
 @pytest.fixture
@@ -347,8 +355,8 @@ def run_case(case: Case, device: torch.device, *, compiled: bool):
         with driver.measuring(compiled=True, whole=compiled and driver.needs_counting_call):
             fn(x)  # compiled on the first call (eager: the same warm-up); torch 2.9 compiles again under the accounting
         mark = driver.mark()
-        ours, logged, profiled_ = measure(lambda: fn(x), driver, compiled=compiled)
-        return ours, logged, profiled_, driver.accounting.events[mark:]
+        ours, logged, profiled_, called = measure(lambda: fn(x), driver, compiled=compiled)
+        return ours, logged, profiled_, called, driver.accounting.events[mark:]
     finally:
         torch._dynamo.reset()  # no compiled code carried to the next case
 
@@ -362,7 +370,7 @@ def test_each_fallback_copy_and_sync_is_counted_as_the_device_logged_it_and_the_
     """Both accountings: the device's own log (the default: Python only at events) and the dispatch mode (the exact
     path for a device without a log, and an opt-in)."""
     monkeypatch.setenv("NEURONDEV_ACCOUNTING", accounting)
-    ours, logged, (fallbacks, copies, syncs), events = run_case(case, device, compiled=compiled)
+    ours, logged, (fallbacks, copies, syncs), called, events = run_case(case, device, compiled=compiled)
     assert (ours.fallbacks, ours.fallback_bytes) == (logged.fallbacks, logged.fallback_bytes)
     assert (ours.to_host, ours.to_device) == (logged.to_host, logged.to_device)
     assert (sum(ours.fallbacks.values()), logged.copies, ours.syncs) == (fallbacks, copies, syncs)
@@ -373,6 +381,8 @@ def test_each_fallback_copy_and_sync_is_counted_as_the_device_logged_it_and_the_
     assert cost[case.cost(compiled)] >= 1, f"{case.fn.__name__} cost nothing that was counted: {ours}"
     line = line_of(case.fn, case.text)
     assert {event.line for event in events} == {line}, [(event.kind, event.op, event.where) for event in events]
+    if accounting == "log":  # the op the program called, as the profiler saw it (a mode sees no composite op: linear)
+        assert [(event.called or event.op).split(".")[0] for event in events if event.kind == "fallback"] == called
 
 
 @pytest.mark.parametrize("case", FALLING, ids=[case.fn.__name__ for case in FALLING])
