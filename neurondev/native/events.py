@@ -13,6 +13,7 @@ from typing import Any
 import torch
 import torch.fx
 
+from neurondev._compat import OpOverload
 from neurondev.fx.modules import module_path
 from neurondev.runs.counts import Counts
 from neurondev.trace.source import Located, SourceLine, is_program_file, source_line, source_of
@@ -137,7 +138,7 @@ def _node_place(node: torch.fx.Node) -> tuple[str, str, SourceLine | None, str |
     return place
 
 
-def name_of(func: torch._ops.OpOverload) -> str:
+def name_of(func: OpOverload) -> str:
     """An op as the dispatcher and a backend's log name it: 'aten::addmm' (aten.addmm.default), 'aten::addmm.out'."""
     schema = func._schema
     return f"{schema.name}.{schema.overload_name}" if schema.overload_name else schema.name
@@ -145,7 +146,7 @@ def name_of(func: torch._ops.OpOverload) -> str:
 
 def _called_at(node: torch.fx.Node) -> str | None:
     """The ATen op a graph's node calls (``name_of`` its target), None when its target is no op overload."""
-    return name_of(node.target) if isinstance(node.target, torch._ops.OpOverload) else None
+    return name_of(node.target) if isinstance(node.target, OpOverload) else None
 
 
 def _program_frame(frame: Any) -> Any:
