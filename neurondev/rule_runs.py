@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import functools
+import json
 import multiprocessing
 import os
 import re
@@ -28,6 +29,8 @@ _NOISE = re.compile(r"^W\d{4} |^WARNING:root:Defaulting|\[Gloo\]")
 
 def run(source: str, command: str = "") -> tuple[int, str]:
     """Run ``source`` as example.py, with ``python`` or the torchrun ``command`` its page names: exit code and output."""
+    if not command and _reads_what_it_imported(source):
+        return _run_fresh(source)
     if not command:
         return _pool().submit(_run_here, source).result(timeout=600)
     with tempfile.TemporaryDirectory() as folder:
@@ -50,6 +53,28 @@ def run(source: str, command: str = "") -> tuple[int, str]:
     return done.returncode, said if done.returncode in (0, 1) else said + done.stderr[-3000:]
 
 
+def _reads_what_it_imported(source: str) -> bool:
+    """Whether the example's output depends on what its own code imported: a watched loop says whether torch_xla was
+    loaded by it, so it cannot run in a Python whose server imported torch_xla for it."""
+    return "neurondev.watch(" in source and bool(_xla_if_installed())
+
+
+def _run_fresh(source: str) -> tuple[int, str]:
+    """``_run_here`` in a new Python that imports only what the example does."""
+    with tempfile.TemporaryDirectory() as folder:
+        said = Path(folder) / "said.json"
+        program = (
+            "import json, sys; from neurondev.rule_runs import _run_here; json.dump(_run_here(sys.stdin.read()), open(sys.argv[1], 'w'))"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", program, str(said)], input=source, capture_output=True, text=True, timeout=600, env=_environ(os.environ)
+        )
+        if not said.exists():
+            return done.returncode, done.stdout + done.stderr[-3000:]
+        status, printed = json.loads(said.read_text())
+    return status, printed
+
+
 def _environ(environ: Any) -> dict[str, str]:
     """The example's environment: the rule pages' links, one thread per rank, torch_xla's own choice of device."""
     return {k: v for k, v in environ.items() if k != "PJRT_DEVICE"} | {"NEURONDEV_DOCS_URL": SITE_FROM_A_RULE, "OMP_NUM_THREADS": "1"}
@@ -62,10 +87,28 @@ def _quiet(text: str) -> str:
 @functools.cache
 def _pool() -> concurrent.futures.ProcessPoolExecutor:
     """Two Pythons at a time (the machines have two cores), each new for one example: forked from a server that has
-    imported torch and neurondev and nothing else, so an example pays for what it runs, not for the imports."""
+    imported torch, neurondev and torch_xla (where installed) in the examples' environment and nothing else, so an
+    example pays for what it runs, not for the imports, and torch_xla chose its device as a user's import does."""
+    from multiprocessing import forkserver
+
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["torch", "neurondev", "pandas"])
+    context.set_forkserver_preload(["torch", "neurondev", "pandas", *_xla_if_installed()])
+    ours = dict(os.environ)
+    try:
+        os.environ.clear()
+        os.environ.update(_environ(ours))
+        forkserver.ensure_running()  # the server starts now, in the examples' environment, which its Pythons inherit
+    finally:
+        os.environ.clear()
+        os.environ.update(ours)
     return concurrent.futures.ProcessPoolExecutor(2, mp_context=context, max_tasks_per_child=1)
+
+
+def _xla_if_installed() -> list[str]:
+    """torch_xla where it is installed: most examples run on an XLA device, and its import is half of their time."""
+    import importlib.util
+
+    return ["torch_xla"] if importlib.util.find_spec("torch_xla") is not None else []
 
 
 def _run_here(source: str) -> tuple[int, str]:
@@ -77,8 +120,6 @@ def _run_here(source: str) -> tuple[int, str]:
 
     import neurondev
 
-    os.environ.clear()
-    os.environ.update(_environ(_ENVIRON))
     printed = io.StringIO()
     with tempfile.TemporaryDirectory() as folder, contextlib.chdir(folder), contextlib.redirect_stdout(printed):
         Path("example.py").write_text(source)
@@ -89,9 +130,6 @@ def _run_here(source: str) -> tuple[int, str]:
         except BaseException:  # noqa: BLE001 - an example that fails is reported with its traceback
             return 1, _quiet(printed.getvalue()) + traceback.format_exc()
     return 0, _quiet(printed.getvalue())
-
-
-_ENVIRON = dict(os.environ)  # the environment the Python that runs examples started with
 
 
 def comparable(text: str) -> str:
