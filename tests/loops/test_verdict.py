@@ -100,3 +100,71 @@ def test_every_verdict_class_has_an_exit_code_and_is_reached_by_a_history():
     for kind, history in examples.items():
         assert verdict(history).kind == kind, kind
         assert oracle(history)[0] == kind, kind
+
+
+# --- XLA's side: what the programs of the steps that keep compiling say ---------------------------------------------
+def _step(number, *programs, compiles=()):
+    from neurondev.loops.steps import Step
+    from neurondev.runs.counts import Counts
+
+    return Step(number, "train", tuple(compiles), 0, 0, Counts(compilations=len(programs)), None, tuple(programs), 0.0)
+
+
+def _program(kind, inputs, graph_hash="h"):
+    from neurondev.loops.steps import XlaProgram
+
+    return XlaProgram(kind, f"torch_xla's words for {kind}", graph_hash, inputs, 1)
+
+
+
+
+def _advice(*steps):
+    from neurondev.loops.verdict import SteadyState, program_advice
+
+    steady = SteadyState("keeps compiling", "never", side="XLA", since=2, period=1)
+    return program_advice(list(steps), steady, analysed=True)
+
+
+def test_a_lazy_graph_whose_inputs_reach_a_new_high_twice_is_growing_state_with_each_high():
+    (advice,) = _advice(
+        _step(1, _program("bridge sync", 3)),  # before the run that keeps compiling: not its
+        _step(2, _program("bridge sync", 22), _program("dynamo graph", 90)),  # dynamo's own graph never counts
+        _step(3, _program("bridge sync", 22)),  # the same count again is no new high
+        _step(4, _program("host read", 39)),
+        _step(5, _program("bridge sync", 56)),
+    )
+    assert (advice.cause, advice.inputs, advice.recurring.per_step, advice.recurring.since) == ("lazy state growing", (22, 39, 56), (1, 2), 2)
+
+
+def test_one_new_high_or_graphs_of_one_input_are_no_growing_state_and_a_user_sync_silences_it():
+    from collections import Counter
+
+    once = _advice(_step(2, _program("bridge sync", 22)), _step(3, _program("bridge sync", 22)))
+    ones = _advice(_step(2, _program("bridge sync", 1)), _step(3, _program("bridge sync", 1)))
+    both = _advice(_step(2, _program("bridge sync", 22)), _step(3, _program("bridge sync", 39)))
+    assert (both[0].cause, both[0].inputs) == ("lazy state growing", (22, 39))
+    synced = _advice(_step(2, _program("bridge sync", 22)), _step(3, _program("bridge sync", 39), _program("user sync", 2)))
+    assert [a.cause for a in once] == [a.cause for a in ones] == [a.cause for a in synced] == ["xla programs"]
+    assert once[0].programs == (("bridge sync", 2),) and ones[0].inputs == () and synced[0].inputs == ()
+    assert dict(synced[0].programs) == Counter({"bridge sync": 2, "user sync": 1})
+
+
+def test_the_programs_are_counted_by_their_triggers_kind_in_the_order_first_seen():
+    (advice,) = _advice(
+        _step(2, _program("input sync", None), _program("bridge sync", None)),
+        _step(3, _program("bridge sync", None), _program("input sync", None), _program("bridge sync", None)),
+    )
+    assert (advice.cause, advice.programs) == ("xla programs", (("input sync", 2), ("bridge sync", 3)))
+
+
+def test_each_steps_new_work_is_plain_data_by_the_kinds_of_its_compiles():
+    from neurondev.loops.verdict import history
+
+    kinds = ["first", "recompile", "failed", "recompile limit reached", "first"]
+    steps = [_step(1, _program("dynamo graph", 2), compiles=(0,)), _step(2, compiles=(1, 2)), _step(3, compiles=(3, 4)), _step(4)]
+    assert history(steps, kinds) == [
+        {"first": 1, "recompiles": 0, "programs": 1, "limit": False},
+        {"first": 0, "recompiles": 2, "programs": 0, "limit": False},
+        {"first": 1, "recompiles": 0, "programs": 0, "limit": True},
+        {"first": 0, "recompiles": 0, "programs": 0, "limit": False},
+    ]
