@@ -116,8 +116,6 @@ def _program(kind, inputs, graph_hash="h"):
     return XlaProgram(kind, f"torch_xla's words for {kind}", graph_hash, inputs, 1)
 
 
-
-
 def _advice(*steps):
     from neurondev.loops.verdict import SteadyState, program_advice
 
@@ -133,7 +131,12 @@ def test_a_lazy_graph_whose_inputs_reach_a_new_high_twice_is_growing_state_with_
         _step(4, _program("host read", 39)),
         _step(5, _program("bridge sync", 56)),
     )
-    assert (advice.cause, advice.inputs, advice.recurring.per_step, advice.recurring.since) == ("lazy state growing", (22, 39, 56), (1, 2), 2)
+    assert (advice.cause, advice.inputs, advice.recurring.per_step, advice.recurring.since) == (
+        "lazy state growing",
+        (22, 39, 56),
+        (1, 2),
+        2,
+    )
 
 
 def test_one_new_high_or_graphs_of_one_input_are_no_growing_state_and_a_user_sync_silences_it():
