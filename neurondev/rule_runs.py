@@ -10,9 +10,11 @@ import json
 import multiprocessing
 import os
 import re
+import select
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -60,19 +62,51 @@ def _reads_what_it_imported(source: str) -> bool:
 
 
 def _run_fresh(source: str) -> tuple[int, str]:
-    """``_run_here`` in a new Python that imports only what the example does."""
-    with tempfile.TemporaryDirectory() as folder:
+    """``_run_here`` in a Python of its own forked from one that imported torch, neurondev and pandas, never torch_xla."""
+    server, answers, lock = _plain_server()
+    with lock, tempfile.TemporaryDirectory() as folder:
         said = Path(folder) / "said.json"
-        program = (
-            "import json, sys; from neurondev.rule_runs import _run_here; json.dump(_run_here(sys.stdin.read()), open(sys.argv[1], 'w'))"
-        )
-        done = subprocess.run(
-            [sys.executable, "-c", program, str(said)], input=source, capture_output=True, text=True, timeout=600, env=_environ(os.environ)
-        )
+        server.stdin.write(json.dumps([source, str(said)]) + "\n")
+        server.stdin.flush()
+        ready, _, _ = select.select([answers], [], [], 600)
+        if not ready or not answers.readline():
+            raise RuntimeError(f"the Python that runs the rule examples ended or hung (exit {server.poll()})")
         if not said.exists():
-            return done.returncode, done.stdout + done.stderr[-3000:]
+            return 1, "the example's Python ended without a result (killed by a signal, or os._exit)"
         status, printed = json.loads(said.read_text())
     return status, printed
+
+
+# The plain server: a request per line (the example's source, where to write its result), a child forked for each,
+# a line on the answer pipe when it has ended.
+_SERVER = """
+import json, os, sys
+import torch, neurondev, pandas
+from neurondev.rule_runs import _run_here
+answer = int(sys.argv[1])
+for line in sys.stdin:
+    source, said = json.loads(line)
+    child = os.fork()
+    if child == 0:
+        os.close(answer)
+        with open(said + ".part", "w") as out:
+            json.dump(_run_here(source), out)
+        os.rename(said + ".part", said)
+        os._exit(0)
+    os.waitpid(child, 0)
+    os.write(answer, b"\\n")
+"""
+
+
+@functools.cache
+def _plain_server() -> tuple[subprocess.Popen, Any, threading.Lock]:
+    """The server of the examples that must not find torch_xla imported, started once, in their environment."""
+    read, write = os.pipe()
+    server = subprocess.Popen(
+        [sys.executable, "-c", _SERVER, str(write)], stdin=subprocess.PIPE, pass_fds=(write,), text=True, env=_environ(os.environ)
+    )
+    os.close(write)
+    return server, os.fdopen(read), threading.Lock()
 
 
 def _environ(environ: Any) -> dict[str, str]:

@@ -5,6 +5,7 @@ docs/mutation-equivalents.toml explains (an equivalent mutant: no test can tell 
     .venv/bin/python scripts/mutate.py            # run mutmut (resumes: mutants already judged are kept), then the scores
     .venv/bin/python scripts/mutate.py --scores   # the scores of the last run only
     .venv/bin/python scripts/mutate.py --again    # survivors judged again (after new tests), then the scores
+    .venv/bin/python scripts/mutate.py "neurondev.loops.verdict*"   # one module's mutants, then the scores
 """
 
 from __future__ import annotations
@@ -87,11 +88,28 @@ def judge_survivors_again() -> int:
     return forgotten
 
 
+def copy_what_mutmut_does_not() -> list[str]:
+    """Copy each file of the package that is not Python into mutmut's copy of the checkout where it differs (mutmut
+    copies them once: a changed C++ source of the host device would otherwise build the old device under the
+    mutants); the files copied."""
+    copied = []
+    for source in (ROOT / "neurondev").rglob("*"):
+        there = ROOT / "mutants" / source.relative_to(ROOT)
+        if source.is_file() and source.suffix not in (".py", ".pyc") and there.parent.exists():
+            if not there.exists() or there.read_bytes() != source.read_bytes():
+                there.write_bytes(source.read_bytes())
+                copied.append(str(source.relative_to(ROOT)))
+    return copied
+
+
 def main(argv: list[str]) -> int:
+    for name in copy_what_mutmut_does_not():
+        print(f"copied into mutants/: {name}")
     if "--again" in argv:
         print(f"{judge_survivors_again()} survivor(s) to judge again")
     if "--scores" not in argv:
-        subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", "2"], cwd=ROOT, check=False)
+        only = [arg for arg in argv if not arg.startswith("--")]  # mutant names or patterns: "neurondev.loops.verdict*"
+        subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", "2", *only], cwd=ROOT, check=False)
     print(f"{'module':40} {'killed':>7} {'survived':>9} {'untested':>9} {'explained':>11} {'not run':>8} {'score':>7}")
     for row in scores():
         print(
