@@ -63,11 +63,11 @@ def _reads_what_it_imported(source: str) -> bool:
 
 def _run_fresh(source: str) -> tuple[int, str]:
     """``_run_here`` in a Python of its own forked from one that imported torch, neurondev and pandas, never torch_xla."""
-    server, answers, lock = _plain_server()
+    server, requests, answers, lock = _plain_server()
     with lock, tempfile.TemporaryDirectory() as folder:
         said = Path(folder) / "said.json"
-        server.stdin.write(json.dumps([source, str(said)]) + "\n")
-        server.stdin.flush()
+        requests.write(json.dumps([source, str(said)]) + "\n")
+        requests.flush()
         ready, _, _ = select.select([answers], [], [], 600)
         if not ready or not answers.readline():
             raise RuntimeError(f"the Python that runs the rule examples ended or hung (exit {server.poll()})")
@@ -99,14 +99,14 @@ for line in sys.stdin:
 
 
 @functools.cache
-def _plain_server() -> tuple[subprocess.Popen, Any, threading.Lock]:
+def _plain_server() -> tuple[subprocess.Popen, Any, Any, threading.Lock]:
     """The server of the examples that must not find torch_xla imported, started once, in their environment."""
     read, write = os.pipe()
     server = subprocess.Popen(
         [sys.executable, "-c", _SERVER, str(write)], stdin=subprocess.PIPE, pass_fds=(write,), text=True, env=_environ(os.environ)
     )
     os.close(write)
-    return server, os.fdopen(read), threading.Lock()
+    return server, server.stdin, os.fdopen(read), threading.Lock()
 
 
 def _environ(environ: Any) -> dict[str, str]:

@@ -95,10 +95,10 @@ def copy_what_mutmut_does_not() -> list[str]:
     copied = []
     for source in (ROOT / "neurondev").rglob("*"):
         there = ROOT / "mutants" / source.relative_to(ROOT)
-        if source.is_file() and source.suffix not in (".py", ".pyc") and there.parent.exists():
-            if not there.exists() or there.read_bytes() != source.read_bytes():
-                there.write_bytes(source.read_bytes())
-                copied.append(str(source.relative_to(ROOT)))
+        copies = source.is_file() and source.suffix not in (".py", ".pyc") and there.parent.exists()
+        if copies and (not there.exists() or there.read_bytes() != source.read_bytes()):
+            there.write_bytes(source.read_bytes())
+            copied.append(str(source.relative_to(ROOT)))
     return copied
 
 

@@ -75,9 +75,9 @@ def test_a_job_that_ends_well_ends_the_same_and_every_rank_reports(tmp_path, cas
 
 
 @pytest.mark.ddp_teardown
-@pytest.mark.parametrize("procs", [2, 3])
+@pytest.mark.parametrize("procs", [3])  # three: the ranks on both sides of the one that raises report (two show one side)
 def test_a_rank_that_raises_mid_loop_fails_the_job_as_without_and_every_rank_reports(tmp_path, procs):
-    plain, watched, job, card = both(procs, "raises", tmp_path, plain=None if procs == 2 else 1)
+    plain, watched, job, card = both(procs, "raises", tmp_path)
     assert plain == 1 and watched == 1
     assert job["missing"] == [] and [data["rank"] for data in job["ranks"]] == list(range(procs))
     assert ended(job)[1] == "raised" and job["ranks"][1]["raised"]["exception"] == "RuntimeError"
