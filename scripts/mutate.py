@@ -4,7 +4,7 @@ docs/mutation-equivalents.toml explains (an equivalent mutant: no test can tell 
 
     .venv/bin/python scripts/mutate.py            # run mutmut (resumes: mutants already judged are kept), then the scores
     .venv/bin/python scripts/mutate.py --scores   # the scores of the last run only
-    .venv/bin/python scripts/mutate.py --again    # survivors judged again (after new tests), then the scores
+    .venv/bin/python scripts/mutate.py --again    # survivors and uncovered ones judged again (after new tests), then the scores
     .venv/bin/python scripts/mutate.py "neurondev.loops.verdict*"   # one module's mutants, then the scores
 """
 
@@ -72,7 +72,8 @@ def scores() -> list[dict]:
 
 
 def judge_survivors_again() -> int:
-    """Forget each survivor's verdict, so that the next run judges it against today's tests; how many."""
+    """Forget the verdict of each survivor and of each mutant no test covered, so that the next run judges them against
+    today's tests; how many."""
     forgotten = 0
     for module in modules():
         meta = ROOT / "mutants" / f"{module}.meta"
@@ -81,7 +82,7 @@ def judge_survivors_again() -> int:
         data = json.loads(meta.read_text())
         codes = data.get("exit_code_by_key", {})
         for name, code in codes.items():
-            if code == 0:
+            if code in (0, 33):
                 codes[name] = None
                 forgotten += 1
         meta.write_text(json.dumps(data, indent=4))
