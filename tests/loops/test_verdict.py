@@ -171,3 +171,37 @@ def test_each_steps_new_work_is_plain_data_by_the_kinds_of_its_compiles():
         {"first": 1, "recompiles": 0, "programs": 0, "limit": True},
         {"first": 0, "recompiles": 0, "programs": 0, "limit": False},
     ]
+
+
+def test_graphs_of_one_input_never_count_as_growth_and_two_inputs_do():
+    one_then = _advice(_step(2, _program("bridge sync", 1)), _step(3, _program("bridge sync", 22)))
+    two_then = _advice(_step(2, _program("bridge sync", 2)), _step(3, _program("bridge sync", 5)))
+    assert [a.cause for a in one_then] == ["xla programs"]  # 1 is no state carried: one high (22) is not growth
+    assert [(a.cause, a.inputs) for a in two_then] == [("lazy state growing", (2, 5))]
+
+
+def test_xlas_advice_comes_only_when_xla_alone_never_settles_and_says_its_unit():
+    from neurondev.loops.verdict import SteadyState, program_advice
+
+    steps = [_step(2, _program("bridge sync", 22)), _step(3, _program("bridge sync", 39)), _step(4, compiles=(0,))]
+    recurring = SteadyState("recurring", "never", side="XLA", since=2, period=2)
+    (advice,) = program_advice(steps, recurring, analysed=True)
+    assert (advice.cause, advice.recurring.unit, advice.recurring.period) == ("lazy state growing", "step", 2)
+    assert advice.recurring.per_step == (0, 1)  # step 4 compiled in dynamo alone: no XLA program
+    (called,) = program_advice(steps, recurring, analysed=False, unit="call")
+    assert (called.cause, called.analysed, called.recurring.unit) == ("xla programs", False, "call")
+    for settled in (SteadyState("steady", 3), SteadyState("keeps compiling", "never", side="dynamo", since=2)):
+        assert program_advice(steps, settled, analysed=True) == []
+
+
+def test_a_loop_that_never_settles_is_nd411_with_its_steps_and_unit_and_one_that_settles_or_stops_is_not():
+    from neurondev.loops.verdict import NotSteady, SteadyState, not_steady
+
+    keeps = SteadyState("keeps compiling", "never", side="XLA", since=3)
+    found = not_steady(keeps, 12, "call")
+    assert found == NotSteady(keeps, 12, "call") and (found.steps, found.unit, found.rule) == (12, "call", "ND411")
+    assert found.to_dict() == {"verdict": "keeps compiling", "side": "XLA", "since": 3, "period": None, "steps": 12, "where": None}
+    recurring = SteadyState("recurring", "never", side="dynamo", since=4, period=4)
+    assert not_steady(recurring, 9).to_dict()["period"] == 4 and not_steady(recurring, 9).unit == "step"
+    for settled in ("steady", "late", "nothing", "limit", "one step", "no step"):
+        assert not_steady(SteadyState(settled, 1), 9) is None
