@@ -110,10 +110,14 @@ def _step(number, *programs, compiles=()):
     return Step(number, "train", tuple(compiles), 0, 0, Counts(compilations=len(programs)), None, tuple(programs), 0.0)
 
 
-def _program(kind, inputs, graph_hash="h"):
+def _program(kind, inputs, graph_hash="h", at=None):
+    """An XLA program of ``kind`` triggered at ``at`` ('train.py:7'), or at no line of the program's."""
     from neurondev.loops.steps import XlaProgram
+    from neurondev.trace.source import SourceLine
 
-    return XlaProgram(kind, f"torch_xla's words for {kind}", graph_hash, inputs, 1)
+    file, _, line = (at or ":0").rpartition(":")
+    source = None if at is None else SourceLine(file, int(line), "step", "x.item()")
+    return XlaProgram(kind, f"torch_xla's words for {kind}", graph_hash, inputs, 1, source)
 
 
 def _advice(*steps):
@@ -205,3 +209,42 @@ def test_a_loop_that_never_settles_is_nd411_with_its_steps_and_unit_and_one_that
     assert not_steady(recurring, 9).to_dict()["period"] == 4 and not_steady(recurring, 9).unit == "step"
     for settled in ("steady", "late", "nothing", "limit", "one step", "no step"):
         assert not_steady(SteadyState(settled, 1), 9) is None
+
+
+def test_a_growing_graph_is_told_at_the_first_line_that_triggered_a_program():
+    (advice,) = _advice(
+        _step(2, _program("bridge sync", 22)), _step(3, _program("input sync", 39, at="train.py:7"), _program("host read", 3))
+    )
+    assert (advice.cause, advice.where) == ("lazy state growing", "train.py:7")
+
+
+def test_a_dynamic_graph_compiled_once_is_a_program_per_size_at_its_trigger_and_a_dynamo_recompile_is_not():
+    per_size = [
+        _step(2, _program("dynamo graph", None), _program("input sync", None, at="train.py:9")),
+        _step(3, _program("dynamo graph", None)),
+    ]
+    (advice,) = _advice(*per_size)
+    assert (advice.cause, advice.where, advice.recurring.since) == ("program per size", "train.py:9", 2)
+    every_kind = [_step(2, *(_program(kind, None) for kind in ("dynamo graph", "bridge sync", "input sync", "user sync")))]
+    assert [a.cause for a in _advice(*every_kind)] == ["program per size"]  # every kind a new size compiles, and no other
+    recompiled = [per_size[0], _step(3, _program("dynamo graph", None), compiles=(1,))]
+    assert [a.cause for a in _advice(*recompiled)] == ["xla programs"]  # dynamo compiled again: not one graph for every size
+    other = [_step(2, _program("dynamo graph", None), _program("parameter update", None))]  # a kind beyond a size's
+    assert [a.cause for a in _advice(*other)] == ["xla programs"]
+    only_syncs = [_step(2, _program("input sync", None)), _step(3, _program("bridge sync", None))]  # no dynamo graph at all
+    assert [a.cause for a in _advice(*only_syncs)] == ["xla programs"]
+
+
+def test_a_host_read_is_told_at_its_line_and_transformers_stop_check_by_name():
+    reads = [
+        _step(2, _program("host read", None), _program("host read", None, at="train.py:11"), _program("host read", None, at="eval.py:3"))
+    ]
+    (advice,) = _advice(*reads)
+    assert (advice.cause, advice.where) == ("host read", "train.py:11")  # the first read with a line of the program's
+    generate = "/site-packages/transformers/generation/utils.py:2600"
+    (stop,) = _advice(_step(2, _program("host read", None, at="train.py:11"), _program("host read", None, at=generate)))
+    assert (stop.cause, stop.file) == ("stop check", "/site-packages/transformers/generation/utils.py")
+    windows = "C:\\env\\Lib\\site-packages\\transformers\\generation\\utils.py:2600"
+    (stop,) = _advice(_step(2, _program("host read", None, at=windows)))
+    assert stop.cause == "stop check"
+    assert [a.cause for a in _advice(_step(2, _program("input sync", None, at="train.py:4")))] == ["xla programs"]  # no host read
