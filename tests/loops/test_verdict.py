@@ -248,3 +248,29 @@ def test_a_host_read_is_told_at_its_line_and_transformers_stop_check_by_name():
     (stop,) = _advice(_step(2, _program("host read", None, at=windows)))
     assert stop.cause == "stop check"
     assert [a.cause for a in _advice(_step(2, _program("input sync", None, at="train.py:4")))] == ["xla programs"]  # no host read
+
+
+def test_who_keeps_compiling_and_since_when_are_read_off_the_steps():
+    dynamo, xla, quiet = StepWork(recompiles=1), StepWork(programs=1), StepWork()
+    run_of_three = verdict([StepWork(first=1), quiet, xla, xla, xla])
+    assert (run_of_three.kind, run_of_three.side, run_of_three.since) == ("keeps compiling", "XLA", 3)
+    broken_run = verdict([StepWork(first=1), quiet, dynamo, quiet, quiet, dynamo, dynamo])
+    assert (broken_run.kind, broken_run.side, broken_run.since) == ("keeps compiling", "dynamo", 6)
+    xla_after_dynamo = verdict([StepWork(first=1), quiet, quiet, dynamo, xla])  # the last step's side alone
+    assert (xla_after_dynamo.kind, xla_after_dynamo.side, xla_after_dynamo.since) == ("keeps compiling", "XLA", 5)
+    late = verdict([StepWork(first=1), quiet, xla, quiet, quiet, xla, quiet])
+    assert (late.kind, late.side) == ("late", "XLA")
+
+
+def test_every_advice_of_xlas_says_how_its_programs_recur():
+    from neurondev.loops.verdict import SteadyState, program_advice
+
+    steady = SteadyState("recurring", "never", side="XLA", since=2, period=3)
+    generate = "/site-packages/transformers/generation/utils.py:2600"
+    for programs, cause in (
+        ([_program("host read", None, at=generate)], "stop check"),
+        ([_program("host read", None, at="train.py:11")], "host read"),
+        ([_program("input sync", None)], "xla programs"),
+    ):
+        (advice,) = program_advice([_step(2, *programs), _step(5, *programs)], steady, analysed=True)
+        assert (advice.cause, advice.recurring.since, advice.recurring.period, advice.recurring.per_step) == (cause, 2, 3, (1,))
