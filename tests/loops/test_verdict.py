@@ -274,3 +274,15 @@ def test_every_advice_of_xlas_says_how_its_programs_recur():
     ):
         (advice,) = program_advice([_step(2, *programs), _step(5, *programs)], steady, analysed=True)
         assert (advice.cause, advice.recurring.since, advice.recurring.period, advice.recurring.per_step) == (cause, 2, 3, (1,))
+
+
+def test_each_verdict_without_a_run_is_the_whole_steady_state_the_rule_gives():
+    from neurondev.loops.verdict import ONE_STEP, SteadyState
+
+    quiet, xla, dynamo = StepWork(), StepWork(programs=1), StepWork(recompiles=1)
+    assert verdict([]) == SteadyState("no step", ONE_STEP)
+    assert verdict([StepWork(first=1)]) == SteadyState("one step", ONE_STEP)
+    limit = verdict([StepWork(first=1), dynamo, StepWork(recompiles=1, limit=True), quiet])
+    assert limit == SteadyState("limit", "never", "dynamo", 3, ("the recompile limit",), limit_step=3)
+    late = verdict([StepWork(first=1), quiet, xla, quiet, quiet, quiet, dynamo, xla, quiet])  # the side of step 8, not 7
+    assert late == SteadyState("late", 8, "XLA", 8, tail=1, counted=(3, 7, 8))
