@@ -127,6 +127,36 @@ def test_a_loops_recompiles_and_its_verdict_as_json():
     assert (by_rule["ND405"]["before"], by_rule["ND405"]["after"], by_rule["ND405"]["where"]) == ("1", "2", None)
     assert (by_rule["ND411"]["verdict"], by_rule["ND411"]["since"], by_rule["ND411"]["line"]) == ("keeps compiling", 2, None)
     assert [f["rule"] for f in watched.to_dict()["findings"]] == ["ND405", "ND405", "ND411"]  # the JSON the command writes
+    never = watch_findings(watched.record)[-1]
+    assert (never.rule, never.steps, never.unit, by_rule["ND411"]["steps"]) == ("ND411", 3, "step", 3)
+
+
+def test_the_xla_programs_of_a_loop_are_findings_from_its_third_step():
+    """The loop's first two steps compile its programs (warm-up); a program any later step compiles is a finding."""
+    import dataclasses
+
+    from neurondev.loops.steps import XlaProgram
+
+    torch._dynamo.reset()
+    step = torch.compile(lambda x: x * 2, backend="eager", dynamic=False)
+    with neurondev.watch() as watched:
+        for _ in range(4):
+            step(torch.ones(2))
+    record = watched.record
+    programs = [XlaProgram("host read", "torch_xla's words", f"hash{n}", 3, 1) for n in range(4)]
+    steps = [dataclasses.replace(s, programs=(program,)) for s, program in zip(record.steps, programs)]
+    found = watch_findings(dataclasses.replace(record, steps=tuple(steps)))
+    assert [f.graph_hash for f in found if isinstance(f, XlaProgram)] == ["hash2", "hash3"]
+
+
+def test_a_watched_functions_verdict_counts_its_calls():
+    torch._dynamo.reset()
+    step = neurondev.watch(torch.compile(lambda x: x * 2, backend="eager", dynamic=False))
+    with torch._dynamo.config.patch(recompile_limit=8):
+        for size in (1, 2, 3, 4):
+            step(torch.ones(size))
+    never = watch_findings(step.record)[-1]
+    assert (never.rule, never.steps, never.unit, never.steady.kind) == ("ND411", 4, "call", "keeps compiling")
 
 
 def test_each_key_of_a_watchs_json_is_its_records(tmp_path):
@@ -348,3 +378,33 @@ def test_an_op_allows_each_of_its_overloads_and_an_empty_entry_allows_nothing():
     assert not fallback.allowed_by(["aten::addmm"]) and not fallback.allowed_by(["aten"]) and not fallback.allowed_by([""])
     pin = Finding("pin", "zeros", "torch.zeros", None, None, rule="ND101")  # no line: no code to match
     assert not pin.allowed_by([""]) and pin.allowed_by(["zeros"]) and not pin.allowed_by(["torch"])
+
+
+def test_advice_tried_and_not_enough_and_a_native_gap_are_in_a_watchs_json_with_their_words():
+    """What only a command's second run (advice tried, checked) or an older torch (the native gap) records, on a
+    watch's own record: each in the JSON with its facts and its sentence."""
+    import dataclasses
+
+    from neurondev.loops.causes import Advice, AdviceCheck, Recurring
+    from neurondev.loops.record import Gap
+    from neurondev.render.json import watch_dict
+    from neurondev.render.watch_words import gap_text
+
+    torch._dynamo.reset()
+    step = torch.compile(lambda x: x * 2, backend="eager", dynamic=False)
+    with neurondev.watch() as watched:
+        for _ in range(3):
+            step(torch.ones(2))
+    tried = Advice("xla programs", recurring=Recurring((1,), 3, 2), check=AdviceCheck("not enough", since=5, steps=10))
+    gap = Gap("native needs torch 2.13", device="hostdev", torch="2.9.0")
+    data = watch_dict(dataclasses.replace(watched.record, tried=(tried,), native_gap=gap))
+    (entry,) = data["tried"]
+    assert (entry["cause"], entry["check"]["kind"], entry["check"]["since"]) == ("xla programs", "not enough", 5)
+    assert "5" in entry["check_text"] and entry["check_text"] != ""
+    assert data["native_gap"] == {
+        "kind": "native needs torch 2.13",
+        "device": "hostdev",
+        "torch": "2.9.0",
+        "level": None,
+        "text": gap_text(gap),
+    }
