@@ -408,3 +408,18 @@ def test_advice_tried_and_not_enough_and_a_native_gap_are_in_a_watchs_json_with_
         "level": None,
         "text": gap_text(gap),
     }
+
+
+def test_a_graph_traced_natively_on_xla_too_has_both_timings_and_their_ratio_in_the_json():
+    def only_device_arguments(x):
+        out = torch.zeros(x.shape[0], device=x.device)
+        out.copy_(torch.relu(x) * 2)
+        return out
+
+    explanation = neurondev.explain(only_device_arguments, torch.randn(8), native=True, quiet=True)
+    (section,) = explanation.sections
+    (graph,) = explanation.to_dict()["graphs"]
+    timing = section.native
+    assert set(graph["native_seconds"]) == {"rewritten", "native"} and timing.rewritten > 0 and timing.native > 0
+    assert graph["native_seconds"] == {"rewritten": timing.rewritten, "native": timing.native}
+    assert graph["native_ratio"] == timing.rewritten / timing.native
