@@ -286,3 +286,14 @@ def test_each_verdict_without_a_run_is_the_whole_steady_state_the_rule_gives():
     assert limit == SteadyState("limit", "never", "dynamo", 3, ("the recompile limit",), limit_step=3)
     late = verdict([StepWork(first=1), quiet, xla, quiet, quiet, quiet, dynamo, xla, quiet])  # the side of step 8, not 7
     assert late == SteadyState("late", 8, "XLA", 8, tail=1, counted=(3, 7, 8))
+
+
+def test_a_loop_that_keeps_compiling_or_recurs_is_the_whole_steady_state_the_rule_gives():
+    from neurondev.loops.verdict import SteadyState
+
+    quiet, xla = StepWork(), StepWork(programs=1)
+    keeps = verdict([StepWork(first=1), quiet, xla, xla, xla])
+    assert keeps == SteadyState("keeps compiling", "never", "XLA", 3, tail=0, counted=(3, 4, 5))
+    every_fourth = [StepWork(first=1)] + [StepWork(recompiles=1) if n % 4 == 0 else quiet for n in range(2, 15)]
+    recurring = verdict(every_fourth)
+    assert recurring == SteadyState("recurring", "never", "dynamo", 4, period=4, tail=2, counted=(4, 8, 12))
