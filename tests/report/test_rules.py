@@ -132,3 +132,22 @@ def test_each_card_links_its_findings_to_their_rules_pages(seed_explained):
         for n in (2, 3):
             step(torch.ones(2), n)
     assert f'href="{rulebook.rule_named("ND401").url}"' in watched._repr_html_()
+
+
+def test_a_rules_page_is_under_the_docs_url_a_user_sets_or_in_this_checkouts_site(monkeypatch):
+    from pathlib import Path
+
+    monkeypatch.setenv("NEURONDEV_DOCS_URL", "https://docs.example/neurondev")
+    assert rulebook.docs_url() == "https://docs.example/neurondev/" and rulebook.rule_named("ND101").url.startswith(
+        "https://docs.example/neurondev/"
+    )
+    monkeypatch.setenv("NEURONDEV_DOCS_URL", "https://docs.example/neurondev/")  # a slash already there is kept, not doubled
+    assert rulebook.docs_url() == "https://docs.example/neurondev/"
+    monkeypatch.delenv("NEURONDEV_DOCS_URL")
+    site = Path(rulebook.__file__).resolve().parent.parent / "site"
+    assert rulebook.docs_url() == site.as_uri() + "/"
+
+
+def test_a_code_no_rule_has_is_a_key_error_naming_it():
+    with pytest.raises(KeyError, match="ND999"):
+        rulebook.rule_named("ND999")
