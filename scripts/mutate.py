@@ -11,6 +11,7 @@ docs/mutation-equivalents.toml explains (an equivalent mutant: no test can tell 
 from __future__ import annotations
 
 import collections
+import fnmatch
 import json
 import subprocess
 import sys
@@ -71,9 +72,9 @@ def scores() -> list[dict]:
     return rows
 
 
-def judge_survivors_again() -> int:
-    """Forget the verdict of each survivor and of each mutant no test covered, so that the next run judges them against
-    today's tests; how many."""
+def judge_survivors_again(only: list[str]) -> int:
+    """Forget the verdict of each survivor and of each mutant no test covered (of the mutants ``only`` names, as
+    mutmut's patterns: all when empty), so that the next run judges them against today's tests; how many."""
     forgotten = 0
     for module in modules():
         meta = ROOT / "mutants" / f"{module}.meta"
@@ -82,7 +83,7 @@ def judge_survivors_again() -> int:
         data = json.loads(meta.read_text())
         codes = data.get("exit_code_by_key", {})
         for name, code in codes.items():
-            if code in (0, 33):
+            if code in (0, 33) and (not only or any(fnmatch.fnmatch(name, pattern) for pattern in only)):
                 codes[name] = None
                 forgotten += 1
         meta.write_text(json.dumps(data, indent=4))
@@ -106,10 +107,10 @@ def copy_what_mutmut_does_not() -> list[str]:
 def main(argv: list[str]) -> int:
     for name in copy_what_mutmut_does_not():
         print(f"copied into mutants/: {name}")
+    only = [arg for arg in argv if not arg.startswith("--")]  # mutant names or patterns: "neurondev.loops.verdict*"
     if "--again" in argv:
-        print(f"{judge_survivors_again()} survivor(s) to judge again")
+        print(f"{judge_survivors_again(only)} survivor(s) to judge again")
     if "--scores" not in argv:
-        only = [arg for arg in argv if not arg.startswith("--")]  # mutant names or patterns: "neurondev.loops.verdict*"
         subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", "2", *only], cwd=ROOT, check=False)
     print(f"{'module':40} {'killed':>7} {'survived':>9} {'untested':>9} {'explained':>11} {'not run':>8} {'score':>7}")
     for row in scores():
