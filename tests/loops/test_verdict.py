@@ -284,6 +284,8 @@ def test_each_verdict_without_a_run_is_the_whole_steady_state_the_rule_gives():
     assert verdict([StepWork(first=1)]) == SteadyState("one step", ONE_STEP)
     limit = verdict([StepWork(first=1), dynamo, StepWork(recompiles=1, limit=True), quiet])
     assert limit == SteadyState("limit", "never", "dynamo", 3, ("the recompile limit",), limit_step=3)
+    steady = verdict([StepWork(first=1), quiet, dynamo, quiet, quiet])
+    assert steady == SteadyState("steady", 3, tail=2, counted=(3,))
     late = verdict([StepWork(first=1), quiet, xla, quiet, quiet, quiet, dynamo, xla, quiet])  # the side of step 8, not 7
     assert late == SteadyState("late", 8, "XLA", 8, tail=1, counted=(3, 7, 8))
 
