@@ -32,7 +32,7 @@ _NOISE = re.compile(r"^W\d{4} |^WARNING:root:Defaulting|\[Gloo\]")
 def run(source: str, command: str = "") -> tuple[int, str]:
     """Run ``source`` as example.py, with ``python`` or the torchrun ``command`` its page names: exit code and output."""
     if not command and _reads_what_it_imported(source):
-        return _run_fresh(source)
+        return _run_without_xla(source)
     if not command:
         return _pool().submit(_run_here, source).result(timeout=600)
     with tempfile.TemporaryDirectory() as folder:
@@ -61,7 +61,7 @@ def _reads_what_it_imported(source: str) -> bool:
     return "neurondev.watch(" in source and bool(_xla_if_installed())
 
 
-def _run_fresh(source: str) -> tuple[int, str]:
+def _run_without_xla(source: str) -> tuple[int, str]:
     """``_run_here`` in a Python of its own forked from one that imported torch, neurondev and pandas, never torch_xla."""
     server, requests, answers, lock = _plain_server()
     with lock, tempfile.TemporaryDirectory() as folder:
