@@ -433,26 +433,27 @@ for _ in range(4):
 """
 
 
-def test_the_command_sees_the_syncs_of_a_script_that_imports_torch_xla_after_the_watch_started(tmp_path):
-    """A new Python, because that is the point: torch_xla is not imported when the watch starts."""
+def test_the_command_sees_a_scripts_own_syncs_and_checks_the_sync_advice_of_a_loop_with_one_validation_call(tmp_path):
     import subprocess
     import sys
-
-    (tmp_path / "own_syncs.py").write_text(OWN_SYNCS)
-    command = [sys.executable, "-m", "neurondev", "watch", "--json", str(tmp_path / "w.json"), str(tmp_path / "own_syncs.py")]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
-    report = json.loads((tmp_path / "w.json").read_text())
-    assert done.returncode == 0 and report["step_kind"] == "sync" and len(report["steps"]) == 4  # before: one step
-
-
-def test_the_command_checks_the_sync_advice_of_a_loop_with_one_validation_call_and_exits_by_it(device, tmp_path, capsys):
     from pathlib import Path
 
-    (tmp_path / "validate.py").write_text(VALIDATE.format(root=str(Path(__file__).resolve().parents[2])))
-    assert cli.main(["watch", "--json", str(tmp_path / "w.json"), str(tmp_path / "validate.py")]) == 1, capsys.readouterr().err[-2000:]
-    report = json.loads((tmp_path / "w.json").read_text())
+    scripts = {"validate.py": VALIDATE.format(root=str(Path(__file__).resolve().parents[2])), "own_syncs.py": OWN_SYNCS}
+    reports = {}
+    for name, text in scripts.items():
+        (tmp_path / name).write_text(text)
+        command = [sys.executable, "-m", "neurondev", "watch", "--json", str(tmp_path / f"{name}.json"), str(tmp_path / name)]
+        reports[name] = (subprocess.run(command, capture_output=True, text=True, timeout=600), tmp_path / f"{name}.json")
+    done, path = reports["own_syncs.py"]
+    report = json.loads(path.read_text())
+    assert done.returncode == 0 and report["step_kind"] == "sync" and len(report["steps"]) == 4  # before: one step
+    done, path = reports["validate.py"]
+    report = json.loads(path.read_text())
+    assert done.returncode == 1, done.stderr[-2000:]
     assert report["step_kind"] == "optimizer step" and report["reached_steady_state"] is False
     advice = report["advice"][0]
     assert advice["cause"] in ("xla programs", "lazy state growing") and advice["check"]["kind"] == "verified", report["advice"]
-    torch._dynamo.reset()
-    assert cli.main(["watch", "--sync-each-step", str(tmp_path / "validate.py")]) == 0, capsys.readouterr().out[-2000:]
+    again = subprocess.run(
+        [sys.executable, "-m", "neurondev", "watch", "--sync-each-step", str(tmp_path / "validate.py")], capture_output=True, text=True
+    )
+    assert again.returncode == 0, again.stdout[-2000:]
