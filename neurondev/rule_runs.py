@@ -24,8 +24,10 @@ __all__ = ["SITE_FROM_A_RULE", "card", "codes", "comparable", "instead", "report
 # A card links each finding to its rule's page beside it in the built site (site/rules/CODE.html): the same text on
 # every machine, not this checkout's file:// path.
 SITE_FROM_A_RULE = "../"
-# What gloo prints as each rank connects, in an order (even within a line) the ranks decide; torch's own warnings.
-_GLOO = re.compile(r"\[Gloo\] Rank \d+ is connected to \d+ peer ranks\. Expected number of connected peer ranks is : \d+\s*")
+# What gloo prints as each rank connects, in an order (even within a line) the ranks decide: another rank's line can
+# come between a line's colon and its number ("is : [Gloo] Rank 1 ... is : 1\n1\n") or before its newline ("is : 1[Gloo]
+# Rank 1 ... is : \n1\n"); torch's own warnings.
+_GLOO = re.compile(r"\[Gloo\] Rank \d+ is connected to \d+ peer ranks\. Expected number of connected peer ranks is :\s*\d+\s*")
 _NOISE = re.compile(r"^W\d{4} |^WARNING:root:Defaulting|\[Gloo\]")
 
 

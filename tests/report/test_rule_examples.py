@@ -48,3 +48,20 @@ def test_a_rule_is_told_reported_only_by_its_own_code():
     assert rule_runs.reports("x [ND101]\n", "ND101") and rule_runs.reports("The ranks diverge [ND412, ../rules/ND412.html]:", "ND412")
     assert rule_runs.reports("[('ND401', 'example.py:4')]", "ND401")
     assert not rule_runs.reports("x [ND1010]", "ND101") and not rule_runs.reports("see ND101's page", "ND101")
+
+
+_GLOO_LINE = "[Gloo] Rank {} is connected to 1 peer ranks. Expected number of connected peer ranks is : "
+_CARD = "Watched 2 of 2 rank(s) of a torchrun job:\n"
+
+
+@pytest.mark.parametrize(
+    "printed",
+    [
+        _GLOO_LINE.format(0) + "1\n" + _GLOO_LINE.format(1) + "1\n" + _CARD,  # one line after the other
+        _GLOO_LINE.format(0) + _GLOO_LINE.format(1) + "1\n1\n" + _CARD,  # rank 1's line between rank 0's colon and number
+        _GLOO_LINE.format(0) + "1" + _GLOO_LINE.format(1) + "\n1\n" + _CARD,  # ND412's clean-clone run: before a newline
+        "W1206 19:30:00.000 torch/distributed/run.py] Setting OMP_NUM_THREADS\n" + _CARD,  # torchrun's warning
+    ],
+)
+def test_a_jobs_output_keeps_neurondevs_words_and_none_of_gloos_however_the_ranks_interleave_them(printed):
+    assert rule_runs._quiet(printed) == _CARD
