@@ -423,3 +423,78 @@ def test_a_graph_traced_natively_on_xla_too_has_both_timings_and_their_ratio_in_
     assert set(graph["native_seconds"]) == {"rewritten", "native"} and timing.rewritten > 0 and timing.native > 0
     assert graph["native_seconds"] == {"rewritten": timing.rewritten, "native": timing.native}
     assert graph["native_ratio"] == timing.rewritten / timing.native
+
+
+def _unused_pin(x):
+    table = torch.arange(4, device=x.device)  # noqa: F841 - nothing reads it: it costs nothing
+    return x * 2
+
+
+class _Moved(torch.nn.Module):
+    def forward(self, x):
+        return x.to("cpu") * 2  # torch.export checks .to()'s input with aten._assert_tensor_metadata (no user)
+
+
+def test_a_pin_nothing_reads_is_no_finding_but_an_assertion_nothing_reads_is():
+    quiet = neurondev.explain(_unused_pin, torch.randn(4), run=False, quiet=True)
+    assert [(pin.kind, pin.unused) for pin in quiet.pins] == [("frozen", True)] and explanation_findings(quiet) == []
+    exported = torch.export.export(_Moved(), (torch.randn(4),))
+    ex = neurondev.explain(exported, torch.randn(4), run=False, quiet=True)
+    assertion = next(pin for pin in ex.pins if pin.kind == "assertion")
+    assert assertion.unused and assertion in explanation_findings(ex) and _entries([assertion])[0]["rule"] == "ND105"
+
+
+def _scaled(x):
+    total = x.sum().item()  # with capture_scalar_outputs, in the graph: the device waits here
+    return x * total
+
+
+def test_a_sync_inside_a_graph_run_natively_is_a_finding_of_each_run_and_the_unseen_fallbacks_of_a_program_close_the_list():
+    import dataclasses
+
+    device = neurondev.host_device()
+    with torch._dynamo.config.patch(capture_scalar_outputs=True):
+        ex = neurondev.explain(_scaled, torch.randn(4), target=device, quiet=True)
+    found = explanation_findings(ex)
+    line = line_of(_scaled, ".item()")
+    assert [(type(record).__name__, record.rule, record.line) for record in found] == [("HostCopy", "ND204", line)] * 2  # before, after
+    assert [(copy.syncs, copy.transfers_to_host) for copy in found] == [(1, 0)] * 2
+    # what a TorchNeuron run records: its graphs are neuron's compiler's, their ops unseen by the dispatcher
+    programs = dataclasses.replace(ex.program, rewritten=dataclasses.replace(ex.program.rewritten, unseen="neuron"))
+    *_, unseen = explanation_findings(dataclasses.replace(ex, program=programs))
+    assert unseen.to_dict() == {
+        "rule": "ND206",
+        "kind": "fallback",
+        "node": "program",
+        "function": "",
+        "file": None,
+        "line": None,
+        "code": None,
+        "where": "no source line",
+        "place": ex.place,
+        "why": "unseen",
+        "skip": None,
+        "compiler": "neuron",
+        "found": {},
+    }
+
+
+def _activated(x):
+    return torch.tanh(x) * 2
+
+
+@pytest.mark.xla
+def test_values_that_differ_are_the_verdicts_finding_then_the_first_node_that_differs():
+    """XLA's tanh differs from ATen's in the last bits (the ND208 card's example): with no tolerance, the graph's
+    verdict (ND208) comes before the first node that differs (ND209) and their JSON keys are the records'."""
+    ex = neurondev.explain(_activated, torch.randn(1000, generator=torch.Generator().manual_seed(0)), rtol=0.0, atol=0.0, quiet=True)
+    found = explanation_findings(ex)
+    assert [(type(record).__name__, record.rule) for record in found] == [("Verdict", "ND208"), ("NodeDifference", "ND209")]
+    assert found[1] is ex.first_difference and (found[1].node, found[1].line) == ("tanh", line_of(_activated, "torch.tanh"))
+    _assert_each_is_its_records(found)
+
+
+@pytest.mark.xla
+def test_the_seeds_findings_in_the_cards_order(seed_explained):
+    found = [(type(record).__name__, record.rule) for record in explanation_findings(seed_explained)]
+    assert found == [("DevicePin", "ND101"), ("GraphBreak", "ND201"), ("CopySite", "ND202")]
