@@ -410,6 +410,7 @@ def test_advice_tried_and_not_enough_and_a_native_gap_are_in_a_watchs_json_with_
     }
 
 
+@pytest.mark.xla
 def test_a_graph_traced_natively_on_xla_too_has_both_timings_and_their_ratio_in_the_json():
     def only_device_arguments(x):
         out = torch.zeros(x.shape[0], device=x.device)
