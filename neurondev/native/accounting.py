@@ -53,7 +53,6 @@ _KINDS: dict[Any, str] = {
     _aten._to_cpu.default: _TO_CPU,
 }
 _MOVES = (_COPY, _LIFT, _TO_CPU)
-_HOST, _DEVICE, _MIXED = "host", "device", "mixed"
 _TO = _aten.to  # a view op (it may return its input) that copies otherwise: its copy is seen inside it
 
 
@@ -105,12 +104,11 @@ class Accounting(TorchDispatchMode, Whereabouts):
     def __torch_dispatch__(self, func: OpOverload, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
         args = _numbers_bound(func, args)
-        where = self._placement(args, kwargs)
-        if where is _HOST:
-            return func(*args, **kwargs)
+        if not self._touches_device(args, kwargs):
+            return func(*args, **kwargs)  # the op costs the device nothing, and nothing beneath it does
         kind = _kind_of(func)
         key = self._device_key(args, kwargs)  # a 0-dim host tensor beside (a scalar) leaves the device's key the dispatcher's
-        route = kernel_route(func, key) if key is not None else None
+        route = kernel_route(func, key)  # None before the device's key is known (a factory that names the device)
         if kind is None and route is None:
             return func(*args, **kwargs)  # the device's own kernel: nothing beneath it to see, nothing to count
         running = self._stack()
@@ -135,32 +133,21 @@ class Accounting(TorchDispatchMode, Whereabouts):
         out= argument is a result). Not seen from within: cpu_fallback hands ``_to_cpu`` a Python number's wrapped
         tensor, which a mode gets as a number and cannot pass on (``Expected 'List[Tensor]'``)."""
         out = func(*args, **kwargs)
-        frame.fell_back = True
-        results = out if isinstance(out, (list, tuple)) else (out,)
-        inputs = (*args, *kwargs.values())
-        frame.fallback_bytes += sum(_nbytes(t) for t in self._device_tensors(inputs)) + sum(
-            _nbytes(t) for t in self._device_tensors(results)
-        )
+        frame.fell_back = True  # its inputs on the device, and its results (a tuple's, a list's: one level down)
+        frame.fallback_bytes = sum(_nbytes(t) for t in self._device_tensors((*args, *kwargs.values(), out)))
         return out
 
-    def _placement(self, args: tuple, kwargs: dict) -> str:
-        """Where an op's tensors are: all on the device (_DEVICE), some (_MIXED: a copy, or the device named by
-        ``device=``), none (_HOST: the op costs the device nothing, and nothing beneath it does)."""
+    def _touches_device(self, args: tuple, kwargs: dict) -> bool:
+        """Whether an op touches the device: a tensor of it among the arguments (or in a list of them), or ``device=``
+        naming it (a factory)."""
         device_type, tensor, sequences = self.device_type, torch.Tensor, (list, tuple)
-        device = other = False
-        for values in (args, kwargs.values()) if kwargs else (args,):
+        for values in (args, kwargs.values()):
             for value in values:
                 for item in value if isinstance(value, sequences) else (value,):
-                    if isinstance(item, tensor):
-                        if item.device.type == device_type:
-                            device = True
-                        else:
-                            other = True
-        if kwargs:
-            named = kwargs.get("device")
-            if isinstance(named, torch.device) and named.type == device_type:
-                return _MIXED
-        return _HOST if not device else _MIXED if other else _DEVICE
+                    if isinstance(item, tensor) and item.device.type == device_type:
+                        return True
+        named = kwargs.get("device")
+        return isinstance(named, torch.device) and named.type == device_type
 
     def _device_key(self, args: tuple, kwargs: dict) -> Any:
         """The device's dispatch key, read once from the first device tensor an op gets (None before there is one: a
@@ -190,7 +177,7 @@ class Accounting(TorchDispatchMode, Whereabouts):
         elif any(f.kind in _MOVES for f in outer):  # a copy inside a copy: counted once, at the outermost
             return
         elif kind is _SYNC:  # once, at the outermost host read, unless the op fell back (its copies wait already)
-            if not frame.fell_back and not any(f.kind is _SYNC for f in outer) and _reads_data(frame.func, args, self._on_device):
+            if not frame.fell_back and not any(f.kind is _SYNC for f in outer) and self._reads_data(frame.func, args):
                 self._add("sync", frame.func, 0, outer)
         elif kind is not _LIFT or not outer:  # inside lift_fresh_copy, a graph's constant already on the device
             self._copy(frame.func, kind, args, out, outer)
@@ -229,6 +216,14 @@ class Accounting(TorchDispatchMode, Whereabouts):
             self._totals.add(event)
 
     # --- which values are on the device --------------------------------------------------------
+    def _reads_data(self, func: OpOverload, args: tuple) -> bool:
+        """Whether a sync-kind op read a device value on the host here: a device tensor among its arguments, and for
+        indexing (``self``, ``indices``, ...), a boolean mask among the indices (integer indices give a size known
+        without the data)."""
+        if next(self._device_tensors(args), None) is None:
+            return False
+        return func not in _INDEXING or any(_is_mask(index) for index in args[1])
+
     def _on_device(self, value: Any) -> bool:
         return isinstance(value, torch.Tensor) and value.device.type == self.device_type
 
@@ -239,9 +234,6 @@ class Accounting(TorchDispatchMode, Whereabouts):
                 yield from (item for item in value if self._on_device(item))
             elif self._on_device(value):
                 yield value
-
-    def _any_on_device(self, values: Iterable[Any]) -> bool:
-        return next(self._device_tensors(values), None) is not None
 
 
 Accounting.__torch_dispatch__ = dispatch_handler(Accounting.__torch_dispatch__)  # type: ignore[method-assign]
@@ -262,14 +254,8 @@ _SIZED_BY_DATA = {torch.Tag.data_dependent_output, torch.Tag.dynamic_output_shap
 _INDEXING = {_aten.index.Tensor, _aten.index_put.default, _aten.index_put_.default, _aten._index_put_impl_.default}
 
 
-def _reads_data(func: OpOverload, args: tuple, on_device: Any) -> bool:
-    """Whether a sync-kind op read a device value on the host here: a device tensor among its arguments, and for
-    indexing, a boolean mask among the indices (integer indices give a size known without the data)."""
-    tensors = [value for value in args if on_device(value)]
-    if func in _INDEXING:
-        indices = args[1] if len(args) > 1 and isinstance(args[1], (list, tuple)) else ()
-        return any(isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in indices) and bool(tensors)
-    return bool(tensors) or any(on_device(item) for value in args if isinstance(value, (list, tuple)) for item in value)
+def _is_mask(index: Any) -> bool:
+    return isinstance(index, torch.Tensor) and index.dtype in (torch.bool, torch.uint8)
 
 
 def _lazy_bits(args: tuple) -> bool:
