@@ -159,15 +159,25 @@ def _program_frame(frame: Any) -> Any:
     return None
 
 
-@functools.lru_cache(maxsize=4096)
 def _is_program_code(code: Any) -> bool:
-    """The program's own code: not torch's, neurondev's, the standard library's, nor a graph FX wrote (``<eval_with_key>``)."""
-    return is_program_file(code.co_filename) and not code.co_filename.startswith("<eval_with_key>")
+    """The program's own code: not torch's, neurondev's, the standard library's, nor a graph FX wrote (``<eval_with_key>``).
+    Cached by file name, not by code object: the code dynamo writes can hold a slice among its constants, and a code
+    object with one cannot be hashed (TypeError in every event of a compiled ``x[:, mask]``)."""
+    return _is_program_filename(code.co_filename)
 
 
 @functools.lru_cache(maxsize=4096)
+def _is_program_filename(filename: str) -> bool:
+    return is_program_file(filename) and not filename.startswith("<eval_with_key>")
+
+
 def _line_of(code: Any, line: int) -> SourceLine:
-    return source_line(code.co_filename, line, code.co_name)
+    return _source_line(code.co_filename, line, code.co_name)
+
+
+@functools.lru_cache(maxsize=4096)
+def _source_line(filename: str, line: int, function: str) -> SourceLine:
+    return source_line(filename, line, function)
 
 
 def caller(depth: int) -> Any:
