@@ -149,6 +149,23 @@ def mask_index(x):
     return x[x > 0]
 
 
+def column_mask(x):
+    return x[:, x[0] > 0]  # a mask after a None index (the columns)
+
+
+def row_index(x):
+    return x[x.argmax(dim=0)]  # integer indices (a row for each column): the result's size is known without the data
+
+
+def shifted(x):
+    return x * 2 + 1  # a Python number beside a device tensor, the add falling back: a wrapped scalar
+
+
+def conjugated(x):
+    z = torch.view_as_complex(x.reshape(4, 4, 2))
+    return torch.view_as_real(z.conj() * z)  # a lazy conjugate bit: |z|^2 only through torch's Conjugate key
+
+
 @dataclasses.dataclass(frozen=True)
 class Case:
     fn: Callable[[torch.Tensor], torch.Tensor]
@@ -197,6 +214,10 @@ CASES = [
     Case(nonzero, costs="sync"),  # the size of its result is read on the host (CUDA syncs inside the kernel)
     Case(masked_select, costs="sync"),
     Case(mask_index, costs="sync"),
+    Case(column_mask, costs="sync"),
+    Case(row_index, costs="nothing"),
+    Case(shifted, ("aten::add",)),
+    Case(conjugated, costs="nothing"),
 ]
 FALLING = [case for case in CASES if case.fallback]
 
@@ -269,7 +290,11 @@ def called_above_fallbacks(profile) -> list[str]:
 
 
 def _sized_by_data(name: str) -> bool:
-    """An op PyTorch tags as reading its data on the host (``_local_scalar_dense``) or sizing its result by it (``nonzero``)."""
+    """An op PyTorch tags as reading its data on the host (``_local_scalar_dense``) or sizing its result by it (``nonzero``).
+    Indexing is tagged whatever its indices: the profiler sees its sync as the ``nonzero`` a boolean mask runs beneath it
+    (integer indices run none, and size the result without the data)."""
+    if name in ("aten::index", "aten::index_put", "aten::index_put_", "aten::_index_put_impl_"):
+        return False
     namespace, _, op = name.partition("::")
     packet = getattr(getattr(torch.ops, namespace, None), op, None) if namespace == "aten" else None
     tags = {torch.Tag.data_dependent_output, torch.Tag.dynamic_output_shape}
@@ -335,9 +360,9 @@ def measure(call, driver: NativeDriver, *, compiled: bool):
         driver.measuring(compiled=compiled, whole=whole),
     ):
         before = driver.counts()
-        call()
+        out = call()
         ours = counted(driver.counts() - before)
-    return ours, device_log(start), profiled(profile), called_above_fallbacks(profile)
+    return ours, device_log(start), profiled(profile), called_above_fallbacks(profile), out
 
 
 @pytest.fixture
@@ -355,7 +380,8 @@ def run_case(case: Case, device: torch.device, *, compiled: bool):
         with driver.measuring(compiled=True, whole=compiled and driver.needs_counting_call):
             fn(x)  # compiled on the first call (eager: the same warm-up); torch 2.9 compiles again under the accounting
         mark = driver.mark()
-        ours, logged, profiled_, called = measure(lambda: fn(x), driver, compiled=compiled)
+        ours, logged, profiled_, called, out = measure(lambda: fn(x), driver, compiled=compiled)
+        torch.testing.assert_close(out.cpu(), case.fn(x.cpu()))  # counted, and computed as on the CPU
         return ours, logged, profiled_, called, driver.accounting.events[mark:]
     finally:
         torch._dynamo.reset()  # no compiled code carried to the next case
