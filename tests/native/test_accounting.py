@@ -94,3 +94,26 @@ def test_a_tiny_gpt2_with_addmm_falling_back_counts_what_the_device_counted(devi
     assert counts.fallback_calls == sum(kind == "fallback" for kind, *_ in log) == 8  # 4 Conv1D per layer, 2 layers
     assert counts.fallback_bytes == sum(nbytes for kind, op, _, nbytes in log if kind == "copy" and op)
     assert {event.file.rsplit("/", 1)[-1] for event in accounting.events if event.kind == "fallback"} == {"pytorch_utils.py"}
+
+
+def test_host_ops_under_the_mode_run_with_their_keywords_and_cost_the_device_nothing_even_where_its_own_op_falls_back(device):
+    neurondev.host_device(fallback=("aten::addmm",))
+    start = extension().event_count()
+    accounting = Accounting(device.type)
+    with accounting:
+        ramp = torch.arange(4, dtype=torch.float64)  # a host factory: its dtype is a keyword
+        total = torch.sum(torch.ones(2, 3), dim=1, keepdim=True)
+        product = torch.addmm(torch.zeros(2, 2), torch.ones(2, 3), torch.ones(3, 2))  # the host's addmm: not the device's
+    assert ramp.dtype == torch.float64 and total.shape == (2, 1) and torch.equal(product, torch.full((2, 2), 3.0))
+    assert accounting.events == [] and extension().events(start) == []
+
+
+def test_a_copy_made_inside_a_collective_is_counted_with_its_name(device):
+    from neurondev.native.marks import collective
+
+    accounting = Accounting(device.type)
+    with accounting:
+        with collective("all_reduce"):
+            moved = torch.ones(4).to(device)
+        moved.cpu()
+    assert [(event.kind, event.collective) for event in accounting.events] == [("copy to device", "all_reduce"), ("copy to host", None)]

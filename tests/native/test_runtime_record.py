@@ -407,6 +407,8 @@ def test_each_fallback_copy_and_sync_is_counted_as_the_device_logged_it_and_the_
     assert cost[case.cost(compiled)] >= 1, f"{case.fn.__name__} cost nothing that was counted: {ours}"
     line = line_of(case.fn, case.text)
     assert {event.line for event in events} == {line}, [(event.kind, event.op, event.where) for event in events]
+    in_graph = compiled and case.cost(compiled) != "sync"  # dynamo breaks its graph at a host read: it runs between graphs
+    assert {event.node is not None for event in events} == {in_graph}, [(event.node, event.op) for event in events]  # the graph's node
     if accounting == "log":  # the op the program called, as the profiler saw it (a mode sees no composite op: linear)
         assert [(event.called or event.op).split(".")[0] for event in events if event.kind == "fallback"] == called
 
