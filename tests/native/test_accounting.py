@@ -117,3 +117,19 @@ def test_a_copy_made_inside_a_collective_is_counted_with_its_name(device):
             moved = torch.ones(4).to(device)
         moved.cpu()
     assert [(event.kind, event.collective) for event in accounting.events] == [("copy to device", "all_reduce"), ("copy to host", None)]
+
+
+def test_a_python_number_beside_a_tensor_of_an_op_that_falls_back_computes_exactly_as_on_the_cpu(device):
+    """cpu_fallback hands the mode a wrapped number as a Python number; bound again as a 0-dim tensor of the op's
+    common dtype, it computes what it did: in float64, 0.1 stays float64's 0.1 (not float32's); an out= tensor last."""
+    neurondev.host_device(fallback=("aten::add", "aten::mul"))
+    x = torch.randn(4, dtype=torch.float64)
+    on = x.to(device)
+    written = torch.empty(4, dtype=torch.float64).to(device)
+    start = extension().event_count()
+    with Accounting(device.type) as accounting:
+        shifted = on + 0.1
+        torch.mul(on, 0.1, out=written)
+    assert torch.equal(shifted.cpu(), x + 0.1) and torch.equal(written.cpu(), x * 0.1)
+    assert [event.op for event in accounting.events] == [op for kind, op, *_ in extension().events(start) if kind == "fallback"]
+    assert [event.op for event in accounting.events] == ["aten::add.out", "aten::mul.out"]

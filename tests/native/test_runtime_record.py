@@ -163,7 +163,8 @@ def shifted(x):
 
 def conjugated(x):
     z = torch.view_as_complex(x.reshape(4, 4, 2))
-    return torch.view_as_real(z.conj() * z)  # a lazy conjugate bit: |z|^2 only through torch's Conjugate key
+    lazy = z.conj()  # a view with a conjugate bit: its ops need torch's own path through the Conjugate key
+    return torch.view_as_real(torch.cat([lazy.clone() * z, lazy.resolve_conj(), torch.stack([lazy, lazy])[0]]))
 
 
 @dataclasses.dataclass(frozen=True)
