@@ -183,29 +183,29 @@ class Accounting(TorchDispatchMode, Whereabouts):
             self._copy(frame.func, kind, args, out, outer)
 
     def _copy(self, func: OpOverload, kind: str, args: tuple, out: Any, outer: list[_Frame]) -> None:
-        direction, nbytes = self._direction(func, kind, args, out)
-        if direction is None:
+        moved = self._direction(func, kind, args, out)
+        if moved is None:
             return
+        direction, nbytes = moved
         falling = next((f for f in reversed(outer) if f.fell_back), None)
         if falling is not None:  # a fallback's results copied back to the device
             falling.fallback_bytes += nbytes
         else:
             self._add(direction, func, nbytes, outer)
 
-    def _direction(self, func: OpOverload, kind: str, args: tuple, out: Any) -> tuple[str | None, int]:
+    def _direction(self, func: OpOverload, kind: str, args: tuple, out: Any) -> tuple[str, int] | None:
+        """A copy's direction and bytes; None where it crosses no boundary (on the device, or on the host)."""
         if kind is _LIFT:  # torch.tensor([...], device=...): built on the host, uploaded (unseen) before lift_fresh
-            return ("copy to device", _nbytes(out)) if self._on_device(out) else (None, 0)
+            return ("copy to device", _nbytes(out)) if self._on_device(out) else None
         if kind is _TO_CPU:  # called by the program itself
             return "copy to host", sum(_nbytes(t) for t in self._device_tensors(args))
         source_at, destination_at = _ENDS[func]
         source, destination = (out if at == "out" else args[int(at)] for at in (source_at, destination_at))
-        if not isinstance(source, torch.Tensor) or not isinstance(destination, torch.Tensor):
-            return None, 0
-        if self._on_device(source) and destination.device.type == "cpu":
+        if self._on_device(source) and _on_host(destination):
             return "copy to host", _nbytes(source)
-        if self._on_device(destination) and source.device.type == "cpu":
+        if self._on_device(destination) and _on_host(source):
             return "copy to device", _nbytes(source)
-        return None, 0
+        return None
 
     def _add(self, kind: str, func: OpOverload, nbytes: int, outer: list[_Frame]) -> None:
         node, module, source = self.where(caller(2))
@@ -290,5 +290,9 @@ def _numbers_bound(func: OpOverload, args: tuple) -> tuple:
     return tuple(bound)
 
 
-def _nbytes(tensor: Any) -> int:
-    return int(tensor.numel() * tensor.element_size()) if isinstance(tensor, torch.Tensor) else 0
+def _nbytes(tensor: torch.Tensor) -> int:
+    return tensor.numel() * tensor.element_size()
+
+
+def _on_host(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and value.device.type == "cpu"

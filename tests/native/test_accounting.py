@@ -133,3 +133,16 @@ def test_a_python_number_beside_a_tensor_of_an_op_that_falls_back_computes_exact
     assert torch.equal(shifted.cpu(), x + 0.1) and torch.equal(written.cpu(), x * 0.1)
     assert [event.op for event in accounting.events] == [op for kind, op, *_ in extension().events(start) if kind == "fallback"]
     assert [event.op for event in accounting.events] == ["aten::add.out", "aten::mul.out"]
+
+
+def test_the_fallbacks_own_move_called_by_a_program_is_its_copy_to_the_host(device):
+    on = torch.ones(2, 3).to(device)
+    start = extension().event_count()
+    with Accounting(device.type) as accounting:
+        (host,) = torch._to_cpu([on])  # what cpu_fallback calls, called by the program itself
+    logged = [(direction, nbytes) for kind, _, direction, nbytes in extension().events(start) if kind == "copy"]
+    assert host.device.type == "cpu" and torch.equal(host, torch.ones(2, 3))
+    assert [(event.kind, event.bytes, event.line) for event in accounting.events] == [
+        ("copy to host", 24, line_of(test_the_fallbacks_own_move_called_by_a_program_is_its_copy_to_the_host, "torch._to_cpu"))
+    ]
+    assert logged == [("to_host", 24)]
