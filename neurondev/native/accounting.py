@@ -7,10 +7,9 @@ keeps no log of its own (CUDA, a new backend), and an opt-in for one that does (
 A ``TorchDispatchMode`` alone sees only the outermost op of a call. This one runs each op that touches
 the device with itself pushed again below the Python key (``_compat.run_below_mode``), so it sees the ops
 the kernel calls in turn: the ``index_select`` inside ``nn.Embedding``, the ``cat`` inside ``stack``,
-sdpa's ``_softmax``, and what a backend's fallback does. A CPU fallback is known by what it does, not by
-a table: ``at::native::cpu_fallback`` moves the op's device inputs to the host with ``aten::_to_cpu``
-(one per fallback, measured) and copies the results back; the op that called ``_to_cpu`` fell back, and
-those copies are its cost. A copy is counted once, at the outermost copy op (``_to_copy``, ``copy_``,
+sdpa's ``_softmax``. An op the device has no kernel for (the dispatcher routes it to the backend's own
+fallback, ``at::native::cpu_fallback`` on the host test device) fell back: it runs out of the mode's sight,
+and its device inputs and results are its cost, the bytes that fallback copies (the device's log agrees). A copy is counted once, at the outermost copy op (``_to_copy``, ``copy_``,
 aot's functional ``copy``, ``_copy_from``; ``lift_fresh`` of a tensor built on the host and uploaded),
 with its direction and bytes; a sync is a host read of a device value (``_local_scalar_dense``: ``.item()``,
 ``bool(x)``; ``equal``). Each is attributed to the graph node running it (an interpreter sets ``node``)
@@ -36,7 +35,7 @@ from neurondev.runs.counts import Counts
 __all__ = ["Accounting", "DeviceEvent", "EVENT_KINDS", "name_of"]
 
 _aten = torch.ops.aten
-_COPY, _LIFT, _SYNC, _TO_CPU = "copy", "lift", "sync", "to cpu"
+_COPY, _LIFT, _SYNC = "copy", "lift", "sync"
 # copy ops: where the bytes come from and go to, as (argument index or "out")
 _ENDS: dict[Any, tuple[int | str, int | str]] = {
     _aten._to_copy.default: (0, "out"),
@@ -50,9 +49,8 @@ _KINDS: dict[Any, str] = {
     _aten.lift_fresh.default: _LIFT,
     _aten._local_scalar_dense.default: _SYNC,
     _aten.equal.default: _SYNC,
-    _aten._to_cpu.default: _TO_CPU,
 }
-_MOVES = (_COPY, _LIFT, _TO_CPU)
+_MOVES = (_COPY, _LIFT)
 _TO = _aten.to  # a view op (it may return its input) that copies otherwise: its copy is seen inside it
 
 
@@ -170,11 +168,7 @@ class Accounting(TorchDispatchMode, Whereabouts):
         kind = frame.kind
         if kind is None:
             return
-        parent = outer[-1] if outer else None
-        if kind is _TO_CPU and parent is not None:  # cpu_fallback moving an op's device inputs to the host
-            parent.fell_back = True
-            parent.fallback_bytes += sum(_nbytes(t) for t in self._device_tensors(args))
-        elif any(f.kind in _MOVES for f in outer):  # a copy inside a copy: counted once, at the outermost
+        if any(f.kind in _MOVES for f in outer):  # a copy inside a copy: counted once, at the outermost
             return
         elif kind is _SYNC:  # once, at the outermost host read, unless the op fell back (its copies wait already)
             if not frame.fell_back and not any(f.kind is _SYNC for f in outer) and self._reads_data(frame.func, args):
@@ -187,18 +181,12 @@ class Accounting(TorchDispatchMode, Whereabouts):
         if moved is None:
             return
         direction, nbytes = moved
-        falling = next((f for f in reversed(outer) if f.fell_back), None)
-        if falling is not None:  # a fallback's results copied back to the device
-            falling.fallback_bytes += nbytes
-        else:
-            self._add(direction, func, nbytes, outer)
+        self._add(direction, func, nbytes, outer)
 
     def _direction(self, func: OpOverload, kind: str, args: tuple, out: Any) -> tuple[str, int] | None:
         """A copy's direction and bytes; None where it crosses no boundary (on the device, or on the host)."""
         if kind is _LIFT:  # torch.tensor([...], device=...): built on the host, uploaded (unseen) before lift_fresh
             return ("copy to device", _nbytes(out)) if self._on_device(out) else None
-        if kind is _TO_CPU:  # called by the program itself
-            return "copy to host", sum(_nbytes(t) for t in self._device_tensors(args))
         source_at, destination_at = _ENDS[func]
         source, destination = (out if at == "out" else args[int(at)] for at in (source_at, destination_at))
         if self._on_device(source) and _on_host(destination):
