@@ -199,3 +199,11 @@ def test_a_programs_failure_as_json_with_its_facts_line_and_sentence():
     assert failure == _as_json({**record.to_dict(), "text": describe(record)})
     assert (failure["rule"], failure["kind"], failure["stage"]) == ("ND301", "mixed devices at compile time", "compile")
     assert failure["line"] == line_of(_mixes_devices, "addcmul") and "two different devices" in failure["message"]
+
+
+def test_a_check_finding_without_a_rule_has_no_page():
+    from neurondev.render.json import check_finding
+    from neurondev.report.findings import Finding
+
+    entry = check_finding(Finding("program", "", "your program", None, None, why="not run"))  # no rule names it (rule=None)
+    assert entry["rule"] is None and entry["url"] is None and entry["why"] == "not run"
