@@ -168,9 +168,12 @@ def test_each_torch_installation_builds_into_a_folder_of_its_own(monkeypatch):
 def test_a_script_that_runs_a_backward_on_the_device_exits_0_every_time():
     """torch 2.13 stashes a Python object in each backward's graph task; the device's autograd thread dropping the
     last one while Python finalizes aborted the script (134, "terminate called without an active exception": 2 of
-    60 runs under load here, 7 of 12 in the issue). Eight at once on two cores: the load that shows it."""
+    60 runs under load here, 7 of 12 in the issue). Eight at once on two cores: the load that shows it. torch 2.9
+    stashes none (the defect is 2.13's): two runs there check that such a script exits 0."""
     import subprocess
     import sys
+
+    from neurondev._compat import _version_at_least
 
     script = (
         "import torch, neurondev\n"
@@ -179,9 +182,10 @@ def test_a_script_that_runs_a_backward_on_the_device_exits_0_every_time():
         "for _ in range(3):\n"
         "    m(torch.randn(4, 8, device=dev)).pow(2).sum().backward()\n"
     )
-    runs = [subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True) for _ in range(8)]
+    count = 8 if _version_at_least(torch.__version__, (2, 13)) else 2
+    runs = [subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True) for _ in range(count)]
     ended = [(run.wait(timeout=300), run.stderr.read()) for run in runs]
-    assert [code for code, _ in ended] == [0] * 8, [err[-500:] for code, err in ended if code]
+    assert [code for code, _ in ended] == [0] * count, [err[-500:] for code, err in ended if code]
 
 
 def test_a_lazily_conjugated_tensor_copies_resolves_and_differentiates_as_on_the_cpu():
