@@ -171,7 +171,7 @@ class Accounting(TorchDispatchMode, Whereabouts):
         if any(f.kind in _MOVES for f in outer):  # a copy inside a copy: counted once, at the outermost
             return
         elif kind is _SYNC:  # once, at the outermost host read, unless the op fell back (its copies wait already)
-            if not frame.fell_back and not any(f.kind is _SYNC for f in outer) and self._reads_data(frame.func, args):
+            if not frame.fell_back and not any(f.kind is _SYNC for f in outer) and _reads_data(frame.func, args):
                 self._add("sync", frame.func, 0, outer)
         elif kind is not _LIFT or not outer:  # inside lift_fresh_copy, a graph's constant already on the device
             self._copy(frame.func, kind, args, out, outer)
@@ -185,8 +185,8 @@ class Accounting(TorchDispatchMode, Whereabouts):
 
     def _direction(self, func: OpOverload, kind: str, args: tuple, out: Any) -> tuple[str, int] | None:
         """A copy's direction and bytes; None where it crosses no boundary (on the device, or on the host)."""
-        if kind is _LIFT:  # torch.tensor([...], device=...): built on the host, uploaded (unseen) before lift_fresh
-            return ("copy to device", _nbytes(out)) if self._on_device(out) else None
+        if kind is _LIFT:  # torch.tensor([...], device=...): built on the host, uploaded (unseen) before lift_fresh: the
+            return "copy to device", _nbytes(out)  # mode sees it only on the device (an op touching no device runs unseen)
         source_at, destination_at = _ENDS[func]
         source, destination = (out if at == "out" else args[int(at)] for at in (source_at, destination_at))
         if self._on_device(source) and _on_host(destination):
@@ -204,14 +204,6 @@ class Accounting(TorchDispatchMode, Whereabouts):
             self._totals.add(event)
 
     # --- which values are on the device --------------------------------------------------------
-    def _reads_data(self, func: OpOverload, args: tuple) -> bool:
-        """Whether a sync-kind op read a device value on the host here: a device tensor among its arguments, and for
-        indexing (``self``, ``indices``, ...), a boolean mask among the indices (integer indices give a size known
-        without the data)."""
-        if next(self._device_tensors(args), None) is None:
-            return False
-        return func not in _INDEXING or any(_is_mask(index) for index in args[1])
-
     def _on_device(self, value: Any) -> bool:
         return isinstance(value, torch.Tensor) and value.device.type == self.device_type
 
@@ -240,6 +232,13 @@ def _kind_of(func: OpOverload) -> str | None:
 
 _SIZED_BY_DATA = {torch.Tag.data_dependent_output, torch.Tag.dynamic_output_shape}
 _INDEXING = {_aten.index.Tensor, _aten.index_put.default, _aten.index_put_.default, _aten._index_put_impl_.default}
+
+
+def _reads_data(func: OpOverload, args: tuple) -> bool:
+    """Whether a sync-kind op (one that touches the device: its tensors are its arguments) read a device value on
+    the host here: yes, but for indexing (``self``, ``indices``, ...) only with a boolean mask among the indices
+    (integer indices give a size known without the data)."""
+    return func not in _INDEXING or any(_is_mask(index) for index in args[1])
 
 
 def _is_mask(index: Any) -> bool:

@@ -146,3 +146,14 @@ def test_the_fallbacks_own_move_called_by_a_program_is_its_copy_to_the_host(devi
         ("copy to host", 24, line_of(test_the_fallbacks_own_move_called_by_a_program_is_its_copy_to_the_host, "torch._to_cpu"))
     ]
     assert logged == [("to_host", 24)]
+
+
+def test_a_copy_that_stays_on_the_device_costs_no_transfer_as_the_device_logged_it(device):
+    source, destination = torch.ones(4).to(device), torch.zeros(4).to(device)
+    start = extension().event_count()
+    with Accounting(device.type) as accounting:
+        destination.copy_(source)
+        duplicate = source.to(device, copy=True)
+    logged = [(kind, direction) for kind, _, direction, _ in extension().events(start)]
+    assert logged == [("copy", "on_device")] * 2 and accounting.events == []
+    assert torch.equal(destination.cpu(), torch.ones(4)) and duplicate.device == device
