@@ -57,13 +57,12 @@ _TO = _aten.to  # a view op (it may return its input) that copies otherwise: its
 class _Frame:
     """An op running on the device, while the ops its kernel calls run: whether it fell back, and what that copied."""
 
-    __slots__ = ("func", "kind", "fell_back", "fallback_bytes")
+    __slots__ = ("func", "kind", "fallback_bytes")
 
     def __init__(self, func: OpOverload, kind: str | None) -> None:
         self.func = func
         self.kind = kind
-        self.fell_back = False
-        self.fallback_bytes = 0
+        self.fallback_bytes: int | None = None  # what its fallback copied; None: it did not fall back
 
 
 class Accounting(TorchDispatchMode, Whereabouts):
@@ -131,7 +130,7 @@ class Accounting(TorchDispatchMode, Whereabouts):
         out= argument is a result). Not seen from within: cpu_fallback hands ``_to_cpu`` a Python number's wrapped
         tensor, which a mode gets as a number and cannot pass on (``Expected 'List[Tensor]'``)."""
         out = func(*args, **kwargs)
-        frame.fell_back = True  # its inputs on the device, and its results (a tuple's, a list's: one level down)
+        # its inputs on the device, and its results (a tuple's, a list's: one level down)
         frame.fallback_bytes = sum(_nbytes(t) for t in self._device_tensors((*args, *kwargs.values(), out)))
         return out
 
@@ -163,7 +162,7 @@ class Accounting(TorchDispatchMode, Whereabouts):
 
     # --- what each op cost ---------------------------------------------------------------------
     def _account(self, frame: _Frame, outer: list[_Frame], args: tuple, out: Any) -> None:
-        if frame.fell_back:
+        if frame.fallback_bytes is not None:
             self._add("fallback", frame.func, frame.fallback_bytes, outer)
         kind = frame.kind
         if kind is None:
@@ -171,7 +170,7 @@ class Accounting(TorchDispatchMode, Whereabouts):
         if any(f.kind in _MOVES for f in outer):  # a copy inside a copy: counted once, at the outermost
             return
         elif kind is _SYNC:  # once, at the outermost host read, unless the op fell back (its copies wait already)
-            if not frame.fell_back and not any(f.kind is _SYNC for f in outer) and _reads_data(frame.func, args):
+            if frame.fallback_bytes is None and not any(f.kind is _SYNC for f in outer) and _reads_data(frame.func, args):
                 self._add("sync", frame.func, 0, outer)
         elif kind is not _LIFT or not outer:  # inside lift_fresh_copy, a graph's constant already on the device
             self._copy(frame.func, kind, args, out, outer)
