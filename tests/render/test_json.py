@@ -207,3 +207,16 @@ def test_a_check_finding_without_a_rule_has_no_page():
 
     entry = check_finding(Finding("program", "", "your program", None, None, why="not run"))  # no rule names it (rule=None)
     assert entry["rule"] is None and entry["url"] is None and entry["why"] == "not run"
+
+
+def test_an_explanation_of_a_capture_of_inputs_on_the_device_lists_what_was_moved_to_the_cpu_to_trace():
+    import dataclasses
+
+    import neurondev
+
+    device = neurondev.host_device()
+    model, x = torch.nn.Linear(3, 2).to(device), torch.randn(4, 3).to(device)
+    captured = neurondev.capture(model, x)
+    data = json.loads(neurondev.explain(captured, target=device, run=False, quiet=True).to_json())
+    assert data["moved_inputs"] == _as_json([dataclasses.asdict(moved) for moved in captured.moved_inputs])
+    assert data["moved_inputs"] == [{"path": path, "device": "hostdev:0"} for path in ("module.weight", "module.bias", "args[0]")]

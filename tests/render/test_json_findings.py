@@ -493,6 +493,11 @@ def test_values_that_differ_are_the_verdicts_finding_then_the_first_node_that_di
     assert [(type(record).__name__, record.rule) for record in found] == [("Verdict", "ND208"), ("NodeDifference", "ND209")]
     assert found[1] is ex.first_difference and (found[1].node, found[1].line) == ("tanh", line_of(_activated, "torch.tanh"))
     _assert_each_is_its_records(found)
+    from neurondev.render.sentences import describe
+
+    data = json.loads(ex.to_json())  # the explanation's own JSON: the first difference with the card's sentence
+    assert data["first_difference"] == json.loads(json.dumps(plain({**found[1].to_dict(), "text": describe(found[1])})))
+    assert data["first_difference"]["node"] == "tanh"
 
 
 @pytest.mark.xla
