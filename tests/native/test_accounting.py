@@ -36,7 +36,7 @@ def test_copies_and_syncs_are_counted_as_the_device_made_them_each_on_its_line(d
     assert counts.transfers_to_device == sum(d == "to_device" for d, _ in device_copies) == 2
     assert counts.transfers_to_host == sum(d == "to_host" for d, _ in device_copies) == 1
     assert counts.bytes_to_device == sum(n for d, n in device_copies if d == "to_device") == 16 + 8
-    assert counts.syncs == 1
+    assert counts.syncs == 1 and [(event.bytes, event.called) for event in accounting.events if event.kind == "sync"] == [(0, None)]
     lines = [(event.kind, event.line) for event in accounting.events]
     assert lines == [
         ("copy to device", line_of(program, "x.to(device)")),
