@@ -309,3 +309,33 @@ def test_a_device_call_gets_the_targets_type_and_index_in_the_form_it_was_writte
     (node,) = [node for node in gm.graph.nodes if node.target is torch.device]
     assert (node.args, node.kwargs) == (expected_args, expected_kwargs)
     assert rewrite.node == node.name and gm.graph.lint() is None
+
+
+def test_each_rewrite_records_its_node_where_the_device_sat_and_the_old_and_new_value():
+    result = DeviceRewriterPass()(positional_graph())
+    assert [(r.node, r.location, r.old, r.new) for r in result.rewrites] == [
+        ("to", "arg[1]", torch.device("cpu"), torch.device("xla")),
+        ("to_1", "arg[1]", "cuda:1", "xla"),
+        ("device_1", "arg[0]", "cpu", "xla"),
+        ("device_2", "arg[0]", "cuda", "xla"),
+        ("cpu", "method", torch.device("cpu"), "xla"),
+        ("cuda", "method", torch.device("cuda"), "xla"),
+        ("empty", "kwarg", "cpu", "xla"),
+    ]
+
+
+def test_a_device_call_takes_the_targets_type_by_keyword_and_its_index_too_and_a_cuda_call_drops_its_device():
+    gm = build_graph(
+        ("call_function", torch.device, (), {"type": "cpu"}),
+        ("call_function", torch.device, ("cpu",), {}),
+        ("call_method", "cuda", ("x",), {"device": 0, "non_blocking": True}),
+    )
+    result = DeviceRewriterPass(target=torch.device("xla", 1))(gm)
+    assert [(r.node, r.location, r.new) for r in result.rewrites] == [
+        ("device_1", "kwarg[type]", "xla"),
+        ("device_2", "arg[0]", "xla:1"),
+        ("cuda", "method", "xla:1"),
+    ]
+    assert node_named(gm, "device_1").kwargs == {"type": "xla", "index": 1} and node_named(gm, "device_2").args == ("xla:1",)
+    cuda = node_named(gm, "cuda")
+    assert (cuda.target, cuda.args[1:], cuda.kwargs) == ("to", ("xla:1",), {"non_blocking": True})  # its device= gone
