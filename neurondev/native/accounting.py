@@ -9,9 +9,9 @@ the device with itself pushed again below the Python key (``_compat.run_below_mo
 the kernel calls in turn: the ``index_select`` inside ``nn.Embedding``, the ``cat`` inside ``stack``,
 sdpa's ``_softmax``. An op the device has no kernel for (the dispatcher routes it to the backend's own
 fallback, ``at::native::cpu_fallback`` on the host test device) fell back: it runs out of the mode's sight,
-and its device inputs and results are its cost, the bytes that fallback copies (the device's log agrees). A copy is counted once, at the outermost copy op (``_to_copy``, ``copy_``,
-aot's functional ``copy``, ``_copy_from``; ``lift_fresh`` of a tensor built on the host and uploaded),
-with its direction and bytes; a sync is a host read of a device value (``_local_scalar_dense``: ``.item()``,
+and its device inputs and results are its cost, the bytes that fallback copies (the device's log agrees).
+A copy is counted once, at the outermost copy op (``_to_copy``, ``copy_``, aot's functional ``copy``,
+``_copy_from``; ``lift_fresh`` of a tensor built on the host and uploaded), with its direction and bytes; a sync is a host read of a device value (``_local_scalar_dense``: ``.item()``,
 ``bool(x)``; ``equal``). Each is attributed to the graph node running it (an interpreter sets ``node``)
 or else to the innermost line of the program's code on the Python stack, with the outermost op the
 program called. The mode ignores compile internals: compiled frames still compile under it.
@@ -184,8 +184,8 @@ class Accounting(TorchDispatchMode, Whereabouts):
 
     def _direction(self, func: OpOverload, kind: str, args: tuple, out: Any) -> tuple[str, int] | None:
         """A copy's direction and bytes; None where it crosses no boundary (on the device, or on the host)."""
-        if kind is _LIFT:  # torch.tensor([...], device=...): built on the host, uploaded (unseen) before lift_fresh: the
-            return "copy to device", _nbytes(out)  # mode sees it only on the device (an op touching no device runs unseen)
+        if kind is _LIFT:  # torch.tensor([...], device=...): built on the host, uploaded (unseen) before lift_fresh,
+            return "copy to device", _nbytes(out)  # which the mode sees only on the device (it passes host ops by)
         source_at, destination_at = _ENDS[func]
         source, destination = (out if at == "out" else args[int(at)] for at in (source_at, destination_at))
         if self._on_device(source) and _on_host(destination):
