@@ -14,7 +14,8 @@ A copy is counted once, at the outermost copy op (``_to_copy``, ``copy_``, aot's
 ``_copy_from``; ``lift_fresh`` of a tensor built on the host and uploaded), with its direction and bytes;
 a sync is a host read of a device value (``_local_scalar_dense``: ``.item()``, ``bool(x)``; ``equal``).
 Each is attributed to the graph node running it (an interpreter sets ``node``) or else to the innermost
-line of the program's code on the Python stack, with the outermost op the program called. The mode ignores compile internals: compiled frames still compile under it.
+line of the program's code on the Python stack, with the outermost op the program called. The mode
+ignores compile internals: compiled frames still compile under it.
 """
 
 from __future__ import annotations
