@@ -24,10 +24,13 @@ __all__ = ["SITE_FROM_A_RULE", "card", "codes", "comparable", "instead", "report
 # A card links each finding to its rule's page beside it in the built site (site/rules/CODE.html): the same text on
 # every machine, not this checkout's file:// path.
 SITE_FROM_A_RULE = "../"
-# What gloo prints as each rank connects, in an order (even within a line) the ranks decide: another rank's line can
-# come between a line's colon and its number ("is : [Gloo] Rank 1 ... is : 1\n1\n") or before its newline ("is : 1[Gloo]
-# Rank 1 ... is : \n1\n"); torch's own warnings.
-_GLOO = re.compile(r"\[Gloo\] Rank \d+ is connected to \d+ peer ranks\. Expected number of connected peer ranks is :\s*\d+\s*")
+# What gloo prints as each rank connects ("[Gloo] Rank 0 is connected to 1 peer ranks. Expected number of connected
+# peer ranks is : 1"), written piece by piece to a stdout the ranks share: the pieces of two ranks interleave at any
+# piece (a clean-clone run printed "Expected number of connected peer ranks is : 1" alone on a line). So its words are
+# cut out wherever they land, and its numbers are the lines of digits left before the job's first line of its own:
+# every rank connects before its program runs, so gloo prints before the job does.
+_GLOO_WORDS = re.compile(r"\[Gloo\] Rank | is connected to | peer ranks\. |Expected number of connected peer ranks is : ")
+_GLOO_NUMBERS = re.compile(r"[\d\s]*")
 _NOISE = re.compile(r"^W\d{4} |^WARNING:root:Defaulting|\[Gloo\]")
 
 
@@ -117,7 +120,10 @@ def _environ(environ: Any) -> dict[str, str]:
 
 
 def _quiet(text: str) -> str:
-    return "".join(line for line in _GLOO.sub("", text).splitlines(keepends=True) if not _NOISE.search(line))
+    """The job's output without gloo's connection lines and torch's warnings."""
+    lines = [line for line in _GLOO_WORDS.sub("", text).splitlines(keepends=True) if not _NOISE.search(line)]
+    first_of_its_own = next((i for i, line in enumerate(lines) if not _GLOO_NUMBERS.fullmatch(line)), len(lines))
+    return "".join(lines[first_of_its_own:])
 
 
 @functools.cache

@@ -4,6 +4,7 @@ code to use instead yields nothing of it. One rule per test, so that the workers
 from __future__ import annotations
 
 import importlib.util
+import itertools
 from pathlib import Path
 
 import pytest
@@ -65,3 +66,27 @@ _CARD = "Watched 2 of 2 rank(s) of a torchrun job:\n"
 )
 def test_a_jobs_output_keeps_neurondevs_words_and_none_of_gloos_however_the_ranks_interleave_them(printed):
     assert rule_runs._quiet(printed) == _CARD
+
+
+def _pieces(rank: int) -> list[str]:
+    """gloo's connection line as its writes print it, one piece per write."""
+    return ["[Gloo] Rank ", str(rank), " is connected to ", "1", " peer ranks. ", "Expected number of connected peer ranks is : ", "1", "\n"]
+
+
+def _interleavings(first: list[str], second: list[str]):
+    """Every order of two ranks' writes that keeps each rank's own order."""
+    for places in itertools.combinations(range(len(first) + len(second)), len(first)):
+        mine, theirs = iter(first), iter(second)
+        yield "".join(next(mine) if i in places else next(theirs) for i in range(len(first) + len(second)))
+
+
+def test_every_interleaving_of_two_ranks_gloo_writes_leaves_the_job_its_own_words():
+    orders = list(_interleavings(_pieces(0), _pieces(1)))
+    last_clean_clone = "".join(_pieces(0)[:5] + _pieces(1) + _pieces(0)[5:])  # "Expected number ... is : 1" on a line alone
+    assert len(orders) == 12870 and last_clean_clone in orders
+    wrong = [order for order in orders if rule_runs._quiet(order + _CARD) != _CARD]
+    assert wrong == []
+
+
+def test_a_number_line_of_the_jobs_own_after_its_first_line_is_kept():
+    assert rule_runs._quiet(_GLOO_LINE.format(0) + "1\n" + _CARD + "4\n\n") == _CARD + "4\n\n"
