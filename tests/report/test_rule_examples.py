@@ -70,7 +70,8 @@ def test_a_jobs_output_keeps_neurondevs_words_and_none_of_gloos_however_the_rank
 
 def _pieces(rank: int) -> list[str]:
     """gloo's connection line as its writes print it, one piece per write."""
-    return ["[Gloo] Rank ", str(rank), " is connected to ", "1", " peer ranks. ", "Expected number of connected peer ranks is : ", "1", "\n"]
+    expected = "Expected number of connected peer ranks is : "
+    return ["[Gloo] Rank ", str(rank), " is connected to ", "1", " peer ranks. ", expected, "1", "\n"]
 
 
 def _interleavings(first: list[str], second: list[str]):
