@@ -155,3 +155,35 @@ def test_on_an_exported_program_the_pass_moves_every_device_as_torch_exports_own
     assert neurondev.diagnose(theirs).empty and neurondev.diagnose(ours).empty and result.modified
     kept = {type(rewrite.new) for rewrite in result.rewrites}
     assert kept <= {str, torch.device}  # each in the format it was written in (torch's pass writes strings)
+
+
+def pins_in_both_branches(x):
+    def positive(x):
+        return x + torch.ones(x.shape, device=x.device)
+
+    def negative(x):
+        return x - torch.zeros(x.shape, device=x.device)
+
+    return torch.cond(x.sum() > 0, positive, negative, (x,))
+
+
+@pytest.mark.xla
+def test_each_body_a_higher_order_op_calls_gets_the_target_in_its_own_nodes_meta_and_so_does_its_caller():
+    from neurondev import xla
+    from neurondev.fx.subgraphs import subgraphs
+
+    xla.device()  # the target's backend loaded: fake values can be made there
+    gm, _ = record_graph(pins_in_both_branches, torch.randn(4))
+    bodies = {body.name: body.module for body in subgraphs(gm)}
+    pinned = {
+        name: [n.name for n in body.graph.nodes if devices(meta_value(n)) == ["cpu"] and n.op == "call_function"]
+        for name, body in bodies.items()
+    }
+    assert set(bodies) == {"cond_true_0", "cond_false_0"} and all(pinned.values())
+    result = neurondev.DeviceRewriterPass(target="xla:0")(gm)
+    assert {r.node.split(".")[0] for r in result.rewrites} == set(bodies) and result.meta_refreshed is True
+    for name, body in bodies.items():  # the pin, and what reads it, in each body: not only the first body's
+        now = {n.name: devices(meta_value(n)) for n in body.graph.nodes}
+        assert [now[node] for node in pinned[name]] == [["xla:0"]] * len(pinned[name]), name
+    (cond,) = [n for n in gm.graph.nodes if n.op == "call_function" and "cond" in str(n.target)]
+    assert devices(meta_value(cond)) == ["xla:0"]
