@@ -91,13 +91,14 @@ def judge_survivors_again(only: list[str]) -> int:
 
 
 def copy_what_mutmut_does_not() -> list[str]:
-    """Copy each file of the package that is not Python into mutmut's copy of the checkout where it differs (mutmut
-    copies them once: a changed C++ source of the host device would otherwise build the old device under the
-    mutants); the files copied."""
+    """Copy each file of the package that mutmut does not mutate into its copy of the checkout where it differs (mutmut
+    copies them once: a changed C++ source of the host device, or a changed module the tests import, would otherwise
+    be the old one under the mutants); the files copied."""
+    mutated = {ROOT / path for path in modules()}
     copied = []
     for source in (ROOT / "neurondev").rglob("*"):
         there = ROOT / "mutants" / source.relative_to(ROOT)
-        copies = source.is_file() and source.suffix not in (".py", ".pyc") and there.parent.exists()
+        copies = source.is_file() and source not in mutated and source.suffix != ".pyc" and there.parent.exists()
         if copies and (not there.exists() or there.read_bytes() != source.read_bytes()):
             there.write_bytes(source.read_bytes())
             copied.append(str(source.relative_to(ROOT)))
