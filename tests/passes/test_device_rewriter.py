@@ -137,6 +137,8 @@ def test_kwargs_only_rewrites_meta_too_as_the_seed_algorithm_does_and_the_defaul
     assert DeviceRewriterPass()(empty_with(device)).modified is False
     (pin,) = neurondev.find_pins(empty_with(device))
     assert pin.kwargs_pass and not pin.default_pass
+    traced_on_meta = DeviceRewriterPass(traced_on_meta=True)(empty_with(device))  # there meta is the frozen device
+    assert [(r.old, r.new) for r in traced_on_meta.rewrites] == [(device, "xla" if isinstance(device, str) else torch.device("xla"))]
 
 
 def test_second_application_reports_not_modified():

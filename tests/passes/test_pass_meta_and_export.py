@@ -187,3 +187,29 @@ def test_each_body_a_higher_order_op_calls_gets_the_target_in_its_own_nodes_meta
         assert [now[node] for node in pinned[name]] == [["xla:0"]] * len(pinned[name]), name
     (cond,) = [n for n in gm.graph.nodes if n.op == "call_function" and "cond" in str(n.target)]
     assert devices(meta_value(cond)) == ["xla:0"]
+    (x,) = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    assert devices(meta_value(x)) == ["cpu"]  # the graph's input keeps what it was traced with: the pass moves pins
+
+
+def test_a_target_whose_backend_is_not_loaded_leaves_node_meta_as_traced_and_says_so(caplog):
+    gm, _ = record_graph(mixed, torch.randn(4))
+    assert not torch.backends.mps.is_available()  # no MPS backend on these machines: no value can be made there
+    with caplog.at_level("INFO", logger="neurondev"):
+        result = neurondev.DeviceRewriterPass(target="mps")(gm)
+    assert result.modified and result.meta_refreshed is False
+    assert devices(meta_value(next(n for n in gm.graph.nodes if n.name == "pos"))) == ["cpu"]
+    said = [r.getMessage() for r in caplog.records if "DeviceRewriterPass" in r.getMessage()]
+    assert said == ["DeviceRewriterPass: mps is not loaded here, node.meta keeps the traced devices"]
+
+
+@pytest.mark.xla
+def test_a_target_whose_backend_is_loaded_gets_its_meta_refreshed_without_a_word(caplog):
+    from neurondev import xla
+
+    xla.device()
+    gm, _ = record_graph(mixed, torch.randn(4))
+    with caplog.at_level("INFO", logger="neurondev"):
+        result = neurondev.DeviceRewriterPass(target="xla:0")(gm)
+    assert result.modified and result.meta_refreshed is True
+    assert devices(meta_value(next(n for n in gm.graph.nodes if n.name == "pos"))) == ["xla:0"]
+    assert not [r for r in caplog.records if "DeviceRewriterPass" in r.getMessage()]
