@@ -341,3 +341,48 @@ def test_a_device_call_takes_the_targets_type_by_keyword_and_its_index_too_and_a
     assert node_named(gm, "device_1").kwargs == {"type": "xla", "index": 1} and node_named(gm, "device_2").args == ("xla:1",)
     cuda = node_named(gm, "cuda")
     assert (cuda.target, cuda.args[1:], cuda.kwargs) == ("to", ("xla:1",), {"non_blocking": True})  # its device= gone
+
+
+def host_output_graph():
+    graph = torch.fx.Graph()
+    relu = graph.call_function(torch.relu, (graph.placeholder("x"),))
+    graph.output(graph.call_method("to", (relu,), {"device": "cpu"}))
+    return torch.fx.GraphModule(torch.nn.Module(), graph)
+
+
+OPTIONS = [{}, {"rewrite_positional": False}, {"keep_host_outputs": False}, {"rewrite_positional": False, "keep_host_outputs": True}]
+
+
+@pytest.mark.parametrize("options", [*OPTIONS, {"traced_on_meta": True}])
+def test_rewrite_copy_rewrites_what_the_pass_with_the_same_options_rewrites(options):
+    for graph in (positional_graph, host_output_graph, lambda: empty_with("meta")):
+        _, rewrites = neurondev.rewrite_copy(graph(), **options)
+        assert rewrites == DeviceRewriterPass(**options)(graph()).rewrites, (options, graph)
+
+
+def test_the_options_rewrite_copy_passes_on_each_change_what_is_rewritten():
+    """Not vacuous: each option above rewrites another set of pins in one of the graphs."""
+    for graph in (positional_graph, host_output_graph):
+        assert len({neurondev.rewrite_copy(graph(), **options)[1] for options in OPTIONS}) == 2, graph
+    assert neurondev.rewrite_copy(empty_with("meta"))[1] == () and neurondev.rewrite_copy(empty_with("meta"), traced_on_meta=True)[1]
+
+
+@pytest.mark.parametrize(
+    "call, purpose",
+    [
+        (DeviceRewriterPass(), "DeviceRewriterPass rewrites a traced graph, got a str"),
+        (neurondev.rewrite_copy, "rewrite_copy copies and rewrites a traced graph, got a str"),
+    ],
+)
+def test_what_is_not_a_graph_is_refused_naming_the_call_and_what_to_pass(call, purpose):
+    with pytest.raises(neurondev.InvalidSubjectError) as refused:
+        call("def f(x): ...")
+    assert str(refused.value).startswith(purpose) and "pass a torch.fx.GraphModule" in str(refused.value)
+
+
+def test_a_pass_that_rewrites_nothing_refreshes_no_meta_and_one_that_rewrites_says_how_many_at_debug(caplog):
+    assert DeviceRewriterPass()(empty_with("xla")).meta_refreshed is None  # nothing rewritten: nothing to refresh
+    with caplog.at_level("DEBUG", logger="neurondev"):
+        DeviceRewriterPass()(positional_graph())
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("DeviceRewriterPass rewrote")]
+    assert said == ["DeviceRewriterPass rewrote 7 device argument(s) to xla"]
