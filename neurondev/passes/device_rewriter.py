@@ -87,9 +87,8 @@ class Rewrite:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class _Step:
-    """One node to rewrite: the graph (or body) it is in, its stale slots and the rewrites they become."""
+    """One node to rewrite: the body it is in (None: the graph itself), its stale slots and the rewrites they become."""
 
-    graph_module: torch.fx.GraphModule
     body: Any
     node: torch.fx.Node
     slots: tuple[Slot, ...]
@@ -196,7 +195,7 @@ class DeviceRewriterPass(PassBase):
         for node, slots in device_nodes(graph_module.graph.nodes, self.rewrite_positional):
             stale = tuple(slot for slot in slots if self._needs_rewrite(node, slot))
             if stale:
-                yield _Step(graph_module, body, node, stale, self._rewrites(node, stale, prefix))
+                yield _Step(body, node, stale, self._rewrites(node, stale, prefix))
 
     def _rewrites(self, node: torch.fx.Node, slots: tuple[Slot, ...], prefix: str) -> tuple[Rewrite, ...]:
         if node.target is torch.device:  # one rewrite: type and index both come from the target

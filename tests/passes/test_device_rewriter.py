@@ -386,3 +386,16 @@ def test_a_pass_that_rewrites_nothing_refreshes_no_meta_and_one_that_rewrites_sa
         DeviceRewriterPass()(positional_graph())
     said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("DeviceRewriterPass rewrote")]
     assert said == ["DeviceRewriterPass rewrote 7 device argument(s) to xla"]
+
+
+@pytest.mark.parametrize(
+    "options, said",
+    [
+        ({"rewrite_positional": "yes"}, "rewrite_positional is True (also Tensor.to(dev), torch.device(...), .cpu()) or False "),
+        ({"keep_host_outputs": 1}, "keep_host_outputs is True, False or None (as rewrite_positional), got 1"),
+    ],
+)
+def test_an_option_that_is_not_a_bool_is_refused_saying_what_it_takes(options, said):
+    with pytest.raises(neurondev.InvalidOptionError) as refused:
+        DeviceRewriterPass(**options)
+    assert str(refused.value).startswith(said)
