@@ -1021,9 +1021,11 @@ def watched_job(*arguments):
         return done.returncode, json.load(open(f"{folder}/ranks.json"))
 
 code, job = watched_job()
-print("exit code != 0:", code != 0)
+print("exit code:", code)
 for divergence in job["divergence"]:
     print(divergence["rule"], divergence["text"])
+for data in job["ranks"]:
+    print(f"rank {data['rank']} compiles:", [(row["kind"], row["step"]) for row in data["compiles"]])
 code, job = watched_job("--pad")
 print("padded: exit code", code, "| divergences:", job["divergence"])""",
     ),

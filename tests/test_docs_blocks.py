@@ -66,8 +66,8 @@ EXITS = {"ragged_ranks.py --fail-at 3": 1, "ragged_ranks.py": 1}  # torchrun exi
 NOT_HERE = {"make demo": "CI runs make test; make demo is make setup and neurondev demo", "make test": "CI runs it"}
 # Commands another test runs as written, with the facts they print (not only their exit code): run once, there.
 RUN_ELSEWHERE = {
-    "torchrun --nproc-per-node 2 -m neurondev watch --json ranks.json neurondev/gallery/ragged_ranks.py": "tests/cli/test_watch_ranks.py",
-    "torchrun --nproc-per-node 2 -m neurondev watch --json ranks.json neurondev/gallery/ragged_ranks.py --pad": "tests/cli/test_watch_ranks.py",
+    "torchrun --nproc-per-node 2 -m neurondev watch --json ranks.json neurondev/gallery/ragged_ranks.py": "notebooks/08_native_devices.ipynb",
+    "torchrun --nproc-per-node 2 -m neurondev watch --json ranks.json neurondev/gallery/ragged_ranks.py --pad": "notebooks/08_native_devices.ipynb",
 }
 
 
@@ -162,5 +162,6 @@ def test_every_page_with_code_is_run_and_every_command_left_out_says_why():
     }
     assert {command for command in shown if command.split()[:2] in NOT_HERE_WORDS} == set(NOT_HERE)
     assert set(RUN_ELSEWHERE) <= shown  # each still on its page, as the other test runs it
-    runs = (ROOT / "tests" / "cli" / "test_watch_ranks.py").read_text()
-    assert '"--json", str(report)' in runs and "SCRIPT" in runs and '"--pad"' in runs
+    runs = (ROOT / "scripts" / "make_notebooks.py").read_text()  # notebook 08's job, run and its facts checked by test_notebooks
+    assert '"-m", "neurondev", "watch", "--json", f"{folder}/ranks.json", ragged_ranks.__file__, *arguments' in runs
+    assert 'watched_job("--pad")' in runs

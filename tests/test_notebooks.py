@@ -117,8 +117,10 @@ KEY_TEXT = {
         "xla: runs True, agrees with CPU True, CPU fallbacks per call 0",
         "aten::addmm.out fell back to the CPU 1 time(s) per call (464 bytes copied) in fc",
         "clean: Net",
-        "exit code != 0: True",
+        "exit code: 1",
         "ND412 step 4: rank 1 recompiled Linear.forward and rank 0 did not (rank 1: args[0] changed size at dimension 0: 4 -> 3 at ragged_ranks.py:52 [ND405])",
+        "rank 0 compiles: [('first', 1)]",
+        "rank 1 compiles: [('first', 1), ('recompile', 4)]",
         "padded: exit code 0 | divergences: []",
     ],
 }

@@ -15,7 +15,7 @@ TESTED_BY = {
     "render/drawing": ("tests/render/test_focus.py", "svg_or_reason"),
     "render/svg": ("tests/render/test_dot.py", "render_svg"),
     "render/watch": ("tests/loops/test_watch.py", "_repr_html_"),  # a Watch's card and summary
-    "render/job_card": ("tests/cli/test_watch_ranks.py", "ranks.html"),  # a torchrun job's card and summary
+    "render/job_card": ("tests/cli/test_watch_faults.py", '"--html", str(card)'),  # a torchrun job's card, each fault
     "native/marks": ("tests/devices/host/test_collectives.py", "_c10d_functional.reduce_scatter_tensor"),  # a collective's copies
     "report/model": ("tests/report/test_explain.py", "neurondev.explain("),
     "report/pipeline": ("tests/report/test_explain.py", "rerun("),

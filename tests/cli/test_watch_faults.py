@@ -136,7 +136,7 @@ def test_the_rank_whose_last_batch_is_short_recompiles_alone_under_ddp_and_the_j
     (cause,) = divergence["causes"]
     assert (cause["rule"], cause["before"], cause["after"]) == ("ND405", "6", "4")
     assert cause["file"] == str(FAULTS) and cause["line"] == _line("loss = trained(x)")  # the user's call, not linear.py
-    assert f"rank {last} recompiled Linear.forward and" in card
+    assert f"rank {last} recompiled Linear.forward and" in card and card.count("<th>rank ") == 2  # a column per rank
 
 
 @pytest.mark.ddp_teardown
