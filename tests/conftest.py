@@ -109,11 +109,12 @@ _SLOWEST_FIRST = (
 )
 
 
-# Tests that share a worker's costliest session fixtures run on one worker (an xdist group, one unit of work):
-# one Chromium and one explained GPT-2 for the run instead of one a worker. A test that reaches them another
-# way (request.getfixturevalue) is marked with the group itself.
+# Tests that share a worker's costliest fixtures run on one worker (an xdist group, one unit of work): one
+# Chromium, one explained GPT-2 and one build of the docs site (10 s) for the run instead of one a worker (the site's,
+# module-scoped, was built again each time a worker came back to its module: 3 builds a run). A test that reaches
+# them another way (request.getfixturevalue) is marked with the group itself.
 SHARED_GROUP = "browser-and-gpt2"
-_SHARED_FIXTURES = ("browser", "gpt2_explained")
+_SHARED_FIXTURES = ("browser", "gpt2_explained", "site")
 
 
 @pytest.hookimpl(wrapper=True)
