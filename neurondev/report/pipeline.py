@@ -40,7 +40,7 @@ from neurondev.report.stages import (
 )
 from neurondev.report.verdicts import Verdict
 from neurondev.runs.program import ProgramSubject
-from neurondev.trace.capture import Capture, capture, required_inputs
+from neurondev.trace.capture import Capture, capture, original_of, required_inputs
 from neurondev.trace.copies import kept_global_state
 from neurondev.trace.generators import reachable_generators
 from neurondev.trace.source import lines_of
@@ -150,13 +150,15 @@ def _explain(subject: Any, options: ExplainOptions, call: tuple[tuple, dict] | N
         made = replace(made, rewritten=rewrite_stage(made.pinned, options.target, stages, runtime))
         made = replace(made, runs=run_stage(made.rewritten, runtime, options, stages))
         exported = isinstance(subject, torch.export.ExportedProgram)
-        runnable = subject.module() if exported else subject  # an exported program runs as the module it unlifts to
+        # an exported program runs as the module it unlifts to; a function the user compiled already, as its original
+        # (inside the user's compile its backend would compile it, out of the measured backend's sight)
+        runnable = subject.module() if exported else original_of(subject)
         program_subject = None if call is None else ProgramSubject(runnable, *call, name=name)
         with lines_of(runnable) if exported else contextlib.nullcontext():  # the module's code is torch.fx's: its nodes' lines
             made = replace(made, program=program_stage(program_subject, captured, runtime, options, stages))
         source_call = None if exported else call  # an exported graph's lines are the exporter's: nothing to verify a fix against
-        made = replace(made, fixes=fix_stage(made, None if source_call is None else subject, source_call, stages))
-        made = replace(made, native=_exported_native() if exported else native_stage(made, subject, call, stages))
+        made = replace(made, fixes=fix_stage(made, None if source_call is None else runnable, source_call, stages))
+        made = replace(made, native=_exported_native() if exported else native_stage(made, runnable, call, stages))
         made = replace(made, verdicts=verdict_stage(made.rewritten, made.runs, options, stages))
     return _assemble(made, stages)
 

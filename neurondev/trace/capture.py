@@ -41,6 +41,7 @@ __all__ = [
     "capture_on_device",
     "check_inputs",
     "check_level",
+    "original_of",
     "quiet_dynamo",
     "required_inputs",
     "trace_only",
@@ -263,10 +264,16 @@ def quiet_dynamo():
             logger.setLevel(level)
 
 
+def original_of(fn: Any) -> Any:
+    """The function or module a ``torch.compile`` call wrapped (``fn`` itself when it is not compiled): what is traced
+    and run, under the backend neurondev measures, rather than inside the user's own compile with its backend."""
+    return getattr(fn, "_orig_mod", None) or getattr(fn, "_torchdynamo_orig_callable", None) or fn
+
+
 def _unwrap_compiled(fn: Callable, notes: list[CaptureNote]) -> Callable:
-    """The original of an already ``torch.compile``d function or module, as dynamo's own explain does."""
-    original = getattr(fn, "_orig_mod", None) or getattr(fn, "_torchdynamo_orig_callable", None)
-    if original is None:
+    """The original of an already ``torch.compile``d function or module, as dynamo's own explain does; a note says so."""
+    original = original_of(fn)
+    if original is fn:
         return fn
     notes.append(CaptureNote("already compiled", name=display_name(fn), original=display_name(original)))
     return original

@@ -238,3 +238,17 @@ def test_a_cache_passed_in_and_grown_in_place_is_compared_as_the_first_call_retu
         assert len(run.calls) == 2 and run.comparison.status == "equal" and run.matches_cpu is True, describe(run)
     assert ex.xla_matches_cpu is True and "DIFFERS" not in ex.summary()
     assert cache.keys.shape == (2, 4)  # the user's cache: as it was
+
+
+def test_a_function_the_user_compiled_already_is_run_as_its_original_under_the_measured_backend():
+    """explain(torch.compile(fn)) ran the user's compiled wrapper inside its own torch.compile: the wrapper's backend
+    (eager here) compiled it, out of the recorder's sight, and the program said '0 graph(s)' on XLA."""
+    fn, args, _ = neurondev.examples.get("seed").build()
+    compiled = torch.compile(fn, backend="eager")
+    ex = neurondev.explain(compiled, *args, quiet=True)
+    plain = neurondev.explain(fn, *args, quiet=True)
+    assert [note.kind for note in ex.capture.notes] == ["already compiled"]
+    for run, expected in ((ex.program.as_written, plain.program.as_written), (ex.program.rewritten, plain.program.rewritten)):
+        assert run.ok and run.matches_cpu is True and [c.graphs for c in run.calls] == [c.graphs for c in expected.calls] == [1, 0]
+        assert run.transfers_to_host == expected.transfers_to_host
+    assert len(ex.traces.native.graphs) == len(plain.traces.native.graphs) >= 1  # the device's own trace of the original too
