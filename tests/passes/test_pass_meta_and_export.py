@@ -13,6 +13,7 @@ from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 import neurondev
 from neurondev.passes.fake_meta import meta_value
 from tests.helpers import build_graph, line_of
+from tests.runs.test_program import pins_inside_cond  # a pin in each branch of torch.cond
 
 
 def devices(value):
@@ -157,23 +158,13 @@ def test_on_an_exported_program_the_pass_moves_every_device_as_torch_exports_own
     assert kept <= {str, torch.device}  # each in the format it was written in (torch's pass writes strings)
 
 
-def pins_in_both_branches(x):
-    def positive(x):
-        return x + torch.ones(x.shape, device=x.device)
-
-    def negative(x):
-        return x - torch.zeros(x.shape, device=x.device)
-
-    return torch.cond(x.sum() > 0, positive, negative, (x,))
-
-
 @pytest.mark.xla
 def test_each_body_a_higher_order_op_calls_gets_the_target_in_its_own_nodes_meta_and_so_does_its_caller():
     from neurondev import xla
     from neurondev.fx.subgraphs import subgraphs
 
     xla.device()  # the target's backend loaded: fake values can be made there
-    gm, _ = record_graph(pins_in_both_branches, torch.randn(4))
+    gm, _ = record_graph(pins_inside_cond, torch.randn(4))
     bodies = {body.name: body.module for body in subgraphs(gm)}
     pinned = {
         name: [n.name for n in body.graph.nodes if devices(meta_value(n)) == ["cpu"] and n.op == "call_function"]
