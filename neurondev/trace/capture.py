@@ -267,7 +267,11 @@ def quiet_dynamo():
 def original_of(fn: Any) -> Any:
     """The function or module a ``torch.compile`` call wrapped (``fn`` itself when it is not compiled): what is traced
     and run, under the backend neurondev measures, rather than inside the user's own compile with its backend."""
-    return getattr(fn, "_orig_mod", None) or getattr(fn, "_torchdynamo_orig_callable", None) or fn
+    for wrapped in ("_orig_mod", "_torchdynamo_orig_callable"):  # a module's, a function's
+        original = getattr(fn, wrapped, None)
+        if original is not None:  # not `or`: an empty nn.Sequential is falsy
+            return original
+    return fn
 
 
 def _unwrap_compiled(fn: Callable, notes: list[CaptureNote]) -> Callable:

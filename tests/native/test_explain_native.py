@@ -52,6 +52,25 @@ def test_the_seed_copies_to_the_host_at_copy_before_the_pass_and_stays_on_the_de
     assert "graph break" not in ex._repr_html_().replace("Dynamo's own graph breaks", "")
 
 
+def test_a_function_the_user_compiled_already_runs_on_the_device_as_its_original(device):
+    """Called inside neurondev's compile, the user's compiled wrapper was compiled by its own backend, unseen: 0 graphs."""
+    fn, args, kwargs = examples.get("seed").build()
+    ex = neurondev.explain(torch.compile(fn, backend="eager"), *args, **kwargs, target=device, quiet=True)
+    plain = neurondev.explain(fn, *args, **kwargs, target=device, quiet=True)
+    for run, expected in ((ex.program.as_written, plain.program.as_written), (ex.program.rewritten, plain.program.rewritten)):
+        assert run.ok and [c.graphs for c in run.calls] == [c.graphs for c in expected.calls] == [1, 0]
+        assert run.transfers_to_host == expected.transfers_to_host and run.matches_cpu is True
+    assert len(ex.traces.native.graphs) == len(plain.traces.native.graphs) >= 1
+
+
+def test_an_empty_sequential_the_user_compiled_is_unwrapped_too():
+    from neurondev.trace.capture import original_of
+
+    empty = torch.nn.Sequential()
+    assert not empty and original_of(torch.compile(empty)) is empty  # falsy, yet the original
+    assert original_of(torch.nn.ReLU) is torch.nn.ReLU  # not compiled: itself
+
+
 def test_check_in_strict_mode_names_each_fallback_with_the_line_of_the_linear_call_and_passes_once_native(device):
     neurondev.host_device(fallback=["aten::addmm"])
     with pytest.raises(neurondev.DevicePinsError) as failed:
