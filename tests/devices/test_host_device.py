@@ -139,6 +139,44 @@ def test_no_compiler_is_a_named_error_that_says_what_to_install(tmp_path):
     assert "refused: the host test device is C++ built on first use, and no C++ compiler was found" in result.stdout, result.stderr
 
 
+def test_a_process_after_the_build_loads_it_as_built_without_asking_torchs_extension_builder(device):
+    """The build's stamp matches: the library is imported as it is (cpp_extension.load would import setuptools and
+    compile hipify's patterns first, 0.6 s of CPU in every process), and the device computes."""
+    result = run_python(
+        """
+        import sys, torch, neurondev
+        device = neurondev.host_device()
+        print("builder imported:", "torch.utils.cpp_extension" in sys.modules)
+        print("sum:", (torch.arange(4.0, device=device) * 2).sum().item())
+        """
+    )
+    assert result.stdout.splitlines() == ["builder imported: False", "sum: 12.0"], result.stderr
+
+
+def test_a_build_is_taken_as_it_is_only_when_its_stamp_is_this_sources_and_this_torchs(tmp_path, monkeypatch):
+    from neurondev.devices.host import loader
+
+    assert loader._built(tmp_path) is None  # nothing built
+    (tmp_path / "neurondev_hostdev.so").write_bytes(b"")
+    assert loader._built(tmp_path) is None  # built, no stamp (a build from before stamps)
+    (tmp_path / "neurondev_hostdev.stamp").write_text("another source's key")
+    assert loader._built(tmp_path) is None
+    loader._write_stamp(tmp_path / "neurondev_hostdev.stamp")
+    assert (tmp_path / "neurondev_hostdev.stamp").read_text() == loader._build_key()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # staged, then moved whole
+    key = loader._build_key()
+    changed = tmp_path / "hostdev.cpp"
+    changed.write_text(loader.SOURCE.read_text() + "// changed\n")
+    monkeypatch.setattr(loader, "SOURCE", changed)
+    assert loader._build_key() != key  # another source: built again
+    monkeypatch.undo()
+    monkeypatch.setenv("CXX", "clang++")
+    assert loader._build_key() != key  # another compiler asked for: built again
+    monkeypatch.undo()
+    monkeypatch.setattr(loader, "_CFLAGS", ["-O0"])
+    assert loader._build_key() != key  # other flags: built again
+
+
 def test_the_build_reads_its_source_from_the_cache_so_two_checkouts_share_one_build(tmp_path):
     """ninja rebuilds when a source's path changes: the source is copied into the build folder, and
     rewritten there only when its text changes (a clean clone beside a working copy rebuilt each time)."""
