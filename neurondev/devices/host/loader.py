@@ -147,6 +147,7 @@ def _compile() -> Any:
     folder.mkdir(parents=True, exist_ok=True)
     if not any(folder.glob("*.so")):
         print(f"neurondev: building the host test device into {folder} (about a minute, once)", file=sys.stderr)
+    (folder / f"{_MODULE}.stamp").unlink(missing_ok=True)  # no process takes the library as built while it is rebuilt
     try:
         source = str(_source_in(folder))
         module = load(name=_MODULE, sources=[source], build_directory=str(folder), extra_cflags=_CFLAGS, verbose=False)
