@@ -68,6 +68,7 @@ NOT_HERE = {"make demo": "CI runs make test; make demo is make setup and neurond
 RUN_ELSEWHERE = {
     "torchrun --nproc-per-node 2 -m neurondev watch --json ranks.json neurondev/gallery/ragged_ranks.py": "notebooks/08_native_devices.ipynb",
     "torchrun --nproc-per-node 2 -m neurondev watch --json ranks.json neurondev/gallery/ragged_ranks.py --pad": "notebooks/08_native_devices.ipynb",
+    "torchrun --nproc-per-node 2 -m neurondev check model.py:step --input 'randn(8)' --target hostdev": "tests/integrations/test_ranks.py",
 }
 
 
@@ -165,3 +166,6 @@ def test_every_page_with_code_is_run_and_every_command_left_out_says_why():
     runs = (ROOT / "scripts" / "make_notebooks.py").read_text()  # notebook 08's job, run and its facts checked by test_notebooks
     assert '"-m", "neurondev", "watch", "--json", f"{folder}/ranks.json", ragged_ranks.__file__, *arguments' in runs
     assert 'watched_job("--pad")' in runs
+    from tests.integrations.test_ranks import DOCS_COMMAND  # run there with YOURS["model.py"], its ranks' words checked
+
+    assert DOCS_COMMAND in RUN_ELSEWHERE

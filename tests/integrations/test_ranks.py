@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -35,10 +36,19 @@ def test_neurondev_check_fails_the_job_naming_the_rank_that_failed(tmp_path):
     assert "neurondev check: failed on rank(s) 1" in done.stdout
 
 
+# docs/how-to/ranks.md's command, with the model.py its docs test makes: run here, on both torches, not there too.
+DOCS_COMMAND = "torchrun --nproc-per-node 2 -m neurondev check model.py:step --input 'randn(8)' --target hostdev"
+
+
 def test_a_clean_function_passes_on_every_rank(tmp_path):
-    (tmp_path / "ranked.py").write_text(RANKED.replace('"1"', '"9"'))
-    done = torchrun(tmp_path, "-m", "neurondev", "check", "ranked.py:step", "--input", "randn(8)", "--target", "hostdev")
+    from tests.test_docs_blocks import YOURS
+
+    (tmp_path / "model.py").write_text(YOURS["model.py"])
+    launcher, arguments = shlex.split(DOCS_COMMAND)[:3], shlex.split(DOCS_COMMAND)[3:]
+    assert launcher == ["torchrun", "--nproc-per-node", "2"]  # as torchrun() launches it
+    done = torchrun(tmp_path, *arguments)
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    assert "rank 0: model.py:step: passes" in done.stdout and "rank 1: model.py:step: passes" in done.stdout
     assert "neurondev check: every rank is clean" in done.stdout
 
 
