@@ -164,6 +164,7 @@ def test_a_build_is_taken_as_it_is_only_when_its_stamp_is_this_sources_and_this_
     loader._write_stamp(tmp_path / "neurondev_hostdev.stamp")
     assert (tmp_path / "neurondev_hostdev.stamp").read_text() == loader._build_key()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # staged, then moved whole
+    assert loader._built(tmp_path) is None  # a library that does not load, its stamp matching: the builder's path
     key = loader._build_key()
     changed = tmp_path / "hostdev.cpp"
     changed.write_text(loader.SOURCE.read_text() + "// changed\n")

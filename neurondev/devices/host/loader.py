@@ -112,8 +112,11 @@ def _built(folder: Path) -> Any:
 
     spec = importlib.util.spec_from_file_location(_MODULE, library)
     assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    try:
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    except ImportError:  # a library that does not load: the builder's path, which builds it again or names the error
+        return None
     return module
 
 
