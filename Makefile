@@ -10,8 +10,8 @@ demo: setup
 	$(PY) -m neurondev demo
 
 lint: setup
-	.venv/bin/ruff check neurondev tests scripts benchmarks
-	.venv/bin/ruff format --check neurondev tests scripts benchmarks
+	.venv/bin/ruff check neurondev tests scripts benchmarks docs/rules/examples
+	.venv/bin/ruff format --check neurondev tests scripts benchmarks docs/rules/examples
 	.venv/bin/mypy
 
 # The documentation site into site/, strict: a warning or a broken link fails (mkdocs-material, mkdocstrings, mkdocs-jupyter).

@@ -1,10 +1,11 @@
-"""Run a rule's example (``neurondev.rule_examples``) as a user would, by the call that reports it, in a Python of its
-own and a folder of its own: what neurondev printed, and whether that reports the rule (scripts/make_rule_cards.py
-keeps it as the rule page's card; the suite runs it again)."""
+"""Run a rule's example (``docs/rules/examples/CODE.py`` and ``CODE_instead.py``) as a user would, by the call that
+reports it, in a Python of its own and a folder of its own: what neurondev printed, and whether that reports the rule
+(scripts/make_rule_cards.py keeps it as the rule page's card; the suite runs it again)."""
 
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import functools
 import json
 import multiprocessing
@@ -19,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SITE_FROM_A_RULE", "card", "codes", "comparable", "instead", "reports", "run"]
+__all__ = ["EXAMPLES", "SITE_FROM_A_RULE", "Example", "card", "codes", "comparable", "example", "instead", "reports", "run"]
 
 # A card links each finding to its rule's page beside it in the built site (site/rules/CODE.html): the same text on
 # every machine, not this checkout's file:// path.
@@ -32,17 +33,44 @@ SITE_FROM_A_RULE = "../"
 _GLOO_WORDS = re.compile(r"\[Gloo\] Rank | is connected to | peer ranks\. |Expected number of connected peer ranks is : ")
 _GLOO_NUMBERS = re.compile(r"[\d\s]*")
 _NOISE = re.compile(r"^W\d{4} |^WARNING:root:Defaulting|\[Gloo\]")
+# One file per rule code and one with the code to use instead, as ruff keeps a fixture per rule: linted and formatted
+# like all code (make lint), run by a user as `python docs/rules/examples/ND101.py`, shown on the rule's page.
+EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "rules" / "examples"
+_HEADER = re.compile(r"^# (?P<key>run with|needs): (?P<value>.+)$", re.M)
 
 
-def run(source: str, command: str = "") -> tuple[int, str]:
-    """Run ``source`` as example.py, with ``python`` or the torchrun ``command`` its page names: exit code and output."""
-    if not command and _reads_what_it_imported(source):
-        return _run_without_xla(source)
+@dataclasses.dataclass(frozen=True)
+class Example:
+    """A rule's example: ``path`` (a script that reports the rule), ``instead`` (the same program written so that it
+    does not), ``command`` (how to run it, when not with ``python``: a torchrun job), ``needs`` (what no machine of
+    the project has: the example is shown, not run). The last two are the script's own first line, ``# run with: ...``
+    or ``# needs: ...``."""
+
+    path: Path
+    instead: Path
+    command: str = ""
+    needs: str = ""
+
+
+def example(code: str) -> Example:
+    """Rule ``code``'s example files; FileNotFoundError naming the file when the folder has none."""
+    path, instead = EXAMPLES / f"{code}.py", EXAMPLES / f"{code}_instead.py"
+    for needed in (path, instead):
+        if not needed.is_file():
+            raise FileNotFoundError(f"{code} has no example {needed.name} in {EXAMPLES}")
+    header = {match["key"]: match["value"].strip() for match in _HEADER.finditer(path.read_text().split("\n", 1)[0])}
+    return Example(path, instead, header.get("run with", ""), header.get("needs", ""))
+
+
+def run(script: Path, command: str = "") -> tuple[int, str]:
+    """Run ``script`` in a folder of its own, with ``python`` or the torchrun ``command`` its page names: exit code and
+    output."""
+    if not command and _reads_what_it_imported(script.read_text()):
+        return _run_without_xla(script)
     if not command:
-        return _pool().submit(_run_here, source).result(timeout=600)
+        return _pool().submit(_run_here, str(script)).result(timeout=600)
     with tempfile.TemporaryDirectory() as folder:
-        (Path(folder) / "example.py").write_text(source)
-        procs = re.search(r"--nproc-per-node[= ](\d+)", command)  # torchrun --nproc-per-node N -m neurondev watch example.py
+        procs = re.search(r"--nproc-per-node[= ](\d+)", command)  # torchrun --nproc-per-node N -m neurondev watch ND412.py
         assert procs is not None, f"a torchrun command names its --nproc-per-node: {command}"
         argv = [
             sys.executable,
@@ -53,7 +81,7 @@ def run(source: str, command: str = "") -> tuple[int, str]:
             "-m",
             "neurondev",
             "watch",
-            "example.py",
+            str(script),
         ]
         done = subprocess.run(argv, cwd=folder, capture_output=True, text=True, timeout=600, env=_environ(os.environ))
     said = _quiet(done.stdout)
@@ -66,12 +94,12 @@ def _reads_what_it_imported(source: str) -> bool:
     return "neurondev.watch(" in source and bool(_xla_if_installed())
 
 
-def _run_without_xla(source: str) -> tuple[int, str]:
+def _run_without_xla(script: Path) -> tuple[int, str]:
     """``_run_here`` in a Python of its own forked from one that imported torch, neurondev and pandas, never torch_xla."""
     server, requests, answers, lock = _plain_server()
     with lock, tempfile.TemporaryDirectory() as folder:
         said = Path(folder) / "said.json"
-        requests.write(json.dumps([source, str(said)]) + "\n")
+        requests.write(json.dumps([str(script), str(said)]) + "\n")
         requests.flush()
         ready, _, _ = select.select([answers], [], [], 600)
         if not ready or not answers.readline():
@@ -82,7 +110,7 @@ def _run_without_xla(source: str) -> tuple[int, str]:
     return status, printed
 
 
-# The plain server: a request per line (the example's source, where to write its result), a child forked for each,
+# The plain server: a request per line (the example's path, where to write its result), a child forked for each,
 # a line on the answer pipe when it has ended.
 _SERVER = """
 import json, os, sys
@@ -90,12 +118,12 @@ import torch, neurondev, pandas
 from neurondev.rule_runs import _run_here
 answer = int(sys.argv[1])
 for line in sys.stdin:
-    source, said = json.loads(line)
+    script, said = json.loads(line)
     child = os.fork()
     if child == 0:
         os.close(answer)
         with open(said + ".part", "w") as out:
-            json.dump(_run_here(source), out)
+            json.dump(_run_here(script), out)
         os.rename(said + ".part", said)
         os._exit(0)
     os.waitpid(child, 0)
@@ -153,8 +181,9 @@ def _xla_if_installed() -> list[str]:
     return ["torch_xla"] if importlib.util.find_spec("torch_xla") is not None else []
 
 
-def _run_here(source: str) -> tuple[int, str]:
-    """In a Python of its own: the example as example.py in a folder of its own, its check's failure printed."""
+def _run_here(script: str) -> tuple[int, str]:
+    """In a Python of its own: the example run from a folder of its own (what it writes lands there), its check's
+    failure printed."""
     import contextlib
     import io
     import runpy
@@ -164,9 +193,8 @@ def _run_here(source: str) -> tuple[int, str]:
 
     printed = io.StringIO()
     with tempfile.TemporaryDirectory() as folder, contextlib.chdir(folder), contextlib.redirect_stdout(printed):
-        Path("example.py").write_text(source)
         try:
-            runpy.run_path("example.py", run_name="__main__")
+            runpy.run_path(script, run_name="__main__")
         except neurondev.DevicePinsError as error:
             print(error)
         except BaseException:  # noqa: BLE001 - an example that fails is reported with its traceback
@@ -186,17 +214,17 @@ def reports(text: str, code: str) -> bool:
 
 def card(code: str) -> str:
     """What neurondev prints for rule ``code``'s example; SystemExit when it fails or does not report the rule."""
-    example = _example(code)
-    status, said = run(example.source, example.command)
-    if status != (1 if example.command else 0) or not reports(said, code):  # a diverging job exits 1
+    chosen = example(code)
+    status, said = run(chosen.path, chosen.command)
+    if status != (1 if chosen.command else 0) or not reports(said, code):  # a diverging job exits 1
         raise SystemExit(f"{code}'s example (exit {status}) did not report {code}:\n{said}")
     return said
 
 
 def instead(code: str) -> str:
     """What neurondev prints for the code to use instead of ``code``'s example: '' when it reports nothing of the rule."""
-    example = _example(code)
-    status, said = run(example.instead, example.command)
+    chosen = example(code)
+    status, said = run(chosen.instead, chosen.command)
     return said if status != 0 or reports(said, code) else ""
 
 
@@ -204,10 +232,4 @@ def codes(only: Sequence[str] = ()) -> list[str]:
     """The rules whose example runs on this project's machines (those named, or all)."""
     from neurondev.rulebook import RULES
 
-    return [rule.code for rule in RULES if rule.example and not rule.example.needs and (not only or rule.code in only)]
-
-
-def _example(code: str) -> Any:
-    from neurondev.rulebook import rule_named
-
-    return rule_named(code).example
+    return [rule.code for rule in RULES if not example(rule.code).needs and (not only or rule.code in only)]

@@ -7,8 +7,6 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar
 
-from neurondev.rule_examples import EXAMPLES, RELATED, Example
-
 __all__ = ["RULES", "SCENARIOS", "Rule", "Ruled", "docs_url", "rule_named", "rule_of", "rules", "selected"]
 
 SCENARIOS = {
@@ -23,8 +21,8 @@ SCENARIOS = {
 class Rule:
     """One kind of finding: its ``code`` (``ND101``), a ``name`` in kebab case, the ``scenario`` it is about (a key of
     ``SCENARIOS``), a one-line ``summary``, the ``record`` type and ``kind`` that carry it (``kind`` None: any kind of
-    that record), and what its documentation page says: what it costs on XLA and on a native device, the fix and a
-    related rules; its example and the code to use instead are ``example`` (``neurondev.rule_examples``)."""
+    that record), and what its documentation page says: what it costs on XLA and on a native device, and the fix. The
+    page's example, the code to use instead and its related rules are files beside the pages (``docs/rules/``)."""
 
     code: str
     name: str
@@ -40,15 +38,6 @@ class Rule:
     def url(self) -> str:
         """The rule's page: ``docs_url()`` then ``rules/CODE.html``."""
         return f"{docs_url()}rules/{self.code}.html"
-
-    @property
-    def example(self) -> Example | None:
-        """The minimal example that reports it, run by its real call, and the code to use instead."""
-        return EXAMPLES.get(self.code)
-
-    @property
-    def related(self) -> tuple[str, ...]:
-        return RELATED.get(self.code, ())
 
 
 def docs_url() -> str:

@@ -1,4 +1,5 @@
-"""mkdocs hooks for the documentation site: a page per rule from neurondev.rulebook, the rules' index, and each command's help."""
+"""mkdocs hooks for the documentation site: a page per rule from neurondev.rulebook and the files beside the pages
+(docs/rules/examples/, cards/, related.toml), the rules' index, and each command's help."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ import re
 from pathlib import Path
 from typing import Any
 
+import tomllib
 from mkdocs.structure.files import File, Files
 
 ROOT = Path(__file__).resolve().parent.parent
 CARDS = ROOT / "docs" / "rules" / "cards"
+RELATED = ROOT / "docs" / "rules" / "related.toml"
 
 
 def _rules() -> Any:
@@ -62,12 +65,18 @@ def _page(rulebook: Any, rule: Any) -> str:
         *_example(rule),
         _selecting(rule),
     ]
-    if rule.related:
+    related = related_rules().get(rule.code, [])
+    if related:
         parts.append(
-            "## Related rules\n\n" + "\n".join(f"- [{code}]({code}.md) {rulebook.rule_named(code).name}" for code in rule.related) + "\n"
+            "## Related rules\n\n" + "\n".join(f"- [{code}]({code}.md) {rulebook.rule_named(code).name}" for code in related) + "\n"
         )
     parts.append("[All rules](index.md)\n")
     return "\n".join(parts)
+
+
+def related_rules() -> dict[str, list[str]]:
+    """{rule code: the codes its page links to}, from docs/rules/related.toml."""
+    return tomllib.loads(RELATED.read_text())
 
 
 def _sentence(text: str) -> str:
@@ -75,10 +84,13 @@ def _sentence(text: str) -> str:
 
 
 def _example(rule: Any) -> list[str]:
-    """The example, the call that runs it and what neurondev says (a real run), then the code to use instead."""
-    example = rule.example
-    run = f"`{example.command}`" if example.command else "`python example.py`"
-    parts = [f"## Example\n\nSaved as `example.py` and run with {run}:\n\n```python\n{example.source}```\n"]
+    """The example file, the call that runs it and what neurondev says (a real run), then the file to use instead."""
+    from neurondev.rule_runs import example as example_of
+
+    example = example_of(rule.code)
+    where = example.path.relative_to(ROOT).as_posix()
+    run = f"`{example.command}`" if example.command else f"`python {where}`"
+    parts = [f"## Example\n\n[`{where}`](examples/{example.path.name}), run with {run}:\n\n```python\n{example.path.read_text()}```\n"]
     card = CARDS / f"{rule.code}.txt"
     if example.needs:
         parts.append(f"This example needs {example.needs}, which the project's machines do not have: it is shown, not run.\n")
@@ -87,7 +99,11 @@ def _example(rule: Any) -> list[str]:
             f"What neurondev says (`scripts/make_rule_cards.py`, a real run; the suite runs it again):\n\n```text\n{card.read_text()}```\n"
         )
     checked = "" if example.needs else " The suite runs it and checks that it reports nothing of this rule."
-    parts.append(f"## Use instead\n\nThe same program, fixed.{checked}\n\n```python\n{example.instead}```\n")
+    instead = example.instead.relative_to(ROOT).as_posix()
+    parts.append(
+        f"## Use instead\n\nThe same program, fixed ([`{instead}`](examples/{example.instead.name})).{checked}\n\n"
+        f"```python\n{example.instead.read_text()}```\n"
+    )
     return parts
 
 

@@ -1,4 +1,4 @@
-"""Run each rule's minimal example (neurondev/rule_examples.py) as a user would, by the call that reports it, and keep
+"""Run each rule's minimal example (docs/rules/examples/CODE.py) as a user would, by the call that reports it, and keep
 what neurondev says about it in docs/rules/cards/CODE.txt, which the rule's page shows; run the code to use instead
 too, which must report nothing of that rule. Real runs on this machine's devices (XLA and the host device here).
 

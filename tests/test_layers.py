@@ -27,7 +27,7 @@ ORDER = (
     "gallery",
     "cli",
 )
-BASE = ("neurondev.errors", "neurondev._compat", "neurondev._version", "neurondev._paths", "neurondev.rulebook", "neurondev.rule_examples")
+BASE = ("neurondev.errors", "neurondev._compat", "neurondev._version", "neurondev._paths", "neurondev.rulebook")
 TOP = ("neurondev", "neurondev.__main__", "neurondev.testing", "neurondev.examples", "neurondev.widgets", "neurondev.rule_runs")
 
 

@@ -47,15 +47,23 @@ def test_the_site_builds_strict_with_a_page_per_rule_named_after_its_code(site):
 
 
 def test_a_rule_page_shows_what_its_example_made_neurondev_say_and_how_to_select_it(site):
+    import tomllib
+
     from neurondev import rulebook
 
+    related = tomllib.loads((ROOT / "docs" / "rules" / "related.toml").read_text())
+    assert set(related) <= {rule.code for rule in rulebook.RULES} >= {code for codes in related.values() for code in codes}
     for code in ("ND101", "ND405", "ND412"):
         page = (site / "rules" / f"{code}.html").read_text()
         card = (ROOT / "docs" / "rules" / "cards" / f"{code}.txt").read_text()
         assert card.splitlines()[-1] in _text(page), code  # the card, as the real run printed it
-        assert all(f'href="{related}.html"' in page for related in rulebook.rule_named(code).related)
+        assert all(f'href="{linked}.html"' in page for linked in related[code])
+        for name in (f"{code}.py", f"{code}_instead.py"):  # each file's lines, included from the file, and a link to it
+            example = ROOT / "docs" / "rules" / "examples" / name
+            assert f'href="examples/{name}"' in page and (site / "rules" / "examples" / name).read_text() == example.read_text()
+            assert all(line in _text(page) for line in example.read_text().splitlines()), name
     assert "neurondev.watch()" in (site / "rules" / "ND405.html").read_text()  # a loop's rule comes from watch, not check
-    assert "torchrun --nproc-per-node 2 -m neurondev watch example.py" in (site / "rules" / "ND412.html").read_text()
+    assert "torchrun --nproc-per-node 2 -m neurondev watch docs/rules/examples/ND412.py" in (site / "rules" / "ND412.html").read_text()
     assert "needs torch-neuronx" in (site / "rules" / "ND206.html").read_text()  # shown, not run: said so
 
 

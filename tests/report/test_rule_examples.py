@@ -1,5 +1,6 @@
-"""Each rule's minimal example, run as a user runs it, yields that rule and its page shows what neurondev said; the
-code to use instead yields nothing of it. One rule per test, so that the workers share them."""
+"""Each rule's minimal example (docs/rules/examples/CODE.py), run as a user runs it, yields that rule and its page
+shows what neurondev said; the code to use instead (CODE_instead.py) yields nothing of it. The tests read the folder;
+one rule per test, so that the workers share them."""
 
 from __future__ import annotations
 
@@ -23,14 +24,15 @@ def _script():
 
 SCRIPT = _script()
 
-RUN_HERE = rule_runs.codes()
+IN_THE_FOLDER = sorted(path.stem for path in rule_runs.EXAMPLES.glob("*.py") if not path.stem.endswith("_instead"))
+RUN_HERE = [code for code in IN_THE_FOLDER if not rule_runs.example(code).needs]
 
 
 @pytest.mark.xla
 @pytest.mark.parametrize("code", RUN_HERE)
 def test_the_rules_example_yields_it_its_card_is_what_neurondev_says_today_and_the_code_instead_yields_nothing(code):
-    example = rulebook.rule_named(code).example
-    status, said = rule_runs.run(example.source, example.command)
+    example = rule_runs.example(code)
+    status, said = rule_runs.run(example.path, example.command)
     assert rule_runs.reports(said, code), f"{code}'s example (exit {status}) did not report {code}:\n{said}"
     assert status == (1 if example.command else 0), said  # a torchrun job that diverges exits 1
     card = (SCRIPT.CARDS / f"{code}.txt").read_text()
@@ -40,9 +42,18 @@ def test_the_rules_example_yields_it_its_card_is_what_neurondev_says_today_and_t
 
 
 def test_every_rule_has_an_example_and_one_to_use_instead_and_every_card_is_one_of_them():
-    assert all(rule.example and rule.example.source and rule.example.instead for rule in rulebook.RULES)
-    assert [rule.code for rule in rulebook.RULES if rule.example.needs] == ["ND206"]  # TorchNeuron's: shown, not run
-    assert {card.stem for card in SCRIPT.CARDS.glob("*.txt")} == set(RUN_HERE)
+    assert [rule.code for rule in rulebook.RULES] == IN_THE_FOLDER
+    files = {path.name for path in rule_runs.EXAMPLES.iterdir()}
+    assert files == {f"{code}{end}.py" for code in IN_THE_FOLDER for end in ("", "_instead")}  # nothing else, no stray file
+    assert [rule.code for rule in rulebook.RULES if rule_runs.example(rule.code).needs] == ["ND206"]  # TorchNeuron's: shown, not run
+    assert rule_runs.codes() == RUN_HERE and {card.stem for card in SCRIPT.CARDS.glob("*.txt")} == set(RUN_HERE)
+
+
+def test_a_torchrun_example_says_its_command_and_a_missing_file_is_named():
+    assert rule_runs.example("ND412").command == "torchrun --nproc-per-node 2 -m neurondev watch docs/rules/examples/ND412.py"
+    assert rule_runs.example("ND101").command == "" and rule_runs.example("ND206").needs == "torch-neuronx and a Trainium instance"
+    with pytest.raises(FileNotFoundError, match="ND999 has no example ND999.py"):
+        rule_runs.example("ND999")
 
 
 def test_a_rule_is_told_reported_only_by_its_own_code():

@@ -1,0 +1,15 @@
+import torch
+
+import neurondev
+
+
+@torch.compiler.disable  # runs eagerly, outside the compiled graphs
+def add_bias(y):
+    return torch.addcmul(torch.zeros_like(y), y, y)  # on y's device: no CPU tensor meets the device's result at run time
+
+
+def scaled(x):
+    return add_bias(torch.relu(x)) * 2
+
+
+neurondev.check(scaled, torch.randn(64), program=True)

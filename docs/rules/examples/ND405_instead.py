@@ -1,0 +1,9 @@
+import torch
+
+import neurondev
+
+step = torch.compile(lambda x: x.relu() * 2, backend="eager", dynamic=False)
+with neurondev.watch() as watched:
+    for size in (8, 8, 5, 8):
+        step(torch.nn.functional.pad(torch.ones(size), (0, 8 - size)))  # padded to one size
+print([(finding["rule"], finding["where"]) for finding in watched.to_dict()["findings"]])
