@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.fx
 
-from neurondev._compat import extract_compiled_graph, make_boxed_func, tree_leaves
+from neurondev._compat.dynamo import make_boxed_func
+from neurondev._compat.fx_internals import tree_leaves
+from neurondev._compat.torch_xla_hooks import extract_compiled_graph
 from neurondev.fx.graphs import copy_graph
 from neurondev.gallery.catalogue import Outcome
 from neurondev.gallery.models import tiny_gpt2, tiny_llama
@@ -77,7 +79,7 @@ class BridgeReport:
 def observed_openxla(seen: list[torch.fx.GraphModule]) -> Callable:
     """torch's openxla backend (aot_autograd, then torch_xla's bridge on the first call), recording
     each graph the bridge returns in ``seen``; it compiles exactly as ``backend="openxla"`` does."""
-    from neurondev._compat import aot_autograd
+    from neurondev._compat.dynamo import aot_autograd
 
     def forward_compiler(model: torch.fx.GraphModule, fake_inputs: list) -> Callable:
         compiled = None

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from neurondev._compat import source_name, tree_flatten, tree_unflatten
+from neurondev._compat.fx_internals import source_name, tree_flatten, tree_unflatten
 from neurondev.fx.devices import parse_target
 from neurondev.passes.device_rewriter import DeviceRewriterPass
 from neurondev.trace.inputs import is_host_value, on_host
@@ -264,6 +264,6 @@ def _inner_backend(inner: str | Callable | None, device: torch.device | None) ->
             from neurondev.devices.drivers import driver_for
 
             return driver_for(device).program_backend()
-    from neurondev._compat import lookup_backend
+    from neurondev._compat.dynamo import lookup_backend
 
     return lookup_backend(inner)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from neurondev._compat import privateuse1_name
+from neurondev._compat.out_of_tree import privateuse1_name
 from neurondev.errors import DeviceUnavailableError
 from neurondev.runs.interface import Driver
 

@@ -21,7 +21,7 @@ import sys
 
 import torch
 
-from neurondev._compat import privateuse1_name
+from neurondev._compat.out_of_tree import privateuse1_name
 from neurondev.xla.runtime import neuron_xla_missing, torchneuron_release
 
 __all__ = ["NEURON_STATES", "Facts", "RuntimeChoice", "choose", "default_target", "facts", "resolve_target"]

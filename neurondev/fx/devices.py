@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 import torch
 import torch.fx
 
-from neurondev._compat import ENTER_AUTOCAST, OpOverload, OpOverloadPacket, qualified_name
+from neurondev._compat.fx_internals import ENTER_AUTOCAST, OpOverload, OpOverloadPacket, qualified_name
 from neurondev.errors import InvalidSubjectError, InvalidTargetError
 
 __all__ = [
@@ -180,7 +180,7 @@ def device_nodes(nodes: Iterable[torch.fx.Node], positional: bool = True) -> Ite
     What the pass and the pin finder walk a graph with. Most nodes have none: a call_function of an
     ordinary op with no ``device`` kwarg and no ``torch.device`` among its args is passed over in
     this loop, reading the node's fields directly (torch.fx's ``args`` / ``kwargs`` properties
-    cost as much as the rest of the check; :mod:`neurondev._compat` names this private read).
+    cost as much as the rest of the check; :mod:`neurondev._compat.fx_internals` names this private read).
     Every other node is asked of :func:`device_slots`, the one rule.
     """
     for node in nodes:

@@ -7,7 +7,7 @@ import re
 
 import torch.fx
 
-from neurondev._compat import OpOverload, OpOverloadPacket
+from neurondev._compat.fx_internals import OpOverload, OpOverloadPacket
 from neurondev.rulebook import Ruled
 from neurondev.trace.source import Located, SourceLine, source_of
 

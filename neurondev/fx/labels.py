@@ -6,7 +6,7 @@ import re
 
 import torch.fx
 
-from neurondev._compat import lifted_input_name, lifted_state_attribute
+from neurondev._compat.fx_internals import lifted_input_name, lifted_state_attribute
 from neurondev.fx.devices import function_name
 from neurondev.fx.modules import module_path
 from neurondev.trace.source import source_of

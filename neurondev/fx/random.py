@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import torch.fx
 
-from neurondev._compat import OpOverload, OpOverloadPacket
+from neurondev._compat.fx_internals import OpOverload, OpOverloadPacket
 
 __all__ = ["random_nodes"]
 

@@ -16,7 +16,7 @@ import linecache
 import re
 from typing import Any
 
-from neurondev._compat import guard_reason
+from neurondev._compat.dynamo import guard_reason
 from neurondev.loops.recorder import CompileEvent
 from neurondev.rulebook import Ruled
 from neurondev.trace.source import Located, SourceLine, is_program_file, is_user_file, source_line

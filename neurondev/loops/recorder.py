@@ -29,7 +29,8 @@ import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from neurondev import _compat
+from neurondev._compat import dynamo as dynamo_internals
+from neurondev._compat import torch_xla_hooks
 from neurondev.trace.source import in_neurondev, is_program_file
 
 __all__ = ["CompileEvent", "Mark", "Recorder", "active", "known_as", "settled", "xla_counts"]
@@ -104,21 +105,21 @@ class Recorder:
         self._put_back_graphs: Callable[[], None] | None = None
         self._attribution: Any = None  # lines on or off, when the native device counts by itself (its own log)
         self._graph_hashes: list[str] = []
-        self._wrapper_code = _compat.compile_wrapper_code()
+        self._wrapper_code = dynamo_internals.compile_wrapper_code()
 
     # --- the hooks ------------------------------------------------------------------------------
     def start(self) -> None:
         global _active
-        cls = _compat.compile_attempts_class()
+        cls = dynamo_internals.compile_attempts_class()
         self._original = cls.__call__
         cls.__call__ = _observing(self, cls.__call__)
-        self._previous_hook = _compat.set_guard_complete_hook(self._guarded)
-        self._put_back_calls = _compat.observe_compiled_calls(lambda wrapper: self._called(*_wrapped_name(wrapper)))
+        self._previous_hook = dynamo_internals.set_guard_complete_hook(self._guarded)
+        self._put_back_calls = dynamo_internals.observe_compiled_calls(lambda wrapper: self._called(*_wrapped_name(wrapper)))
         self._step_marker = _wrap_step_marker(self)
         if self._step_marker is None:  # the watched code may import torch_xla itself: its syncs are seen from then
             self._put_back_import = _after_import("torch_xla", self._torch_xla_loaded)
         self._optimizer_hook = _optimizer_steps(self)
-        self._put_back_graphs = _compat.observe_backend_graphs(lambda gm: self._graph_hashes.append(graph_hash(gm)))
+        self._put_back_graphs = dynamo_internals.observe_backend_graphs(lambda gm: self._graph_hashes.append(graph_hash(gm)))
         _active = self
         self.mark("start")
 
@@ -127,8 +128,8 @@ class Recorder:
         self.mark("stop")
         if self._attribution is not None:
             self._attribution.accounting.attributing = True  # the accounting as it was
-        _compat.compile_attempts_class().__call__ = self._original
-        _compat.set_guard_complete_hook(self._previous_hook)
+        dynamo_internals.compile_attempts_class().__call__ = self._original
+        dynamo_internals.set_guard_complete_hook(self._previous_hook)
         if self._put_back_calls is not None:
             self._put_back_calls()
         _unwrap_step_marker(self._step_marker)
@@ -191,8 +192,8 @@ class Recorder:
         top = self._wrapper_frame(sys._getframe(1)) is not None  # a call of a compiled function, not a frame resumed after a break
         if self._attribution is not None:
             self._attribution.compiling()
-        earlier = _compat.compilation_metrics()
-        last, graphs, xla = (earlier[-1] if earlier else None), _compat.graphs_made(), xla_counts()
+        earlier = dynamo_internals.compilation_metrics()
+        last, graphs, xla = (earlier[-1] if earlier else None), dynamo_internals.graphs_made(), xla_counts()
         hashed, (call_file, call_line) = len(self._graph_hashes), _user_call(sys._getframe(1))
         error: BaseException | None = None
         try:
@@ -201,8 +202,8 @@ class Recorder:
             error = raised
             raise
         finally:
-            made = _after(_compat.compilation_metrics(), last)
-            event = self._event(frame, made[-1] if made else None, _compat.graphs_made() - graphs, error, top)
+            made = _after(dynamo_internals.compilation_metrics(), last)
+            event = self._event(frame, made[-1] if made else None, dynamo_internals.graphs_made() - graphs, error, top)
             hashes = tuple(self._graph_hashes[hashed:])
             if not in_neurondev(frame.f_code.co_filename):  # neurondev's own frames (a hook dynamo met) are not the user's compiles
                 self.events.append(dataclasses.replace(event, xla=xla, graph_hashes=hashes, call_file=call_file, call_line=call_line))
@@ -224,8 +225,8 @@ class Recorder:
         reason = getattr(metric, "recompile_reason", None)
         limit = None
         failed = None
-        if error is not None and _compat.is_recompile_limit(error):
-            limit = int(_compat.dynamo_config().recompile_limit)
+        if error is not None and dynamo_internals.is_recompile_limit(error):
+            limit = int(dynamo_internals.dynamo_config().recompile_limit)
         elif error is not None:
             failed = f"{type(error).__name__}: {(str(error).strip().splitlines() or [''])[0][:200]}"
         index = getattr(metric, "cache_size", None)
@@ -268,7 +269,7 @@ def _wrap_step_marker(recorder: Recorder) -> Any:
     """Wrap torch_xla's step marker (what torch_xla.sync() and xm.mark_step() call), when torch_xla is loaded."""
     if "torch_xla" not in sys.modules:
         return None
-    return _compat.wrap_xla_step_marker(recorder.synced)
+    return torch_xla_hooks.wrap_xla_step_marker(recorder.synced)
 
 
 def _optimizer_steps(recorder: Recorder) -> Any:
@@ -316,7 +317,7 @@ def _bridge_sync() -> bool:
         file = frame.f_code.co_filename
         if "_dynamo" in file and "torch_xla" in file:
             return True
-        if not (_in_torch(file) or file in (__file__, _compat.__file__)):  # torch's frames, and our wrapper's
+        if not (_in_torch(file) or file in (__file__, torch_xla_hooks.__file__)):  # torch's frames, and our step marker's wrapper
             return False
         frame = frame.f_back
     return False
@@ -376,7 +377,7 @@ def known_as(frame: Any) -> tuple[str, str, int]:
         if wrapped is not None:
             inner = wrapped.__code__
             return _qualified(wrapped), inner.co_filename, inner.co_firstlineno
-    resumed = _compat.resumed_function(code.co_name)
+    resumed = dynamo_internals.resumed_function(code.co_name)
     if resumed is not None:
         name, line = resumed
         return f"{name} (after the break at line {line})", code.co_filename, line
@@ -445,7 +446,7 @@ def _bound(cell: types.CellType) -> bool:
 def _value_now(reason: str | None, frame: Any) -> tuple[str | None, str | None]:
     """The value a guarded name (``lr == 0.1``) holds now, read from the frame, and the file of the class of
     the object that holds it when that is an attribute of a library's object; (None, None) for other guards."""
-    text, _ = _compat.guard_reason(reason or "")
+    text, _ = dynamo_internals.guard_reason(reason or "")
     match = _GUARDED.match(text)
     if match is None or "tensor '" in text:
         return None, None

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Self
 
-from neurondev._compat import privateuse1_name
+from neurondev._compat.out_of_tree import privateuse1_name
 from neurondev.errors import InvalidOptionError, NestedWatchError, NotCallableError
 from neurondev.loops.causes import Advice
 from neurondev.loops.record import CALL_COLUMNS, COMPILE_COLUMNS, STEP_COLUMNS, Compile, Gap, WatchRecord, raised_by, snapshot
@@ -257,7 +257,7 @@ def _native_accounting() -> tuple[Any, Gap | None]:
     name = privateuse1_name()
     if name == "privateuseone":
         return None, None
-    from neurondev._compat import dispatch_mode_keeps_compiled_code
+    from neurondev._compat.dispatcher import dispatch_mode_keeps_compiled_code
     from neurondev.native.choice import accounting_for
 
     accounting = accounting_for(name)

@@ -5,7 +5,7 @@ keeps no log of its own (CUDA, a new backend), and an opt-in for one that does (
 ``native.logged`` counts from the device's own log and runs Python only at events.
 
 A ``TorchDispatchMode`` alone sees only the outermost op of a call. This one runs each op that touches
-the device with itself pushed again below the Python key (``_compat.run_below_mode``), so it sees the ops
+the device with itself pushed again below the Python key (``_compat.dispatcher.run_below_mode``), so it sees the ops
 the kernel calls in turn: the ``index_select`` inside ``nn.Embedding``, the ``cat`` inside ``stack``,
 sdpa's ``_softmax``. An op the device has no kernel for (the dispatcher routes it to the backend's own
 fallback, ``at::native::cpu_fallback`` on the host test device) fell back: it runs out of the mode's sight,
@@ -28,7 +28,8 @@ from typing import Any
 import torch
 import torch.fx
 
-from neurondev._compat import OpOverload, TorchDispatchMode, backend_key, dispatch_handler, kernel_route, run_below_mode
+from neurondev._compat.dispatcher import TorchDispatchMode, backend_key, dispatch_handler, kernel_route, run_below_mode
+from neurondev._compat.fx_internals import OpOverload
 from neurondev.native.events import ACTIVE, EVENT_KINDS, DeviceEvent, Totals, Whereabouts, caller, name_of
 from neurondev.native.marks import current_collective
 from neurondev.runs.counts import Counts

@@ -16,7 +16,7 @@ from typing import Any
 
 import torch.fx
 
-from neurondev._compat import aot_autograd
+from neurondev._compat.dynamo import aot_autograd
 from neurondev.runs.interface import Driver
 
 __all__ = ["graph_backend", "node_at"]

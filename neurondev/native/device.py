@@ -66,7 +66,7 @@ class NativeDriver:
         """Whether the accounting can stay on around compiled code, seeing what runs between its graphs: a device's own
         log always; a dispatch mode from torch 2.13 on (with torch 2.9 it would make dynamo compile again on every
         call: only what runs inside the graphs, which the interpreting backend runs, is seen there)."""
-        from neurondev._compat import dispatch_mode_keeps_compiled_code
+        from neurondev._compat.dispatcher import dispatch_mode_keeps_compiled_code
 
         return self.accounting.sees_between_graphs_always or dispatch_mode_keeps_compiled_code()
 
@@ -118,7 +118,7 @@ class NativeDriver:
     def program_backend(self) -> Callable[..., Any]:
         own = _OWN_BACKENDS.get(self._device.type)
         if own is not None:
-            from neurondev._compat import lookup_backend
+            from neurondev._compat.dynamo import lookup_backend
 
             return lookup_backend(own)
         from neurondev.native.compiled_graphs import graph_backend

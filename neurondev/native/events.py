@@ -13,7 +13,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from neurondev._compat import OpOverload
+from neurondev._compat.fx_internals import OpOverload
 from neurondev.fx.modules import module_path
 from neurondev.runs.counts import Counts
 from neurondev.trace.source import Located, SourceLine, is_program_file, source_line, source_of

@@ -9,7 +9,7 @@ from typing import Any, cast
 import torch
 import torch.fx
 
-from neurondev._compat import detect_fake_mode, tree_leaves, tree_map
+from neurondev._compat.fx_internals import detect_fake_mode, tree_leaves, tree_map
 
 __all__ = ["META_KEYS", "backend_loaded", "meta_value", "refresh_meta"]
 

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from neurondev._compat import tree_flatten, tree_leaves, tree_map, tree_unflatten
+from neurondev._compat.fx_internals import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from neurondev.fx.devices import function_name
 from neurondev.fx.graphs import copy_graph
 from neurondev.fx.modules import module_path

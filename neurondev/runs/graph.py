@@ -13,7 +13,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from neurondev._compat import has_pytree_spec, tree_leaves
+from neurondev._compat.fx_internals import has_pytree_spec, tree_leaves
 from neurondev.errors import InputCountError, InvalidOptionError, InvalidSubjectError, XlaInputError
 from neurondev.fx.devices import describe_object, function_name, is_output_transfer
 from neurondev.fx.graphs import copy_graph

@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from neurondev._compat import keystr, tree_flatten_with_path, tree_unflatten
+from neurondev._compat.fx_internals import keystr, tree_flatten_with_path, tree_unflatten
 from neurondev.errors import XlaInputError
 
 __all__ = ["to_device"]

@@ -20,7 +20,8 @@ from typing import Any, NamedTuple
 import torch
 import torch.fx
 
-from neurondev._compat import concrete, dynamo_break_of, dynamo_failure
+from neurondev._compat.dynamo import dynamo_break_of, dynamo_failure
+from neurondev._compat.fx_internals import concrete
 from neurondev.fx.graphs import copy_graph
 from neurondev.runs.counts import Counts
 from neurondev.runs.interface import Driver

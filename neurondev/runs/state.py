@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from neurondev._compat import keystr, tree_flatten_with_path
+from neurondev._compat.fx_internals import keystr, tree_flatten_with_path
 
 __all__ = ["program_state"]
 

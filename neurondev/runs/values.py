@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from neurondev._compat import default_tolerances, keystr, tree_flatten_with_path
+from neurondev._compat.fx_internals import default_tolerances, keystr, tree_flatten_with_path
 from neurondev.errors import InvalidOptionError
 
 __all__ = ["MISMATCH_KINDS", "STATUSES", "Comparison", "LeftOut", "Mismatch", "check_tolerances", "compare_outputs"]

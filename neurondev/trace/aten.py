@@ -9,7 +9,8 @@ from typing import Any
 import torch
 import torch.fx
 
-from neurondev._compat import aot_autograd, tree_leaves
+from neurondev._compat.dynamo import aot_autograd
+from neurondev._compat.fx_internals import tree_leaves
 
 __all__ = ["AtenGraph", "AtenRecorder", "run_backward"]
 

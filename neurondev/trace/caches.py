@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from neurondev._compat import cache_entry_ids, compiled_code_objects, dynamo_config, own_code_state, reset_code
+from neurondev._compat.dynamo import cache_entry_ids, compiled_code_objects, dynamo_config, own_code_state, reset_code
 
 __all__ = ["kept_dynamo_caches"]
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from neurondev._compat import DYNAMIC_MARKS, dynamic_dims, keystr, tree_flatten_with_path, tree_unflatten
+from neurondev._compat.fx_internals import DYNAMIC_MARKS, dynamic_dims, keystr, tree_flatten_with_path, tree_unflatten
 from neurondev.errors import CaptureInputError
 from neurondev.trace import process
 from neurondev.trace.capture_notes import CaptureNote

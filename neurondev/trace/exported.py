@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from neurondev._compat import tree_leaves
+from neurondev._compat.fx_internals import tree_leaves
 from neurondev.errors import InputCountError
 from neurondev.trace.capture_notes import CaptureNote
 

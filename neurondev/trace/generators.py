@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from neurondev._compat import tree_leaves
+from neurondev._compat.fx_internals import tree_leaves
 from neurondev.trace.source import is_program_file
 
 __all__ = ["reachable_generators"]

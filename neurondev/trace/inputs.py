@@ -19,7 +19,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from neurondev._compat import lifted_input_kind
+from neurondev._compat.fx_internals import lifted_input_kind
 from neurondev.rulebook import Ruled
 from neurondev.trace.source import Located, SourceLine, source_of
 

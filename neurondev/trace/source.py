@@ -15,7 +15,7 @@ from typing import Any
 
 import torch.fx
 
-from neurondev._compat import ipython_cell_number
+from neurondev._compat.ipython import ipython_cell_number
 
 __all__ = [
     "Located",

@@ -6,7 +6,7 @@ import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from neurondev._compat import patched_xla_counter_increment
+from neurondev._compat.torch_xla_hooks import patched_xla_counter_increment
 from neurondev.runs.counts import Counts
 from neurondev.xla.runtime import load_torch_xla
 

@@ -54,7 +54,7 @@ class XlaDriver:
         return no_context(node)
 
     def program_backend(self) -> Callable[..., Any]:
-        from neurondev._compat import lookup_backend
+        from neurondev._compat.dynamo import lookup_backend
 
         return lookup_backend("openxla")
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from neurondev._compat import privateuse1_name
+from neurondev._compat.out_of_tree import privateuse1_name
 from neurondev.errors import XlaUnavailableError
 from neurondev.runs.placement import to_device
 from neurondev.trace import process

@@ -212,7 +212,7 @@ def test_a_script_that_runs_a_backward_on_the_device_exits_0_every_time():
     import subprocess
     import sys
 
-    from neurondev._compat import _version_at_least
+    from neurondev._compat.dispatcher import _version_at_least
 
     script = (
         "import torch, neurondev\n"

@@ -201,7 +201,7 @@ class Tally(torch.nn.Module):
 
 @pytest.mark.xla
 def test_a_programs_writes_into_host_tensors_stay_with_the_backend_and_host_results_stay_on_the_host(caplog):
-    from neurondev._compat import graphs_made
+    from neurondev._compat.dynamo import graphs_made
 
     caplog.set_level(logging.WARNING, logger="neurondev")
     device = xla.device()

@@ -86,7 +86,7 @@ def test_work_launched_before_a_call_is_counted_before_it_not_in_it(device):
 def test_watching_changes_neither_the_outputs_nor_the_compiles_nor_logging(device):
     handlers = {name: list(logging.getLogger(name).handlers) for name in ("torch._dynamo", "torch")}
     levels = {name: logging.getLogger(name).level for name in handlers}
-    from neurondev._compat import graphs_made
+    from neurondev._compat.dynamo import graphs_made
 
     start = graphs_made()
     bare = loops.train(compiled_step(device), device)

@@ -181,7 +181,7 @@ print("default device kept:", torch.get_default_device())
 
 
 def test_a_default_device_torch_compile_ignores_is_a_finding_with_its_line_and_the_cpu_trace_ignores_it_too(tmp_path):
-    from neurondev._compat import dispatch_mode_keeps_compiled_code
+    from neurondev._compat.dispatcher import dispatch_mode_keeps_compiled_code
 
     script = tmp_path / "default_device.py"
     script.write_text(DEFAULT_DEVICE)

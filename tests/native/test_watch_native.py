@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import neurondev
-from neurondev._compat import dispatch_mode_keeps_compiled_code
+from neurondev._compat.dispatcher import dispatch_mode_keeps_compiled_code
 from tests.helpers import run_python
 
 

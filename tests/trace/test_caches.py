@@ -3,7 +3,7 @@
 import torch
 
 import neurondev
-from neurondev._compat import cache_entry_ids
+from neurondev._compat.dynamo import cache_entry_ids
 
 
 def helper_with_a_break(x):

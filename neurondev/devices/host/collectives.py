@@ -41,7 +41,7 @@ def _copy_back(tensors: Sequence[torch.Tensor], host: Sequence[torch.Tensor]) ->
 
 def _done(result: Any) -> Any:
     """A finished Work whose future holds ``result`` (what c10d's callers wait on)."""
-    from neurondev._compat import finished_work
+    from neurondev._compat.out_of_tree import finished_work
 
     return finished_work(result)
 
@@ -55,7 +55,7 @@ def _named(group: Any, *names: str) -> Any:
 
 
 def _pending_class() -> type:
-    from neurondev._compat import work_base
+    from neurondev._compat.out_of_tree import work_base
     from neurondev.native.marks import collective
 
     class Pending(work_base()):  # type: ignore[misc]

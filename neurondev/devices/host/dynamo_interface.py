@@ -10,7 +10,7 @@ __all__ = ["interface_class"]
 
 def interface_class(module: Any) -> type:
     """The DeviceInterface subclass for the host device, whose runtime is ``module`` (``torch.hostdev``)."""
-    from neurondev._compat import dynamo_device_interface
+    from neurondev._compat.out_of_tree import dynamo_device_interface
 
     base: Any = dynamo_device_interface()
 

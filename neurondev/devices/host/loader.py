@@ -13,7 +13,8 @@ from typing import Any
 
 import torch
 
-from neurondev._compat import forget_kernels, privateuse1_name, register_device_module, register_dynamo_device_interface, run_backward_bare
+from neurondev._compat.dispatcher import forget_kernels
+from neurondev._compat.out_of_tree import privateuse1_name, register_device_module, register_dynamo_device_interface, run_backward_bare
 from neurondev.errors import HostDeviceError, InvalidOptionError
 
 __all__ = ["NAME", "SOURCE", "build_folder", "extension", "host_device", "loaded", "privateuse1_name"]
