@@ -14,6 +14,13 @@ TESTED_BY = {
     "render/display": ("tests/report/test_explain.py", "_repr_html_"),  # the views an Explanation calls
     "render/drawing": ("tests/render/test_focus.py", "svg_or_reason"),
     "render/svg": ("tests/render/test_dot.py", "render_svg"),
+    "render/describe": ("tests/render/test_sentences.py", "describe("),  # each family's sentences, through describe
+    "render/value_words": ("tests/render/test_sentences.py", "values_text"),
+    "render/run_words": ("tests/xla/test_run.py", "describe(record)"),
+    "render/trace_words": ("tests/runs/test_traces.py", "describe(comparison)"),
+    "render/fix_check_words": ("tests/report/fixes/test_verify.py", "why_text"),
+    "render/runtime_words": ("tests/devices/test_runtimes.py", "runtime_text"),
+    "render/finding_words": ("tests/render/test_findings_said.py", "finding_detail"),
     "render/watch": ("tests/loops/test_watch.py", "_repr_html_"),  # a Watch's card and summary
     "render/job_card": ("tests/cli/test_watch_faults.py", '"--html", str(card)'),  # a torchrun job's card, each fault
     "native/marks": ("tests/devices/host/test_collectives.py", "_c10d_functional.reduce_scatter_tensor"),  # a collective's copies

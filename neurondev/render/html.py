@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 from neurondev.render.drawing import DrawBudget, svg_or_reason
 from neurondev.render.fix_words import CPU_KERNEL_FIX, LIBRARY_NOTE, host_value_fix, short_fix
+from neurondev.render.run_words import lines_text
 from neurondev.render.sentences import (
     capture_note_text,
     describe,
-    lines_text,
     not_compared_text,
     runtime_info_text,
     skip_text,

@@ -1,12 +1,24 @@
-"""A watch's advice, its check and its gaps in words, from their kinds and facts (the records hold no sentence)."""
+"""A watch's findings in words: the cause of each compile, a new XLA program, the advice, its check and the gaps, from
+their kinds and facts (the records hold no sentence)."""
 
 from __future__ import annotations
 
-from neurondev.loops.causes import Advice, AdviceCheck, Recurring
+from neurondev.loops.causes import Advice, AdviceCheck, Cause, Recurring
 from neurondev.loops.record import Gap
+from neurondev.loops.steps import XlaProgram
 from neurondev.loops.verdict import NotSteady
+from neurondev.render.describe import at_line, describe
 
-__all__ = ["advice_check_text", "advice_text", "gap_text", "never_steady_text", "recurring_text"]
+__all__ = [
+    "advice_check_text",
+    "advice_text",
+    "cause_text",
+    "cause_words",
+    "gap_text",
+    "never_steady_text",
+    "recurring_text",
+    "xla_program_text",
+]
 
 _DYNAMO = {
     "python number": "pass {value} as a tensor (torch.tensor({value}) on the device, updated in place) so the graph reads it "
@@ -132,3 +144,46 @@ def never_steady_text(found: NotSteady) -> str:
             f"{steady.tail} {unit}(s) after the last are fewer than {steady.period}, so the next comes after the end."
         )
     return f"No steady state: {steady.side} keeps compiling from {unit} {steady.since} to the end ({unit} {found.steps})."
+
+
+_DECODE_WORDS = "the prompt, then one token a step: the second call is the decode step's own graph (expected, once)"
+
+
+def cause_words(cause: Cause) -> str:
+    """Why one compile happened, in words, from its kind and facts (without its line)."""
+    name, before, after = cause.value, cause.before, cause.after
+    now = f" and is {after}" if after else ""
+    if cause.kind == "recompile limit":
+        return f"dynamo's recompile limit ({cause.limit}) is reached: the function runs uncompiled from here on"
+    if cause.kind == "first compile":
+        return "first compile"
+    if cause.dim is not None:
+        words = f"{name} changed {cause.measure} at dimension {cause.dim}: {before} -> {after}"
+        return f"{words}: {_DECODE_WORDS}" if cause.kind == "prompt to decode" else words
+    if cause.measure == "len":
+        return (
+            _DECODE_WORDS if cause.kind == "prompt to decode" else f"len({name}) was {before} when traced: the call passes other values now"
+        )
+    if cause.kind == "flag":
+        return f"{name} was {before} when traced{now}: a flag (train/eval, a switch) gives one graph per value"
+    if cause.kind == "library value":
+        return f"{name}, a value {cause.library} keeps, was {before} when traced{now}: {cause.library} guards on it"
+    if cause.kind == "python number":
+        return f"{name} was {before} when traced{now}: a Python number burned into the graph"
+    return cause.guard or "recompiled (no reason given)"
+
+
+@describe.register
+def cause_text(cause: Cause) -> str:
+    return f"{cause.kind}: {cause_words(cause)}{at_line(cause)}"
+
+
+describe.register(Advice)(advice_text)
+describe.register(AdviceCheck)(advice_check_text)
+describe.register(Gap)(gap_text)
+describe.register(NotSteady)(never_steady_text)
+
+
+@describe.register
+def xla_program_text(program: XlaProgram) -> str:
+    return f"a new XLA program ({program.kind}): {program.cause}{at_line(program)}"
