@@ -131,7 +131,7 @@ def _selecting(rule: Any) -> str:
 def _commands() -> str:
     import os
 
-    from neurondev.cli.command import _parser as parser
+    from neurondev.cli.command import build_parser as parser
 
     os.environ["COLUMNS"] = "100"
 

@@ -1,16 +1,19 @@
-"""neurondev doctor: what is installed and usable here, each with the fix when it is missing."""
+"""neurondev doctor: what is installed and usable here, each with the fix when it is missing; exit 1 when something
+needed is missing."""
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import importlib.metadata
 import platform
 import shutil
 
 from neurondev._compat import TESTED_ALONE, TESTED_PAIR
+from neurondev.cli.usage import EXIT_CLEAN, EXIT_FINDINGS
 from neurondev.render.sentences import runtime_info_text, runtime_text
 
-__all__ = ["Check", "checks", "pair_verdict"]
+__all__ = ["Check", "add_doctor_command", "checks", "pair_verdict", "run_doctor"]
 
 _PAIR = f"torch {TESTED_PAIR[0]} + torch-xla {TESTED_PAIR[1]}"
 
@@ -152,3 +155,23 @@ def _chromium() -> Check:
         "as root: apt-get install -y chromium",
         needed=False,
     )
+
+
+def add_doctor_command(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    doctor = commands.add_parser("doctor", help="what is installed and usable here, with fixes")
+    doctor.set_defaults(run=run_doctor)
+    return doctor
+
+
+def run_doctor(options: argparse.Namespace) -> int:
+    results = checks()
+    width = max(len(check.name) for check in results)
+    for check in results:
+        mark = "ok " if check.ok else "MISSING" if check.needed else "-- "
+        line = f"{mark:<7} {check.name:<{width}}  {check.detail}"
+        if not check.ok and check.fix:
+            line += f"\n{'':<7} {'':<{width}}  fix: {check.fix}"
+        print(line)
+    missing = [check.name for check in results if check.needed and not check.ok]
+    print("everything neurondev needs is here" if not missing else f"missing: {', '.join(missing)}")
+    return EXIT_FINDINGS if missing else EXIT_CLEAN

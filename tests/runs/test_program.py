@@ -8,7 +8,7 @@ import torch
 import torch.utils.checkpoint
 
 import neurondev
-from neurondev.cli import command
+from neurondev.cli import usage, verb_explain
 from neurondev.render.sentences import describe
 from neurondev.report.skips import Skip
 from tests.helpers import line_of
@@ -128,7 +128,7 @@ def test_a_device_branch_is_named_by_default_and_the_program_verdict_says_xla_di
     summary = ex.summary()
     assert "2 line(s) traced differently on XLA" in summary and "your program's values on XLA differ from CPU's" in summary
     assert "No node of the graphs differs when each runs on XLA: the difference is in device-specialised code" in summary
-    assert command._verdict(ex) == command.EXIT_FINDINGS
+    assert verb_explain.explanation_exit(ex) == usage.EXIT_FINDINGS
 
 
 def test_the_program_runs_twice_and_the_second_call_is_the_steady_state():

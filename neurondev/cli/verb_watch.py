@@ -1,0 +1,169 @@
+"""neurondev watch: a script run as __main__ under watch(), its sync advice checked in a fresh process, its report
+written, and under torchrun each rank's record sent to rank 0; the exit code by the loop's verdict or the script's own."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from neurondev.cli.usage import EXIT_ERROR, EXIT_FINDINGS, UsageError
+from neurondev.cli.verb_explain import summary_and_files
+
+__all__ = ["add_watch_command", "run_watch"]
+
+
+def add_watch_command(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    looking = commands.add_parser(
+        "watch",
+        help="run a script under neurondev.watch(): every compile, why, and what to write instead",
+        description="Runs SCRIPT.py as __main__ (options before it are the watch's; everything after it is the script's own "
+        "sys.argv, as with python -m cProfile), with torch_xla's analysis of each XLA compile on. Exit 0 when compiling reached a "
+        "steady state, a late recompile or one step, 1 when compiles (dynamo's or XLA's) go on, recur or reach dynamo's limit (the loops page's rule), 2 on usage errors or "
+        "when the script raises (the report is still written), or the script's own sys.exit code. Advice to sync each step is "
+        "checked by running the script again with the sync applied (--no-verify skips it).",
+    )
+    looking.add_argument("--html", help="write the card here")
+    looking.add_argument("--json", help="write the record as JSON here")
+    looking.add_argument("--no-verify", action="store_true", help="do not run the script again to check a sync advice")
+    looking.add_argument(
+        "--sync-each-step", action="store_true", help="call torch_xla.sync() at the end of each step (the sync advice, applied)"
+    )
+    looking.add_argument("--verify-timeout", type=float, default=1800, help="seconds the checking run may take (default: %(default)s)")
+    looking.add_argument(
+        "--ranks-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="under torchrun: how long rank 0 waits for a rank that is still running (default: as long as it runs; a rank "
+        "that ended without a report is named at once)",
+    )
+    looking.add_argument("script", metavar="SCRIPT.py", help="the script to run")
+    looking.add_argument("arguments", nargs=argparse.REMAINDER, metavar="ARGS", help="the script's own arguments")
+    looking.set_defaults(run=run_watch)
+    return looking
+
+
+def run_watch(options: argparse.Namespace) -> int:
+    """Run the script as __main__ under watch() with torch_xla's analysis on; check a sync advice by running it
+    again with a sync per step; report. 0 steady (or one step), 1 compiles continue, 2 when it raised, the
+    script's own code when it called sys.exit(code)."""
+    script = Path(options.script)
+    if not script.is_file():
+        raise UsageError(f"no script {options.script}: give the path of a Python file, e.g. neurondev watch train.py --epochs 1")
+    if options.ranks_timeout is not None and not options.ranks_timeout > 0:
+        raise UsageError(
+            f"--ranks-timeout is a number of seconds above 0, got {options.ranks_timeout}; leave it out to wait while a rank runs"
+        )
+    from neurondev.results.jobs import job
+    from neurondev.results.watched import watch
+
+    watched = watch(sync_each_step=options.sync_each_step)
+    where = job()
+    if where is not None:  # a rank of a torchrun job: rank 0 reports for all of them
+        return _watch_rank(watched, where, script, options)
+    raised = _watched_run(watched, script, options)
+    record = watched.record
+    if not options.sync_each_step and not options.no_verify and raised is None:
+        record = _checked(record, script, options)
+    from neurondev.results.watched import Watch
+
+    summary_and_files(Watch.of(record), options)
+    if raised is not None and record.raised is not None and record.raised.exit_code is not None:
+        print(f"neurondev: the script exited with code {record.raised.exit_code}", file=sys.stderr)
+    elif raised is not None:
+        print(f"neurondev: the script raised {type(raised).__name__}: the record above is up to that point", file=sys.stderr)
+    return _own_exit(record, raised)
+
+
+def _own_exit(record: Any, raised: BaseException | None) -> int:
+    """A watch's exit code: the script's own sys.exit code, 2 when it raised, else its verdict's (the loops page's rule:
+    1 when compiles go on, recur or reach dynamo's limit; 0 when steady, a late recompile, one step)."""
+    if raised is not None and record.raised is not None and record.raised.exit_code is not None:
+        return int(record.raised.exit_code)
+    if raised is not None:
+        return EXIT_ERROR
+    return record.steady.exit_code
+
+
+def _watch_rank(watched: Any, where: Any, script: Path, options: argparse.Namespace) -> int:
+    """One rank of a torchrun job: its record to rank 0, however the script ends (torchrun's SIGTERM included), and
+    rank 0 writes the job's JSON and card and says where the ranks diverge; 1 on rank 0 when they diverge in what
+    they compile, else each rank's own code. The sync advice is not run again here (that would start the job's
+    script outside the job)."""
+    from neurondev.cli.rank_run import OnTerminate, RankReport, ended
+    from neurondev.results.jobs import RankSession
+
+    output = Path(options.json or options.html or "neurondev-watch.json")
+    session = RankSession(where, output.resolve().parent)
+    report = RankReport(session, lambda: watched.record, lambda job: summary_and_files(job, options))
+    stop = OnTerminate(report.terminated)
+    try:
+        raised = _watched_run(watched, script, options)
+        own = _own_exit(watched.record, raised)
+        report.post(ended(raised, own))
+        job = report.write(timeout=options.ranks_timeout)
+    finally:
+        stop.close()
+        session.close()
+    return EXIT_FINDINGS if job is not None and job.diverges_in_compiles else own
+
+
+_KEPT: list[Any] = []  # the scripts' globals, alive until the interpreter ends, as a script's own are
+
+
+def _watched_run(watched: Any, script: Path, options: argparse.Namespace) -> BaseException | None:
+    """The script run as __main__ under ``watched`` (torch_xla's analysis on, into a file next to nothing of the
+    user's); what it raised (None when it ended, or exited with 0). Its globals are kept to the end of the process:
+    releasing them here would run its objects' destructors in the middle of neurondev (DDP's reducer freeing a gloo
+    group whose threads never join: a job that hung)."""
+    import runpy
+
+    from neurondev.xla import analysis
+
+    analysis.enable()
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    sys.argv = [str(script), *options.arguments]
+    sys.path.insert(0, str(script.resolve().parent))
+    raised: BaseException | None = None
+    try:
+        with watched:
+            _KEPT.append(runpy.run_path(str(script), run_name="__main__"))
+    except SystemExit as exit_:
+        raised = None if exit_.code in (None, 0) else exit_
+        _KEPT.append(exit_)
+    except BaseException as error:  # the script's own error: shown, and the report still written
+        raised = error
+        _KEPT.append(error)  # its traceback holds the script's globals
+        traceback.print_exc()
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+    return raised
+
+
+def _checked(record: Any, script: Path, options: argparse.Namespace) -> Any:
+    """The record with its sync advice checked: the script run again, in a fresh process, with
+    torch_xla.sync() at the end of each step (nothing else changed)."""
+    import subprocess
+    import tempfile
+
+    from neurondev.loops.causes import AdviceCheck
+    from neurondev.loops.record import SYNC_ADVICE, with_checked_advice
+
+    if not any(advice.cause in SYNC_ADVICE for advice in record.advice):
+        return record
+    print("neurondev: checking the advice: running the script again with torch_xla.sync() at the end of each step", file=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="neurondev-check-") as folder:
+        report = Path(folder) / "watch.json"
+        command = [sys.executable, "-m", "neurondev", "watch", "--sync-each-step", "--json", str(report), str(script), *options.arguments]
+        subprocess.run(command, capture_output=True, text=True, timeout=options.verify_timeout)
+        if not report.is_file():
+            return with_checked_advice(record, SYNC_ADVICE, AdviceCheck("did not finish"))
+        again = json.loads(report.read_text())
+    steps = len(again["steps"])
+    if again["reached_steady_state"]:
+        return with_checked_advice(record, SYNC_ADVICE, AdviceCheck("verified", steady=again["steady_state"], steps=steps))
+    return with_checked_advice(record, SYNC_ADVICE, AdviceCheck("not enough", since=again["since_step"], steps=steps))
