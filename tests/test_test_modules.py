@@ -21,6 +21,10 @@ TESTED_BY = {
     "render/fix_check_words": ("tests/report/fixes/test_verify.py", "why_text"),
     "render/runtime_words": ("tests/devices/test_runtimes.py", "runtime_text"),
     "render/finding_words": ("tests/render/test_findings_said.py", "finding_detail"),
+    "render/card_style": ("tests/render/test_html.py", "escape"),
+    "render/html_pins": ("tests/render/test_html.py", "fix_block"),
+    "render/html_program": ("tests/browser/test_report_in_chromium.py", "table.nd-program"),
+    "render/html_runs": ("tests/report/test_explain.py", "Traced natively on XLA"),
     "render/watch": ("tests/loops/test_watch.py", "_repr_html_"),  # a Watch's card and summary
     "render/job_card": ("tests/cli/test_watch_faults.py", '"--html", str(card)'),  # a torchrun job's card, each fault
     "native/marks": ("tests/devices/host/test_collectives.py", "_c10d_functional.reduce_scatter_tensor"),  # a collective's copies

@@ -8,8 +8,8 @@ import torch.fx
 from neurondev.errors import InvalidSubjectError, NeurondevError
 from neurondev.fx.pins import DevicePin
 from neurondev.fx.subgraphs import node_named
+from neurondev.render.card_style import escape as _e
 from neurondev.render.fix_words import fix_for
-from neurondev.render.html import escape as _e
 from neurondev.render.sentences import skip_text, why_text
 from neurondev.report.model import ExplanationData, Section
 
@@ -138,7 +138,8 @@ class Explorer(widgets.VBox):
         self.picture.value = f'<div class="nd-picture nd-{self.which.value}" style="max-width:100%;overflow:auto">{svg}</div>{note}'
 
     def _metrics_html(self) -> str:
-        from neurondev.render.html import CSS, metrics_table
+        from neurondev.render.card_style import CSS
+        from neurondev.render.html_runs import metrics_table
         from neurondev.render.text import summary
 
         ex = self.explanation
@@ -147,7 +148,8 @@ class Explorer(widgets.VBox):
 
     def _program_html(self) -> str:
         """Your program on the device, as written and rewritten (the runs explain made; the run button re-runs the graphs)."""
-        from neurondev.render.html import CSS, program_panel
+        from neurondev.render.card_style import CSS
+        from neurondev.render.html_program import program_panel
 
         return f'<style>{CSS}</style><div class="neurondev-card nd-explorer-program">{program_panel(self.explanation)}</div>'
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from neurondev._paths import scratch_folder
 from neurondev.errors import ModelExplorerUnavailableError
-from neurondev.render.html import escape
+from neurondev.render.card_style import escape
 from neurondev.render.model_explorer import ModelExplorerFiles, save_model_explorer
 
 if TYPE_CHECKING:

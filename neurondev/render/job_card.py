@@ -8,8 +8,8 @@ from typing import Any
 
 from neurondev.loops.causes import Cause
 from neurondev.loops.divergence import RankCause, RankDivergence
-from neurondev.render.html import CSS
-from neurondev.render.html import escape as _e
+from neurondev.render.card_style import CSS
+from neurondev.render.card_style import escape as _e
 from neurondev.render.sentences import cause_words
 from neurondev.rulebook import rule_named
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from neurondev.loops.record import device_lines
 from neurondev.loops.verdict import not_steady
-from neurondev.render.html import escape as _e
+from neurondev.render.card_style import escape as _e
 from neurondev.render.sentences import cause_words
 from neurondev.render.watch_words import advice_check_text, advice_text, gap_text, never_steady_text
 from neurondev.report.findings import watch_findings
@@ -336,7 +336,8 @@ def _advice(record: WatchRecord) -> str:
 
 
 def watch_card(record: WatchRecord) -> str:
-    from neurondev.render.html import CSS, findings_table
+    from neurondev.render.card_style import CSS
+    from neurondev.render.html import findings_table
 
     css = "nd-good" if record.reached_steady_state and record.raised is None else "nd-bad"
     notes = "".join(f'<p class="nd-note">{_e(gap_text(gap))}</p>' for gap in (record.xla_gap, record.native_gap) if gap)

@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from neurondev.render.html import _fix_block, escape
+from neurondev.render.card_style import escape
+from neurondev.render.html_pins import fix_block
 from neurondev.render.sentences import why_text
 from neurondev.report.fixes.records import FixCheck
 
@@ -25,7 +26,7 @@ def test_one_escape_for_text_and_none_is_nothing():
 
 def test_a_verified_fix_is_the_statement_as_written_over_the_fixed_one_with_its_verdict_beside_the_line(seed):
     (fix,) = seed.fixes
-    block = _fix_block(fix)
+    block = fix_block(fix)
     head = re.search(r'<div class="nd-fix-head"><b>(.*?)</b> <span class="nd-good">(.*?)</span></div>', block)
     assert head is not None and head.groups() == ("patterns.py:39", "verified")
     removed, added = re.findall(r'<span class="nd-del">(.*?)</span>', block), re.findall(r'<span class="nd-add">(.*?)</span>', block)
@@ -37,7 +38,7 @@ def test_a_verified_fix_is_the_statement_as_written_over_the_fixed_one_with_its_
 def test_a_fix_without_a_spelling_shows_the_advice_in_place_of_the_fixed_line_and_long_code_wraps(seed):
     (fix,) = seed.fixes
     long = "out = torch.empty(" + ", ".join(["64"] * 60) + ", device=x.device)"
-    block = _fix_block(dataclasses.replace(fix, before=long, after=None, check=FixCheck("no spelling"), advice="use the backend <here>"))
+    block = fix_block(dataclasses.replace(fix, before=long, after=None, check=FixCheck("no spelling"), advice="use the backend <here>"))
     assert '<span class="nd-muted">no spelling</span>' in block and "# use the backend &lt;here&gt;" in block
     assert "nd-add" not in block and escape(long) in block
     card = seed._repr_html_()
