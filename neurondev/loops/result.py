@@ -17,7 +17,8 @@ from neurondev._compat.out_of_tree import privateuse1_name
 from neurondev.errors import InvalidOptionError, NestedWatchError, NotCallableError
 from neurondev.loops.causes import Advice
 from neurondev.loops.record import CALL_COLUMNS, COMPILE_COLUMNS, STEP_COLUMNS, Compile, Gap, WatchRecord, raised_by, snapshot
-from neurondev.loops.recorder import Recorder, active, settled
+from neurondev.loops.recorder import Recorder, active
+from neurondev.loops.sync_points import settled
 from neurondev.trace.source import display_name
 
 __all__ = ["CALL_COLUMNS", "COMPILE_COLUMNS", "STEP_COLUMNS", "Compile", "WatchData"]
