@@ -33,6 +33,12 @@ TESTED_BY = {
     "report/stages": ("tests/report/test_explain.py", "neurondev.explain("),  # every stage, in order, by explain
     "report/stage_records": ("tests/report/test_explain.py", "neurondev.explain("),
     "report/fixes/edits": ("tests/report/fixes/test_spelling.py", "from neurondev.report.fixes.edits import"),
+    "report/fixes/statements": ("tests/report/fixes/test_spelling.py", "golden"),  # every fix kind, on the golden file of user code
+    "report/fixes/call_edits": ("tests/report/fixes/test_spelling.py", "golden"),
+    "report/fixes/spell_constructors": ("tests/report/fixes/test_spelling.py", "golden"),
+    "report/fixes/spell_moves": ("tests/report/fixes/test_spelling.py", "golden"),
+    "report/fixes/trace_checks": ("tests/report/fixes/test_verify.py", 'FixCheck("pins left"'),
+    "report/fixes/device_checks": ("tests/report/fixes/test_verify.py", 'FixCheck("host value"'),
     "report/fixes/patch": ("tests/report/fixes/test_files.py", "patch("),
     "report/findings": ("tests/report/test_check.py", "neurondev.check("),
     "report/fixes/records": ("tests/test_frozen_records.py", "Fix"),
@@ -54,6 +60,7 @@ TESTED_BY = {
     "devices/host/dynamo_interface": ("tests/devices/test_host_device.py", "get_interface_for_device"),
     "runs/state": ("tests/runs/test_program.py", "DIFFERS from CPU in what it writes"),
     "runs/program_records": ("tests/runs/test_program.py", ".program."),
+    "runs/program_failures": ("tests/runs/test_program.py", '"host-only call between graphs"'),
     "runs/run_records": ("tests/xla/test_run.py", "from neurondev.runs.run_records import"),
 }
 

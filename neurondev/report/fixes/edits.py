@@ -12,7 +12,8 @@ import torch.fx
 
 from neurondev.fx.pins import DevicePin
 from neurondev.fx.subgraphs import node_named
-from neurondev.report.fixes.spelling import Spelling, spell, statement_lines
+from neurondev.report.fixes.spelling import Spelling, spell
+from neurondev.report.fixes.statements import statement_lines
 from neurondev.trace.source import SourceLine, is_user_file
 
 __all__ = ["Edit", "FileEdits", "dedented", "propose"]

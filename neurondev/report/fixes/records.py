@@ -8,7 +8,7 @@ from typing import Any
 from neurondev.runs.values import Comparison
 from neurondev.trace.source import Located, SourceLine
 
-__all__ = ["CHECK_KINDS", "NOTE_KINDS", "Fix", "FixCheck", "SpellingNote"]
+__all__ = ["CHECK_KINDS", "NOTE_KINDS", "NO_SPELLING", "Fix", "FixCheck", "SpellingNote"]
 
 
 NOTE_KINDS = (
@@ -46,6 +46,8 @@ class SpellingNote:
     def to_dict(self) -> dict[str, Any]:
         return {key: value for key, value in dataclasses.asdict(self).items() if value is not None}
 
+
+NO_SPELLING = SpellingNote("no symbolic spelling")  # what a statement gets where no spelling keeps the device symbolic
 
 CHECK_KINDS = (
     "verified",  # every check ran and held: place (None: no device run)
