@@ -36,7 +36,7 @@ def function_and_inputs(options: argparse.Namespace) -> tuple[Callable, tuple]:
 
 
 def _check_inputs_given(fn: Callable, args: tuple, name: str) -> None:
-    from neurondev.trace.capture import required_inputs
+    from neurondev.trace.callables import required_inputs
 
     required = [] if args else required_inputs(fn)
     if required != []:

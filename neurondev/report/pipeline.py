@@ -40,7 +40,8 @@ from neurondev.report.stages import (
 )
 from neurondev.report.verdicts import Verdict
 from neurondev.runs.program import ProgramSubject
-from neurondev.trace.capture import Capture, capture, original_of, required_inputs
+from neurondev.trace.callables import original_of, required_inputs
+from neurondev.trace.capture import Capture, capture
 from neurondev.trace.copies import kept_global_state
 from neurondev.trace.generators import reachable_generators
 from neurondev.trace.source import lines_of

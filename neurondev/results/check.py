@@ -16,8 +16,8 @@ from neurondev.report.model import ExplanationData
 from neurondev.report.options import ExplainOptions, default, refuse_shadowing, value_of
 from neurondev.report.pipeline import explain, explain_with
 from neurondev.rulebook import RULES, rule_named, selected
-from neurondev.runs.program import default_device_set
-from neurondev.trace.capture import check_inputs
+from neurondev.runs.program_failures import default_device_set
+from neurondev.trace.callables import check_inputs
 
 __all__ = ["check", "findings_of"]
 

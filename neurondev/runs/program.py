@@ -6,12 +6,12 @@ The function, its module and its arguments are deep copies moved to the device (
 and ``x.to(xla)`` would); tensors the code reads from a global, a closure or a plain attribute stay
 where the user's code keeps them. It is called twice (the second call is the steady state), each
 call measured as deltas of torch_xla's counters (never cleared, given back if the bridge clears them).
+Where and why it failed, when it does, is read in ``runs.program_failures``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
 import time
 import warnings
 from collections.abc import Callable
@@ -20,11 +20,12 @@ from typing import Any, NamedTuple
 import torch
 import torch.fx
 
-from neurondev._compat.dynamo import dynamo_break_of, dynamo_failure
+from neurondev._compat.dynamo import dynamo_break_of
 from neurondev._compat.fx_internals import concrete
 from neurondev.fx.graphs import copy_graph
 from neurondev.runs.counts import Counts
 from neurondev.runs.interface import Driver
+from neurondev.runs.program_failures import HOST_ONLY_CODE, failure_kind, from_dynamo, line_in_message, message_of
 from neurondev.runs.program_records import ProgramCall, ProgramFailure, ProgramRun
 from neurondev.runs.reasons import NotCompared
 from neurondev.runs.run_records import Fallback, HostCopy, Upload
@@ -37,16 +38,9 @@ from neurondev.trace.copies import MovedInput, fresh_function, kept_global_state
 from neurondev.trace.generators import reachable_generators
 from neurondev.trace.source import SourceLine, source_line, source_of, user_line_of_error
 
-__all__ = ["ProgramSubject", "default_device_set", "locate_failure", "message_of", "run_program"]
+__all__ = ["ProgramSubject", "run_program"]
 
 _CALLS = 2
-_MIXED = re.compile(
-    r"two different devices|FakeTensor Device Propagation|found at least two devices|not on the expected device|device mismatch", re.I
-)
-_HOST_ONLY_MESSAGE = re.compile(r"numpy|0-dimensional arrays|python scalars|can't convert xla", re.I)
-_HOST_ONLY_CODE = re.compile(r"\.(numpy|tolist)\(|\bnp\.")
-_WRAPPED = re.compile(r"got \w+\((?P<quote>['\"])(?P<message>.+)(?P=quote)\)")
-_WRONG_DEVICE = re.compile(r"Expected XLA tensor|XLA tensors|same device|Expected all tensors", re.I)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,7 +191,7 @@ def _host_call_in(gm: torch.fx.GraphModule) -> SourceLine | None:
     """The first line of a graph that calls a host-only method on a tensor (``.numpy()``, ``.tolist()``),
     which dynamo traces as torch ops: the graph then hands a NumPy value across to the next one."""
     lines = (source_of(node) for node in gm.graph.nodes)
-    return next((line for line in lines if line is not None and _HOST_ONLY_CODE.search(line.code)), None)
+    return next((line for line in lines if line is not None and HOST_ONLY_CODE.search(line.code)), None)
 
 
 def _calls(
@@ -308,70 +302,14 @@ def _failure(error: BaseException, recorder: _Recorder, call: int) -> ProgramFai
     graph: int | None = None
     if recorder.running is not None:  # the node's own line when the error names it ("Original traceback")
         stage, graph = "graph", recorder.running
-        source = recorder.host_calls[graph] or _line_in_message(error) or recorder.ends[graph]
-    elif recorder.compiling is not None or _from_dynamo(error):
+        source = recorder.host_calls[graph] or line_in_message(error) or recorder.ends[graph]
+    elif recorder.compiling is not None or from_dynamo(error):
         stage, graph = "compile", recorder.compiling
         source = user_line_of_error(error) or (recorder.ends[graph] if graph is not None else None)
     else:
         stage, source = "python", user_line_of_error(error)
     recorder.running = recorder.compiling = None
-    return ProgramFailure(_kind(error, stage, source), stage, type(error).__name__, message_of(error), source, graph, call)
-
-
-def locate_failure(error: BaseException, *, call: int = 1) -> ProgramFailure:
-    """A failure raised outside any compiled graph (while dynamo traced, or in the code between
-    graphs) as a located record: the user's line and its kind."""
-    stage = "compile" if _from_dynamo(error) else "python"
-    source = user_line_of_error(error)
-    return ProgramFailure(_kind(error, stage, source), stage, type(error).__name__, message_of(error), source, None, call)
-
-
-def message_of(error: BaseException) -> str:
-    """The error's own words: its first line, or the error dynamo wrapped ("... got RuntimeError('X')": X)."""
-    first = (str(error).strip().splitlines() or [""])[0]
-    wrapped = _WRAPPED.search(first)
-    return (wrapped["message"] if wrapped else first)[:300]
-
-
-def _line_in_message(error: BaseException) -> SourceLine | None:
-    """The user's line an error's own text names (torch.fx adds the failing node's stack trace to it)."""
-    return user_line_of_error(error) if "Original traceback:" in str(error) else None
-
-
-def _from_dynamo(error: BaseException) -> bool:
-    """Raised while dynamo traced or compiled a frame (not by the user's code running)."""
-    return dynamo_failure(error)
-
-
-def _kind(error: BaseException, stage: str, source: SourceLine | None) -> str:
-    text = _messages(error)
-    if _MIXED.search(text) and stage == "compile" and default_device_set():
-        return "default device ignored under torch.compile"  # PyTorch issue 175953: a factory call left on the CPU
-    if _MIXED.search(text):
-        return "mixed devices at compile time" if stage == "compile" else "wrong device at run time"
-    if _HOST_ONLY_CODE.search(source.code if source else "") or _HOST_ONLY_MESSAGE.search(text):
-        return "host-only call between graphs"
-    if _WRONG_DEVICE.search(text):
-        return "wrong device at run time"
-    return "other"
-
-
-def default_device_set() -> bool:
-    """A default device other than the CPU is set (``torch.set_default_device``, ``with torch.device(...)``): a
-    torch.compile that does not apply it to every factory call (PyTorch issue 175953) fails only in the program's run."""
-    return torch.get_default_device().type != "cpu"
-
-
-def _messages(error: BaseException) -> str:
-    """The messages of an error and of the errors it was raised from."""
-    parts: list[str] = []
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        parts.append(str(current))
-        current = current.__cause__ or current.__context__
-    return "\n".join(parts)
+    return ProgramFailure(failure_kind(error, stage, source), stage, type(error).__name__, message_of(error), source, graph, call)
 
 
 class _Judged(NamedTuple):

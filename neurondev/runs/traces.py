@@ -27,7 +27,7 @@ from neurondev.rulebook import Ruled
 from neurondev.runs.graph import quiet_call, run_graph
 from neurondev.runs.interface import Driver
 from neurondev.runs.placement import to_device
-from neurondev.runs.program import locate_failure, message_of
+from neurondev.runs.program_failures import locate_failure, message_of
 from neurondev.runs.program_records import ProgramFailure
 from neurondev.runs.run_records import RunError
 from neurondev.trace.capture import Capture, capture, capture_on_device

@@ -1,11 +1,11 @@
-"""Trace a function or module on CPU with a recording torch.compile backend: the graphs dynamo made."""
+"""Trace a function or module on CPU with a recording torch.compile backend: the graphs dynamo made (what it is given
+is checked first, in ``trace.callables``)."""
 
 from __future__ import annotations
 
 import contextlib
 import copy
 import dataclasses
-import inspect
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -19,35 +19,21 @@ from neurondev._compat.fx_internals import concrete, tree_leaves
 from neurondev.errors import (
     CaptureInputError,
     InvalidOptionError,
-    MissingInputsError,
     NoGraphWarning,
-    NotCallableError,
     TraceError,
     warn_user,
 )
 from neurondev.rulebook import Ruled
 from neurondev.trace.aten import AtenGraph, AtenRecorder, run_backward
 from neurondev.trace.caches import kept_dynamo_caches
+from neurondev.trace.callables import check_callable, check_inputs, unwrap_compiled
 from neurondev.trace.capture_notes import CaptureNote
 from neurondev.trace.copies import MovedInput, fresh_function, kept_global_state, own_namespaces, traced_copies
 from neurondev.trace.generators import reachable_generators
 from neurondev.trace.inputs import HostValue, host_values
 from neurondev.trace.source import Located, SourceLine, display_name, source_line, user_line_of_error
 
-__all__ = [
-    "LEVELS",
-    "Capture",
-    "DynamoBreak",
-    "MovedInput",
-    "capture",
-    "capture_on_device",
-    "check_inputs",
-    "check_level",
-    "original_of",
-    "quiet_dynamo",
-    "required_inputs",
-    "trace_only",
-]
+__all__ = ["LEVELS", "Capture", "DynamoBreak", "MovedInput", "capture", "capture_on_device", "check_level", "quiet_dynamo", "trace_only"]
 
 _CPU = torch.device("cpu")
 LEVELS = ("dynamo", "aten")
@@ -191,10 +177,10 @@ def _trace(
     notes: list[CaptureNote] | None = None,
 ) -> tuple[Any, list[MovedInput], list[CaptureNote]]:
     """Trace ``fn`` with copies of its inputs (and of a module) on ``device``; record through ``recorder``."""
-    _check_callable(fn)
+    check_callable(fn)
     moved = [] if moved is None else moved
     notes = [] if notes is None else notes
-    fn = _unwrap_compiled(fn, notes)
+    fn = unwrap_compiled(fn, notes)
     check_inputs(fn, args, kwargs)
     with own_namespaces(fn) as namespaces:
         traced_fn, copied_args, copied_kwargs = traced_copies(fn, args, kwargs, device, moved, notes, namespaces)
@@ -264,25 +250,6 @@ def quiet_dynamo():
     finally:
         for logger, level in zip(loggers, levels):
             logger.setLevel(level)
-
-
-def original_of(fn: Any) -> Any:
-    """The function or module a ``torch.compile`` call wrapped (``fn`` itself when it is not compiled): what is traced
-    and run, under the backend neurondev measures, rather than inside the user's own compile with its backend."""
-    for wrapped in ("_orig_mod", "_torchdynamo_orig_callable"):  # a module's, a function's
-        original = getattr(fn, wrapped, None)
-        if original is not None:  # not `or`: an empty nn.Sequential is falsy
-            return original
-    return fn
-
-
-def _unwrap_compiled(fn: Callable, notes: list[CaptureNote]) -> Callable:
-    """The original of an already ``torch.compile``d function or module, as dynamo's own explain does; a note says so."""
-    original = original_of(fn)
-    if original is fn:
-        return fn
-    notes.append(CaptureNote("already compiled", name=display_name(fn), original=display_name(original)))
-    return original
 
 
 # Why a capture recorded no graph: the NoGraphWarning's message (render says the note with the same words).
@@ -369,36 +336,3 @@ def _compiled_entry(fn: Callable, recorder: _Recorder) -> Callable:
         return fn(*args, **kwargs)
 
     return torch.compile(fresh_function(entry), backend=recorder, dynamic=False, fullgraph=False)
-
-
-def _check_callable(fn: Any) -> None:
-    if not callable(fn):
-        raise NotCallableError(
-            f"capture needs a function or an nn.Module to trace, got {type(fn).__name__}; "
-            "pass the function itself, e.g. neurondev.capture(f, x) rather than neurondev.capture(f(x))"
-        )
-
-
-def required_inputs(fn: Callable) -> list[str] | None:
-    """The names of the parameters ``fn`` (or a module's ``forward``) cannot do without; None when
-    its signature cannot be read."""
-    target = fn.forward if isinstance(fn, torch.nn.Module) else fn
-    try:
-        signature = inspect.signature(target)
-    except (TypeError, ValueError):
-        return None
-    return [
-        p.name
-        for p in signature.parameters.values()
-        if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-    ]
-
-
-def check_inputs(fn: Callable, args: tuple, kwargs: dict) -> None:
-    """MissingInputsError, naming the parameters, when ``fn`` needs inputs and none were given."""
-    required = [] if args or kwargs else required_inputs(fn)
-    if required:
-        raise MissingInputsError(
-            f"{display_name(fn)} needs example inputs for {', '.join(required)}; pass them after the function, "
-            f"e.g. neurondev.capture({display_name(fn)}, torch.randn(64))"
-        )

@@ -64,7 +64,7 @@ def test_a_function_the_user_compiled_already_runs_on_the_device_as_its_original
 
 
 def test_an_empty_sequential_the_user_compiled_is_unwrapped_too():
-    from neurondev.trace.capture import original_of
+    from neurondev.trace.callables import original_of
 
     empty = torch.nn.Sequential()
     assert not empty and original_of(torch.compile(empty)) is empty  # falsy, yet the original
