@@ -166,9 +166,9 @@ def test_a_build_is_taken_as_it_is_only_when_its_stamp_is_this_sources_and_this_
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # staged, then moved whole
     assert loader._built(tmp_path) is None  # a library that does not load, its stamp matching: the builder's path
     key = loader._build_key()
-    changed = tmp_path / "hostdev.cpp"
-    changed.write_text(loader.SOURCE.read_text() + "// changed\n")
-    monkeypatch.setattr(loader, "SOURCE", changed)
+    changed = tmp_path / loader.SOURCES[-1].name
+    changed.write_text(loader.SOURCES[-1].read_text() + "// changed\n")
+    monkeypatch.setattr(loader, "SOURCES", (*loader.SOURCES[:-1], changed))
     assert loader._build_key() != key  # another source: built again
     monkeypatch.undo()
     monkeypatch.setenv("CXX", "clang++")
@@ -179,17 +179,18 @@ def test_a_build_is_taken_as_it_is_only_when_its_stamp_is_this_sources_and_this_
 
 
 def test_the_build_reads_its_source_from_the_cache_so_two_checkouts_share_one_build(tmp_path):
-    """ninja rebuilds when a source's path changes: the source is copied into the build folder, and
+    """ninja rebuilds when a source's path changes: each source (and header) is copied into the build folder, and
     rewritten there only when its text changes (a clean clone beside a working copy rebuilt each time)."""
-    from neurondev.devices.host.loader import SOURCE, _source_in
+    from neurondev.devices.host.loader import SOURCES, _sources_in
 
-    copy = _source_in(tmp_path)
-    assert copy.parent == tmp_path and copy.read_text() == SOURCE.read_text()
-    stamp = copy.stat().st_mtime_ns
-    assert _source_in(tmp_path) == copy and copy.stat().st_mtime_ns == stamp  # the same text: untouched, no rebuild
-    copy.write_text("// an older neurondev's source\n")
-    assert _source_in(tmp_path).read_text() == SOURCE.read_text()  # another text: replaced, ninja rebuilds
-    assert sorted(p.name for p in tmp_path.iterdir()) == [SOURCE.name]  # no staged file left behind
+    copies = _sources_in(tmp_path)
+    assert [copy.parent for copy in copies] == [tmp_path] * len(SOURCES)
+    assert [copy.read_text() for copy in copies] == [source.read_text() for source in SOURCES]
+    stamps = [copy.stat().st_mtime_ns for copy in copies]
+    assert _sources_in(tmp_path) == copies and [copy.stat().st_mtime_ns for copy in copies] == stamps  # the same text: untouched
+    copies[0].write_text("// an older neurondev's source\n")
+    assert _sources_in(tmp_path)[0].read_text() == SOURCES[0].read_text()  # another text: replaced, ninja rebuilds
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(source.name for source in SOURCES)  # no staged file left behind
 
 
 def test_each_torch_installation_builds_into_a_folder_of_its_own(monkeypatch):
