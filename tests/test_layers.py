@@ -1,6 +1,6 @@
 """The package's layers: read every module's imports with ast (those inside functions and TYPE_CHECKING
 blocks too: an annotation is a dependency) and fail on a circle between modules or on an import from a
-lower folder to a higher one."""
+lower folder to a higher one; and its rooms: no module, Python or C++, over the limit."""
 
 from __future__ import annotations
 
@@ -111,6 +111,15 @@ def test_no_modules_import_each_other_in_a_circle():
 def test_every_folder_is_in_the_order():
     folders = {path.name for path in PACKAGE.iterdir() if path.is_dir() and (path / "__init__.py").exists()}
     assert folders - {base.split(".")[1] for base in BASE} == set(ORDER)
+
+
+LIMIT = 400  # lines: past it a module is split where its concern splits (docs/architecture.md, "The rooms")
+
+
+def test_no_module_python_or_cpp_is_over_the_limit():
+    sources = [path for path in PACKAGE.rglob("*") if path.suffix in (".py", ".cpp", ".h")]
+    over = {str(path.relative_to(PACKAGE)): n for path in sources if (n := len(path.read_text().splitlines())) > LIMIT}
+    assert len(sources) > 150 and over == {}
 
 
 def test_no_two_modules_share_a_name():
