@@ -4,11 +4,11 @@ The device is neurondev's host test device (host memory behind PyTorch's Private
 falling back to the CPU, so that every call has events to record, each attributed to its line and module. Columns:
 
 - ``plain``: the model's forward in plain torch;
-- ``log``: neurondev's default accounting on a device that keeps its own log: the device counts in C++ and calls back
-  into Python only at a copy, a sync or a fallback (``native.logged``);
+- ``observer``: neurondev's accounting on any device, the dispatcher's observer: a RecordFunction callback counts in
+  C++ and calls back into Python only at a copy, a sync or a fallback (``native.observer``);
 - ``counting``: the same with lines off (what a long loop's repeating steps cost: the mechanism's floor);
-- ``mode``: the exact path, a dispatch mode that sees every op from Python (``native.accounting``), and ``floor``, a
-  dispatch mode that does nothing but call the op (that mechanism's floor);
+- ``log``: the host device's own C++ log as the record instead (``NEURONDEV_ACCOUNTING=log``: the reference);
+- ``profiler``: ``torch.profiler`` on the CPU with the ops' input shapes, the ecosystem's own sight of every op;
 - ``watch``: the public ``neurondev.watch()`` around the calls, a ``w.step()`` after each: a loop of as many steps
   as a timing has calls (lines on its first steps, counts only once it repeats: ``loops/attribution.py``), and
   ``watch10``, a loop of 10 steps, nearly all of them with lines;
@@ -18,8 +18,8 @@ falling back to the CPU, so that every call has events to record, each attribute
 Each timing runs at least ``SECONDS`` of plain calls (at least 10 calls), so that a timer's resolution and the
 machine's noise are small against it; the best of ``ROUNDS`` per side. Three loads: a tiny GPT-2 (hidden 64: about 140 ops of a few microseconds each), a small MLP, and a GPT-2 of GPT-2
 small's width (hidden 768, 2 layers, 128 tokens). Goal: log, watch and program <= 1.3 on the tiny loads, <= 1.1 at
-GPT-2 small's width. ``--target cuda`` runs the same on a GPU (no fallback there: copies and syncs; the mode path,
-CUDA keeping no log of its own).
+GPT-2 small's width. ``--target cuda`` runs the same on a GPU (no fallback there: copies and syncs; the observer, CUDA
+keeping no log of its own).
 
     .venv-current/bin/python benchmarks/bench_native_device.py
 """
@@ -34,28 +34,18 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 import neurondev
-from neurondev.native.accounting import Accounting
 from neurondev.native.choice import accounting_for
 from neurondev.native.device import NativeDriver
+from neurondev.native.events import DEVICE_LOGS
+from neurondev.native.logged import LoggedAccounting
+from neurondev.native.observer import observer_for
 from neurondev.testing import tiny_gpt2
 
 ROUNDS = 5
 SECONDS = 0.25  # of plain calls per timing, at least
 STEPS = 10  # the short loop's steps
-
-
-class SeesEveryOp(TorchDispatchMode):
-    """The dispatch mode's floor: every op seen from Python, nothing recorded."""
-
-    @classmethod
-    def ignore_compile_internals(cls) -> bool:
-        return True
-
-    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        return func(*args, **(kwargs or {}))
 
 
 def gpt2(device: torch.device, **size: int) -> tuple[torch.nn.Module, Callable[[torch.nn.Module], object]]:
@@ -81,22 +71,25 @@ def _calls(call: Callable[[], object], calls: int) -> float:
 
 @contextlib.contextmanager
 def _counting(device: torch.device) -> Iterator[Any]:
-    accounting = accounting_for(device.type)
-    accounting.attributing = False
+    accounting = LoggedAccounting(device.type, observer_for(device.type))
     with accounting:
+        accounting.attributing = False
         yield accounting
+
+
+def _profiled() -> Any:
+    return torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True)
 
 
 def sides(model: torch.nn.Module, feed: Callable[[Any], object], device: torch.device) -> dict[str, Callable[[int], float]]:
     """Each side: a function timing a number of calls of the model."""
     call = lambda: feed(model)  # noqa: E731
-    log = accounting_for(device.type)
     found: dict[str, Callable[[int], float]] = {"plain": lambda calls: _calls(call, calls)}
-    if hasattr(log, "attributing"):
-        found["log"] = lambda calls: _under(log, call, calls)
-        found["counting"] = lambda calls: _under(_counting(device), call, calls)
-    found["mode"] = lambda calls: _under(Accounting(device.type), call, calls)
-    found["floor"] = lambda calls: _under(SeesEveryOp(), call, calls)
+    found["observer"] = lambda calls: _under(LoggedAccounting(device.type, observer_for(device.type)), call, calls)
+    found["counting"] = lambda calls: _under(_counting(device), call, calls)
+    if device.type in DEVICE_LOGS:
+        found["log"] = lambda calls: _under(LoggedAccounting(device.type, DEVICE_LOGS[device.type]), call, calls)
+    found["profiler"] = lambda calls: _under(_profiled(), call, calls)
     found["watch"] = lambda calls: _watched(call, calls)
     found["watch10"] = lambda calls: _short_loops(call, calls)
     driver = NativeDriver(device)

@@ -34,6 +34,7 @@ __all__ = [
     "NestedWatchError",
     "PassInvariantError",
     "HostDeviceError",
+    "ObserverError",
     "DeviceUnavailableError",
     "NoGraphWarning",
     "warn_user",
@@ -151,6 +152,11 @@ class PassInvariantError(NeurondevError, AssertionError):
 
 class HostDeviceError(NeurondevError, RuntimeError):
     """The host test device cannot be built (no C++ compiler, no ninja) or registered (another backend holds PrivateUse1)."""
+
+
+class ObserverError(NeurondevError, RuntimeError):
+    """The dispatcher's observer, which counts a native device's copies, syncs and fallbacks, cannot be built (no C++
+    compiler, no ninja)."""
 
 
 class TorchInternalsError(NeurondevError, RuntimeError):

@@ -56,10 +56,12 @@ enough_disk() {
 }
 
 host_device() {
-    # The host test device's C++, built once into ~/.cache/neurondev for this torch (the tests then pay a second)
-    echo "setup: building neurondev's host test device for $1 (about a minute the first time)"
-    "$1/bin/python" -c "import neurondev; neurondev.host_device()" >>"$1/setup.log" 2>&1 || {
-        tail -n 20 "$1/setup.log" >&2; echo "setup: building the host test device failed; the log is $1/setup.log" >&2; exit 1; }
+    # The C++ of the host test device and of the dispatcher's observer (every native device's accounting), each built
+    # once into ~/.cache/neurondev for this torch (the tests then pay a second)
+    echo "setup: building neurondev's host test device and observer for $1 (about a minute the first time)"
+    "$1/bin/python" -c "import neurondev; neurondev.host_device(); from neurondev.native.observer import observer_module; observer_module()" \
+        >>"$1/setup.log" 2>&1 || {
+        tail -n 20 "$1/setup.log" >&2; echo "setup: building neurondev's C++ failed; the log is $1/setup.log" >&2; exit 1; }
 }
 
 system_packages

@@ -250,7 +250,7 @@ def test_watch_misuse_is_named():
 def test_an_accounting_that_does_not_exist_is_named_with_the_two_there_are(monkeypatch):
     neurondev.host_device()
     monkeypatch.setenv("NEURONDEV_ACCOUNTING", "fast")
-    with pytest.raises(neurondev.InvalidOptionError, match=r"NEURONDEV_ACCOUNTING is 'log' .* or 'mode' .*got 'fast'"):
+    with pytest.raises(neurondev.InvalidOptionError, match=r"NEURONDEV_ACCOUNTING is 'observer' .* or 'log' .*got 'fast'"):
         neurondev.explain(lambda x: x + 1, torch.randn(2), target="hostdev", quiet=True)
 
 

@@ -2,7 +2,7 @@
 
 Each of these reaches into an internal that a release may move. They were checked against the versions in
 ``CHECKED_WITH``; when one breaks, this package is the only place to mend, one module per library or part of torch:
-``fx_internals`` (graphs, pytrees, what dynamo names), ``dispatcher`` (dispatch keys, kernels, modes), ``dynamo``
+``fx_internals`` (graphs, pytrees, what dynamo names), ``default_device`` (the function-mode stack), ``dynamo``
 (its caches, metrics, guards and hooks), ``out_of_tree`` (what a PrivateUse1 device registers), ``torch_xla_hooks``
 and ``ipython``. One exception, read in a hot loop, is named in ``fx_internals``: ``torch.fx.Node._args`` /
 ``._kwargs`` in ``fx/devices.py``.
@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["CHECKED_WITH", "TESTED_ALONE", "TESTED_IPYTHON", "TESTED_PAIR", "hook"]
+__all__ = ["CHECKED_WITH", "TESTED_ALONE", "TESTED_IPYTHON", "TESTED_PAIR", "hook", "torch_at_least"]
 
 # The one list of the versions tested here (requirements/ pins them; tests/test_suite_setup.py checks they agree):
 TESTED_PAIR = ("2.9.0", "2.9.0")  # torch + torch-xla: requirements/constraints.txt
@@ -35,3 +35,9 @@ def hook(owner: Any, name: str, what: str) -> Any:
             f"(torch {torch.__version__}); it was checked with {checked}: install one of those, or report it"
         )
     return found
+
+
+def torch_at_least(wanted: tuple[int, int], version: str | None = None) -> bool:
+    """Whether this torch (or ``version``) is ``wanted`` (major, minor) or newer."""
+    major, minor = (int(part) for part in (version or torch.__version__).split("+")[0].split(".")[:2])
+    return (major, minor) >= wanted

@@ -29,14 +29,14 @@ __all__ = [
     "with_checked_advice",
 ]
 
-GAP_KINDS = ("torch_xla not loaded", "analysis off", "analysis to stderr", "native needs torch 2.13")
+GAP_KINDS = ("torch_xla not loaded", "analysis off", "analysis to stderr")
 
 
 @dataclasses.dataclass(frozen=True)
 class Gap:
     """What a watch's figures do not cover, and why: ``kind`` (in ``GAP_KINDS``: the watched code never loaded
     torch_xla; torch_xla's analysis was off, or printed to stderr, so XLA's programs are counted, not their
-    triggers; this torch cannot keep a native device's accounting on around compiled code) and its facts:
+    triggers) and its facts:
     ``device`` (the native device), ``torch`` (this torch's version), ``level`` (PT_XLA_DEBUG_LEVEL)."""
 
     kind: str

@@ -251,17 +251,11 @@ def _when_a_device_loads(loaded: Callable[[], None]) -> Callable[[], None]:
 
 
 def _native_accounting() -> tuple[Any, Gap | None]:
-    """An accounting of the native device loaded in this process for the loop (None: there is none, or this
-    torch cannot keep it on around compiled code: a dispatch mode on torch 2.9), and the gap when it cannot."""
-    import torch
-
+    """An accounting of the native device loaded in this process for the loop (None: there is none), and the gap when
+    it cannot count (none: the observer counts on every torch, around compiled code too)."""
     name = privateuse1_name()
     if name == "privateuseone":
         return None, None
-    from neurondev._compat.dispatcher import dispatch_mode_keeps_compiled_code
     from neurondev.native.choice import accounting_for
 
-    accounting = accounting_for(name)
-    if not accounting.sees_between_graphs_always and not dispatch_mode_keeps_compiled_code():
-        return None, Gap("native needs torch 2.13", device=name, torch=torch.__version__.split("+")[0])
-    return accounting, None
+    return accounting_for(name), None

@@ -136,7 +136,44 @@ def cut(
     accounting's events, or None)."""
     before, steps, after = _intervals(marks, kind)
     function = _name_of(marks, _stepping_function(marks)) if kind == "compiled call" else None
-    return tuple(_step(number, function, marks, events, analysis, device_events, bounds) for number, bounds in enumerate(steps, 1))
+    return _with_known_lines(
+        [_step(number, function, marks, events, analysis, device_events, bounds) for number, bounds in enumerate(steps, 1)]
+    )
+
+
+def _with_known_lines(steps: list[Step]) -> tuple[Step, ...]:
+    """Each step whose device costs came without their lines (a long loop's accounting only counts once its stretches
+    repeat ones seen with lines: ``loops.attribution``) takes, kind by kind, the lines of the latest earlier step that
+    cost as much of that kind: its syncs, copies to the host, copies to the device, fallbacks of each op."""
+    latest: Seen | None = None
+    found = []
+    for step in steps:
+        if step.seen is not None and any(step.seen):
+            latest = step.seen
+        elif step.native is not None and step.seen is not None and latest is not None:
+            step = dataclasses.replace(step, seen=_same_costs(latest, step.native))
+        found.append(step)
+    return tuple(found)
+
+
+def _same_costs(seen: Seen, counts: Counts) -> Seen:
+    """The groups of ``seen`` whose kind of cost (syncs, copies each way, each op's fallbacks) adds up to ``counts``'."""
+    syncs = sum(c.syncs for c in seen.host_copies) == counts.syncs
+    copies = sum(c.transfers_to_host for c in seen.host_copies) == counts.transfers_to_host
+    uploads = sum(u.transfers_to_device for u in seen.uploads) == counts.transfers_to_device
+    fell: dict[str, int] = collections.Counter()
+    for fallback in seen.fallbacks:
+        fell[fallback.op] += fallback.calls
+    ops = {op for op, calls in fell.items() if dict(counts.fallbacks).get(op) == calls}
+    return Seen(
+        tuple(
+            c
+            for c in seen.host_copies
+            if (syncs or not c.syncs) and (copies or not c.transfers_to_host) and (c.syncs or c.transfers_to_host)
+        ),
+        seen.uploads if uploads and counts.transfers_to_device else (),
+        tuple(f for f in seen.fallbacks if f.op in ops),
+    )
 
 
 def outside(

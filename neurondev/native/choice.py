@@ -1,5 +1,6 @@
-"""Which accounting a native device gets: its own log where it keeps one (Python runs only at events), else the
-dispatch mode (Python at every op); ``NEURONDEV_ACCOUNTING=mode`` asks for the mode on any device."""
+"""Which accounting a native device gets: the dispatcher's observer (every device alike: Python only at events), or the
+device's own log where it keeps one (``NEURONDEV_ACCOUNTING=log``: the host test device's, the reference the observer
+is tested against)."""
 
 from __future__ import annotations
 
@@ -11,27 +12,28 @@ from neurondev.native.events import DEVICE_LOGS
 
 __all__ = ["ACCOUNTINGS", "accounting_for", "chosen"]
 
-ACCOUNTINGS = ("log", "mode")
+ACCOUNTINGS = ("observer", "log")
 
 
 def chosen() -> str:
-    """The accounting asked for (``NEURONDEV_ACCOUNTING``): 'log' (the default: the device's log where it has one) or 'mode'."""
-    asked = os.environ.get("NEURONDEV_ACCOUNTING", "log").strip().lower() or "log"
+    """The accounting asked for (``NEURONDEV_ACCOUNTING``): 'observer' (the default) or 'log'."""
+    asked = os.environ.get("NEURONDEV_ACCOUNTING", "observer").strip().lower() or "observer"
     if asked not in ACCOUNTINGS:
         raise InvalidOptionError(
-            f"NEURONDEV_ACCOUNTING is 'log' (the device's own log, where it keeps one: the default) or 'mode' (a dispatch mode "
-            f"that sees every op), got {asked!r}"
+            f"NEURONDEV_ACCOUNTING is 'observer' (the dispatcher's record of every op, on any device: the default) or 'log' "
+            f"(the device's own log, where it keeps one: the host test device), got {asked!r}"
         )
     return asked
 
 
 def accounting_for(device_type: str, *, modules: dict[int, str] | None = None) -> Any:
-    """A new accounting of ``device_type``: a LoggedAccounting over its log, or the dispatch mode's Accounting."""
-    log = DEVICE_LOGS.get(device_type)
-    if log is not None and chosen() == "log":
-        from neurondev.native.logged import LoggedAccounting
+    """A new accounting of ``device_type``: over the dispatcher's observer, or over the device's own log when asked for
+    and it keeps one."""
+    from neurondev.native.logged import LoggedAccounting
 
-        return LoggedAccounting(device_type, log, modules=modules)
-    from neurondev.native.accounting import Accounting
+    log = DEVICE_LOGS.get(device_type) if chosen() == "log" else None
+    if log is None:
+        from neurondev.native.observer import observer_for
 
-    return Accounting(device_type, modules=modules)
+        log = observer_for(device_type)
+    return LoggedAccounting(device_type, log, modules=modules)

@@ -22,9 +22,9 @@ _HOST_DEVICE = "hostdev"
 
 
 class NativeDriver:
-    """Runs on ``device``, a device of the PrivateUse1 backend loaded in this process; what it costs is counted by
-    its accounting (copies, syncs, fallbacks with their lines): from the device's own log where it keeps one, else at
-    dispatch (``native.choice``)."""
+    """Runs on ``device``, a device of the PrivateUse1 backend loaded in this process (or CUDA); what it costs is counted
+    by its accounting (copies, syncs, fallbacks with their lines): the dispatcher's observer, or the device's own log
+    where asked for (``native.choice``)."""
 
     stack = "native"
 
@@ -61,18 +61,10 @@ class NativeDriver:
     def seed(self, seed: int) -> None:
         torch.manual_seed(seed)  # the CPU's generator and every device's (torch seeds a PrivateUse1 backend's too)
 
-    @property
-    def sees_between_graphs(self) -> bool:
-        """Whether the accounting can stay on around compiled code, seeing what runs between its graphs: a device's own
-        log always; a dispatch mode from torch 2.13 on (with torch 2.9 it would make dynamo compile again on every
-        call: only what runs inside the graphs, which the interpreting backend runs, is seen there)."""
-        from neurondev._compat.dispatcher import dispatch_mode_keeps_compiled_code
-
-        return self.accounting.sees_between_graphs_always or dispatch_mode_keeps_compiled_code()
-
-    @property
-    def needs_counting_call(self) -> bool:
-        return not self.sees_between_graphs
+    # The accounting stays on around compiled code and sees what runs between its graphs (the observer, a device's log:
+    # no dispatch mode, which would make dynamo compile again), so a call of compiled code is counted as it runs.
+    sees_between_graphs = True
+    needs_counting_call = False
 
     @contextlib.contextmanager
     def measuring(self, *, compiled: bool = False, whole: bool = False) -> Iterator[Any]:

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import sys
+import threading
 import weakref
 from typing import Any
 
@@ -111,6 +113,9 @@ class Whereabouts:
         if node is not None:
             return _node_place(node)
         frame = _program_frame(frame)
+        if frame is None:  # autograd's own thread of the device runs a backward: the line that asked for it
+            caller = _waiting_in_backward()
+            frame = _program_frame(caller)
         if frame is None:
             return None, "", None, None
         return None, self._module_of(caller), _line_of(frame.f_code, frame.f_lineno), None
@@ -181,5 +186,32 @@ def _source_line(filename: str, line: int, function: str) -> SourceLine:
 
 
 def caller(depth: int) -> Any:
-    """The frame ``depth`` levels above the caller's (``sys._getframe``)."""
-    return sys._getframe(depth + 1)
+    """The frame ``depth`` levels above the caller's (``sys._getframe``), or None where the stack is shallower: on a
+    thread torch runs (autograd's, for a device's backward) the Python stack is only the callback's own."""
+    frame: Any = sys._getframe(1)
+    for _ in range(depth):
+        if frame.f_back is None:
+            return None
+        frame = frame.f_back
+    return frame
+
+
+_BACKWARD = ("backward", "grad", "_engine_run_backward")  # where a thread waits while autograd's thread runs its backward
+
+
+def _waiting_in_backward() -> Any:
+    """The innermost frame of another thread that waits in autograd's backward (``loss.backward()``,
+    ``torch.autograd.grad``) while the device's autograd thread runs it, or None."""
+    me = threading.get_ident()
+    for ident, frame in sys._current_frames().items():
+        if ident == me:
+            continue
+        here: Any = frame
+        while here is not None:
+            code = here.f_code
+            if code.co_name in _BACKWARD and f"torch{os.sep}autograd{os.sep}" in code.co_filename:
+                return frame
+            if code.co_name == "backward" and code.co_filename.endswith(f"torch{os.sep}_tensor.py"):
+                return frame
+            here = here.f_back
+    return None

@@ -1,24 +1,25 @@
-"""Accounting from a device's own log, paying only at events: the device counts its copies, syncs and fallbacks in C++,
-and calls back into Python at each one for its line; no Python runs at any other op.
+"""Accounting from a record kept in C++, paying only at events: the copies, syncs and fallbacks are counted in C++, and
+Python is called at each one for its line; no Python runs at any other op.
 
-The host test device keeps such a log (its C++ records each copy across devices, each fallback with what it copied,
-each host read), and a RecordFunction callback of its own names the op the program called (the outermost on the
-thread: ``aten::embedding`` for the ``aten::index_select`` that fell back beneath it). While a compiled graph runs,
-that callback is off and the graph's node names the op (``in_graph``; it cost a tenth of a small program's time; a
-thread running eager ops meanwhile names the op that fell back itself). While the accounting
-``attributes`` (the default), each event comes to Python with the graph node, module and line it happened at; while it
-only counts, the counts are the device's and no event reaches Python (a long loop's steady steps). Nothing is a
-dispatch mode, so compiled code runs under it as it does without it, on every torch.
+The record is the dispatcher's observer (``native.observer``: every device alike), or a device's own log where it keeps
+one (the host test device's C++ records each copy across devices, each fallback with what it copied, each host read: the
+reference the observer is tested against). Either names the op the program called (the outermost on the thread:
+``aten::embedding`` for the ``aten::index_select`` that fell back beneath it); while a compiled graph runs, the graph's
+node names it (``in_graph``). While the accounting ``attributes`` (the default), each event comes to Python with the
+graph node, module and line it happened at; while it only counts, the counts are the record's and no event reaches
+Python (a long loop's steady steps). Nothing is a dispatch mode, so compiled code runs under it as it does without it,
+on every torch, and no op runs otherwise than it would.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from collections.abc import Iterator
 from typing import Any
 
-from neurondev.native.events import ACTIVE, DeviceEvent, Whereabouts, active_for, caller
+from neurondev.native.events import ACTIVE, DeviceEvent, Whereabouts, caller
 from neurondev.runs.counts import Counts
 
 __all__ = ["LoggedAccounting"]
@@ -27,11 +28,9 @@ _KIND = {("copy", "to_host"): "copy to host", ("copy", "to_device"): "copy to de
 
 
 class LoggedAccounting(Whereabouts):
-    """Counts what the program does on device type ``device_type``, whose own log is ``log`` (the device's extension:
+    """Counts what the program does on device type ``device_type``, from ``log`` (the observer, or the device's extension:
     ``observe``, ``attribute``, ``observed_totals``), while on (``with``); ``events`` lists each event it attributed,
     ``counts()`` reads the cumulative totals (subtract two readings), ``attributing`` switches attribution."""
-
-    sees_between_graphs_always = True  # no dispatch mode: compiled code runs under it as without it
 
     def __init__(self, device_type: str, log: Any, *, modules: dict[int, str] | None = None) -> None:
         super().__init__(modules)
@@ -44,9 +43,8 @@ class LoggedAccounting(Whereabouts):
 
     # --- on and off -----------------------------------------------------------------------------
     def __enter__(self) -> LoggedAccounting:
-        outer = active_for(self.device_type)
-        if outer is None or not isinstance(outer, LoggedAccounting):
-            self.log.observe(_tell)
+        if self._outer() is None:
+            self.log.observe(functools.partial(_tell, self.log))
         ACTIVE.append(self)
         self.log.attribute(self._attributing)
         self._base = _totals(self.log)
@@ -56,11 +54,15 @@ class LoggedAccounting(Whereabouts):
         self._banked = self.counts()
         self._base = None
         ACTIVE.remove(self)
-        outer = active_for(self.device_type)
-        if isinstance(outer, LoggedAccounting):
+        outer = self._outer()
+        if outer is not None:
             self.log.attribute(outer.attributing)
         else:
             self.log.observe(None)
+
+    def _outer(self) -> LoggedAccounting | None:
+        """The innermost accounting on that reads the same record (a watch's, around a run's)."""
+        return next((a for a in reversed(ACTIVE) if isinstance(a, LoggedAccounting) and a.log is self.log and a is not self), None)
 
     @property
     def attributing(self) -> bool:
@@ -101,10 +103,10 @@ class LoggedAccounting(Whereabouts):
             self.events.append(event)
 
 
-def _tell(kind: str, op: str, direction: str, nbytes: int, called: str, collective: str) -> None:
-    """The device's callback: the event to the innermost logged accounting that is on."""
+def _tell(log: Any, kind: str, op: str, direction: str, nbytes: int, called: str, collective: str) -> None:
+    """A record's callback: the event to the innermost accounting on that reads ``log``."""
     for accounting in reversed(ACTIVE):
-        if isinstance(accounting, LoggedAccounting):
+        if isinstance(accounting, LoggedAccounting) and accounting.log is log:
             accounting.seen(kind, op, direction, nbytes, called, collective)
             return
 

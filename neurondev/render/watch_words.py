@@ -124,11 +124,6 @@ def gap_text(gap: Gap) -> str:
         return "torch_xla was not loaded by the watched code: XLA figures are empty"
     if gap.kind == "analysis to stderr":
         return "torch_xla's analysis is on but printed to stderr (set PT_XLA_DEBUG_FILE too, before the first XLA compile)"
-    if gap.kind == "native needs torch 2.13":
-        return (
-            f"{gap.device}'s copies, syncs and fallbacks per step are counted from torch 2.13 "
-            f"(with torch {gap.torch} the accounting would make dynamo recompile)"
-        )
     return (
         "torch_xla's compilation analysis is off in this process: each step's XLA compiles are counted, not their causes "
         "(run the loop with `neurondev watch script.py`, or set PT_XLA_DEBUG_LEVEL=2 and PT_XLA_DEBUG_FILE before the first XLA compile)"

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from neurondev._compat.dispatcher import without_default_device
+from neurondev._compat.default_device import without_default_device
 from neurondev._compat.dynamo import dynamo_break_of
 from neurondev._compat.fx_internals import concrete, tree_leaves
 from neurondev.errors import (

@@ -213,7 +213,7 @@ def test_a_script_that_runs_a_backward_on_the_device_exits_0_every_time():
     import subprocess
     import sys
 
-    from neurondev._compat.dispatcher import _version_at_least
+    from neurondev._compat import torch_at_least
 
     script = (
         "import torch, neurondev\n"
@@ -222,7 +222,7 @@ def test_a_script_that_runs_a_backward_on_the_device_exits_0_every_time():
         "for _ in range(3):\n"
         "    m(torch.randn(4, 8, device=dev)).pow(2).sum().backward()\n"
     )
-    count = 8 if _version_at_least(torch.__version__, (2, 13)) else 2
+    count = 8 if torch_at_least((2, 13)) else 2
     runs = [subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True) for _ in range(count)]
     ended = [(run.wait(timeout=300), run.stderr.read()) for run in runs]
     assert [code for code, _ in ended] == [0] * count, [err[-500:] for code, err in ended if code]

@@ -1,5 +1,5 @@
-"""watch on a native device: dynamo's compiles, and per step the copies to the host, syncs and CPU fallbacks
-(counted where the accounting can stay on around compiled code: torch 2.13 on; said otherwise)."""
+"""watch on a native device: dynamo's compiles, and per step the copies to the host, syncs and CPU fallbacks, counted
+around compiled code on every torch (the dispatcher's observer, or the device's own log: no dispatch mode)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import pytest
 import torch
 
 import neurondev
-from neurondev._compat.dispatcher import dispatch_mode_keeps_compiled_code
 from tests.helpers import run_python
 
 
@@ -21,10 +20,10 @@ def device():
     neurondev.host_device()
 
 
-@pytest.mark.parametrize("accounting", ["log", "mode"])
-def test_each_step_counts_its_syncs_and_fallbacks_or_says_why_not(device, accounting, monkeypatch):
-    """The device's own log sees around compiled code on every torch; the dispatch mode (the exact path, opt-in) from
-    torch 2.13 on, and says why not before."""
+@pytest.mark.parametrize("accounting", ["log", "observer"])
+def test_each_step_counts_its_syncs_and_fallbacks(device, accounting, monkeypatch):
+    """The device's own log and the dispatcher's observer see around compiled code on every torch (a dispatch mode
+    made torch 2.9's dynamo compile again: it saw nothing there)."""
     monkeypatch.setenv("NEURONDEV_ACCOUNTING", accounting)
     torch._dynamo.reset()  # the lambda below is one code object for both cases: compiled afresh in each
     net = torch.nn.Linear(8, 4).to(device)
@@ -33,13 +32,11 @@ def test_each_step_counts_its_syncs_and_fallbacks_or_says_why_not(device, accoun
         for _ in range(4):
             step(torch.randn(2, 8, device=device)).item()
     assert list(w.steps["dynamo_compiles"]) == [1, 0, 0, 0] and w.steady_state == 1
-    if accounting == "log" or dispatch_mode_keeps_compiled_code():
-        assert list(w.steps["syncs"]) == [1, 1, 1, 1]  # .item() after each step
-        assert list(w.steps["fallbacks"]) == [1, 1, 1, 1]  # aten::addmm, run on the host
-        assert list(w.steps["copies_to_host"]) == [0, 0, 0, 0]
-        assert "On the native device: 0 copy(ies) to the host, 0 to the device, 4 sync(s), 4 CPU fallback(s)" in w.summary()
-    else:
-        assert set(w.steps["syncs"]) == {None} and w.record.native_gap.kind == "native needs torch 2.13"
+    assert list(w.steps["syncs"]) == [1, 1, 1, 1]  # .item() after each step
+    assert list(w.steps["fallbacks"]) == [1, 1, 1, 1]  # aten::addmm, run on the host
+    assert list(w.steps["copies_to_host"]) == [0, 0, 0, 0]
+    assert "On the native device: 0 copy(ies) to the host, 0 to the device, 4 sync(s), 4 CPU fallback(s)" in w.summary()
+    assert w.record.native_gap is None
 
 
 SCRIPT = """
@@ -66,16 +63,14 @@ def test_the_command_counts_a_device_the_script_loads_itself_each_cost_on_its_li
     steps = record["steps"]
     numbered = SCRIPT.splitlines()
     at = {name: f"train.py:{next(i for i, text in enumerate(numbered, 1) if name in text)}" for name in ("lambda", ".item()")}
-    if dispatch_mode_keeps_compiled_code():
-        assert [(s["fallbacks"], s["copies_to_device"], s["syncs"]) for s in steps[1:]] == [(1, 1, 1)] * 2  # the first: the model too
-        last = steps[-1]["device_lines"]
-        assert (
-            f"1 x aten::index_select at {at['lambda']}" in last
-            and f"to device at {at['lambda']}" in last
-            and f"sync(s) at {at['.item()']}" in last
-        )
-    else:  # torch 2.9 recompiles under a dispatch mode: not counted, and said
-        assert {(s["fallbacks"], s["syncs"]) for s in steps} == {(None, None)} and record["native_gap"]["kind"] == "native needs torch 2.13"
+    assert [(s["fallbacks"], s["copies_to_device"], s["syncs"]) for s in steps[1:]] == [(1, 1, 1)] * 2  # the first: the model too
+    last = steps[-1]["device_lines"]
+    assert (
+        f"1 x aten::index_select at {at['lambda']}" in last
+        and f"to device at {at['lambda']}" in last
+        and f"sync(s) at {at['.item()']}" in last
+    )
+    assert record["native_gap"] is None
 
 
 def test_a_watched_function_on_a_native_device_has_its_calls_costs_in_the_native_columns(device):
@@ -90,13 +85,12 @@ def test_a_watched_function_on_a_native_device_has_its_calls_costs_in_the_native
         watched(torch.tensor([1, 2, 3]).to(device))
     calls = watched.calls
     assert {"copies_to_host", "copies_to_device", "syncs", "fallbacks", "device_lines"} <= set(calls.columns)
-    if dispatch_mode_keeps_compiled_code():
-        assert list(calls.fallbacks) == [1, 1] and all("aten::index_select" in text for text in calls.device_lines)
+    assert list(calls.fallbacks) == [1, 1] and all("aten::index_select" in text for text in calls.device_lines)
 
 
 def test_a_compiled_module_under_ddp_on_the_host_device_is_watched_to_its_end():
-    """dynamo makes fake tensors of DDP's views under the accounting mode, which then sees prim::device, an op the
-    dispatcher does not have: the watch used to raise it into the user's program."""
+    """dynamo makes fake tensors of DDP's views; a dispatch mode then saw prim::device, an op the dispatcher does not
+    have, and the watch raised it into the user's program: watched to its end, by the observer now."""
     result = run_python("""
         import torch, torch.distributed as dist, neurondev
         from torch.nn.parallel import DistributedDataParallel

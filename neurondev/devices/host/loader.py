@@ -4,17 +4,13 @@ torch.utils.cpp_extension, its name, its module."""
 from __future__ import annotations
 
 import atexit
-import hashlib
-import os
-import shutil
-import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from neurondev._compat.dispatcher import forget_kernels
+from neurondev._build import CppExtension
 from neurondev._compat.out_of_tree import privateuse1_name, register_device_module, register_dynamo_device_interface, run_backward_bare
 from neurondev.errors import HostDeviceError, InvalidOptionError
 
@@ -34,14 +30,9 @@ _extension: list[Any] = []
 
 
 def build_folder() -> Path:
-    """Where the compiled device is cached: one folder per torch installation (its version, Python's, and
-    a short hash of where it is installed: torch's build of an extension names its headers by path, so
-    two venvs sharing a folder would rebuild it in turn, a minute each time). ``NEURONDEV_CACHE`` overrides
-    the root, default ``~/.cache/neurondev``."""
-    root = Path(os.environ.get("NEURONDEV_CACHE") or Path.home() / ".cache" / "neurondev")
-    version = torch.__version__.replace("+", "-")
-    where = hashlib.sha1(str(Path(torch.__file__).resolve().parent).encode()).hexdigest()[:8]
-    return root / f"hostdev-torch{version}-py{sys.version_info.major}{sys.version_info.minor}-{where}"
+    """Where the compiled device is cached: one folder per torch installation (its version, Python's, and a short hash
+    of where it is installed). ``NEURONDEV_CACHE`` overrides the root, default ``~/.cache/neurondev``."""
+    return _host().folder()
 
 
 def loaded() -> bool:
@@ -66,7 +57,6 @@ def host_device(fallback: Any = ()) -> torch.device:
         module = extension()
         _register(module)
         unknown, composite = module.set_fallback(wanted)
-        forget_kernels()  # which ops have a device kernel changed
     if unknown:
         raise InvalidOptionError(
             f"fallback names ATen ops, and torch has no {', '.join(map(repr, unknown))}; e.g. 'aten::addmm', 'aten::mm'"
@@ -104,91 +94,29 @@ def extension() -> Any:
     return _extension[0]
 
 
-def _built(folder: Path) -> Any:
-    """The build in ``folder``, imported as it is, when its stamp says it was built from this source with this
-    torch; else None. Most processes take this path: ``cpp_extension.load`` imports setuptools and compiles
-    hipify's patterns before it asks ninja whether anything changed (0.6 s of CPU per process, measured here)."""
-    library, stamp = folder / f"{_MODULE}.so", folder / f"{_MODULE}.stamp"
-    try:
-        if not library.is_file() or stamp.read_text() != _build_key():
-            return None
-    except OSError:
-        return None
-    import importlib.util
+def _host() -> CppExtension:
+    """The host device as an extension to build (read at each call: a test may change its sources or flags)."""
+    return CppExtension(_MODULE, "hostdev", SOURCES, _UNIT, "the host test device", HostDeviceError, tuple(_CFLAGS))
 
-    spec = importlib.util.spec_from_file_location(_MODULE, library)
-    assert spec is not None and spec.loader is not None
-    try:
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    except ImportError:  # a library that does not load: the builder's path, which builds it again or names the error
-        return None
-    return module
+
+def _built(folder: Path) -> Any:
+    return _host().built(folder)
 
 
 def _build_key() -> str:
-    """What a build depends on beyond its folder's name (torch's version, Python's, torch's place): every source and
-    header, by name and text, the flags, the compiler asked for and torch's exact build."""
-    sources = [f"{source.name}\0{source.read_text()}" for source in SOURCES]
-    parts = [*sources, " ".join(_CFLAGS), os.environ.get("CXX", "c++"), torch.__version__, str(torch.version.git_version)]
-    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
-
-
-def _check_toolchain() -> None:
-    from torch.utils.cpp_extension import is_ninja_available
-
-    compiler = os.environ.get("CXX", "c++")
-    if shutil.which(compiler) is None:
-        raise HostDeviceError(
-            f"the host test device is C++ built on first use, and no C++ compiler was found ({compiler!r} is not on PATH): "
-            "install one (Debian: apt-get install g++), or set CXX"
-        )
-    if not is_ninja_available():
-        raise HostDeviceError(
-            "the host test device is built with ninja, which was not found: pip install ninja (or apt-get install ninja-build)"
-        )
+    return _host().key()
 
 
 def _compile() -> Any:
-    from torch.utils.cpp_extension import load
-
-    _check_toolchain()
-    folder = build_folder()
-    folder.mkdir(parents=True, exist_ok=True)
-    if not any(folder.glob("*.so")):
-        print(f"neurondev: building the host test device into {folder} (about a minute, once)", file=sys.stderr)
-    (folder / f"{_MODULE}.stamp").unlink(missing_ok=True)  # no process takes the library as built while it is rebuilt
-    try:
-        sources = [str(copy) for copy in _sources_in(folder) if copy.name == _UNIT]
-        module = load(name=_MODULE, sources=sources, build_directory=str(folder), extra_cflags=_CFLAGS, verbose=False)
-    except Exception as error:
-        raise HostDeviceError(f"building the host test device failed ({type(error).__name__}: {str(error)[-600:]})") from error
-    _write_stamp(folder / f"{_MODULE}.stamp")
-    return module
+    return _host().compile()
 
 
 def _write_stamp(stamp: Path) -> None:
-    """The build's key beside it, written whole (a process reading it meanwhile sees the old one or the new one)."""
-    staged = stamp.with_name(f".{stamp.name}.{os.getpid()}")
-    staged.write_text(_build_key())
-    staged.replace(stamp)
+    _host().write_stamp(stamp)
 
 
 def _sources_in(folder: Path) -> list[Path]:
-    """The C++ sources and headers copied into the build folder, each rewritten only when its text changed: ninja keys
-    its build on the sources' paths, so two checkouts of neurondev (or a clean clone beside a working copy) share one
-    build instead of each rebuilding it (about a minute) whenever the other ran; a header beside its sources is found
-    by their includes."""
-    copies = []
-    for source in SOURCES:
-        copy = folder / source.name
-        text = source.read_text()
-        if not copy.is_file() or copy.read_text() != text:
-            staged = folder / f".{source.name}.{os.getpid()}"
-            staged.write_text(text)
-            staged.replace(copy)  # atomic: a worker building at the same time reads a whole file
-        copies.append(copy)
-    return copies
+    return _host().sources_in(folder)
 
 
 def _register(module: Any) -> None:

@@ -4,9 +4,10 @@
 
 For each op of ``ops()`` from FIRST to LAST (indices) and each dtype it has on the CPU among float32, bf16, int64, bool
 and complex64, its first samples run: on the CPU (the truth), on the host device, on the host device under each of
-neurondev's accountings (the device's log; the dispatch mode), and with the op made to fall back to the CPU (where it
-can). Float32 samples also run backward. Each case's outcome goes to RESULTS as one JSON line; PROGRESS holds the case
-about to run, so that a crash (the process dying) is named by the parent.
+neurondev's accountings (the device's own log; the dispatcher's observer, its counts held against the log's), and with
+the op made to fall back to the CPU (where it can), watched. Float32 samples also run backward, and backward watched.
+Each case's outcome goes to RESULTS as one JSON line; PROGRESS holds the case about to run, so that a crash (the
+process dying) is named by the parent.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from typing import Any
 import torch
 
 import neurondev
-from neurondev.native.accounting import Accounting
 from neurondev.native.logged import LoggedAccounting
+from neurondev.native.observer import observer_for
 
 DTYPES = (torch.float32, torch.bfloat16, torch.int64, torch.bool, torch.complex64)
 SAMPLES = 2
@@ -170,14 +171,17 @@ def cases(op: Any, dtype: torch.dtype, device: Any) -> Iterator[dict[str, Any]]:
         yield {**base, "variant": "eager", "cpu": cpu_error, "device": device_error, **verdict(expected, got)}
         if device_error is not None:
             continue
-        for label, accounting in (("log", LoggedAccounting("hostdev", _log())), ("mode", Accounting("hostdev"))):
-            with accounting:
-                error, watched = outcome(call, op, sample)
-            yield {**base, "variant": f"accounted {label}", "cpu": device_error, "device": error, **verdict(got, watched)}
+        with LoggedAccounting("hostdev", _log()):
+            error, watched = outcome(call, op, sample)
+        yield {**base, "variant": "accounted log", "cpu": device_error, "device": error, **verdict(got, watched)}
+        with watching() as counted:
+            error, watched = outcome(call, op, sample)
+        yield {**base, "variant": "accounted observer", "cpu": device_error, "device": error, **verdict(got, watched), **counted}
         with falling(op) as fell:
             if fell:
-                error, fallen = outcome(call, op, sample)
-                yield {**base, "variant": "fallback", "cpu": cpu_error, "device": error, **verdict(expected, fallen)}
+                with watching() as counted:
+                    error, fallen = outcome(call, op, sample)
+                yield {**base, "variant": "fallback", "cpu": cpu_error, "device": error, **verdict(expected, fallen), **counted}
     if dtype is torch.float32 and op.supports_autograd:
         grads = zip(samples(op, "cpu", dtype, requires_grad=True), samples(op, device, dtype, requires_grad=True))
         for index, (truth, sample) in enumerate(grads):
@@ -185,6 +189,22 @@ def cases(op: Any, dtype: torch.dtype, device: Any) -> Iterator[dict[str, Any]]:
             cpu_error, expected = outcome(gradients, op, truth)
             device_error, got = outcome(gradients, op, sample)
             yield {**base, "cpu": cpu_error, "device": device_error, **verdict(expected, got)}
+            if device_error is None:
+                with watching() as counted:
+                    error, watched = outcome(gradients, op, sample)
+                yield {**base, "variant": "backward observed", "cpu": None, "device": error, **verdict(got, watched), **counted}
+
+
+@contextlib.contextmanager
+def watching() -> Iterator[dict[str, Any]]:
+    """The dispatcher's observer on, and the device's own log beside it as the reference: inside, the case runs; after,
+    ``counted`` says whether the observer counted what the log did (copies, bytes, syncs, fallbacks) and both counts."""
+    counted: dict[str, Any] = {}
+    with LoggedAccounting("hostdev", _log()) as reference, LoggedAccounting("hostdev", observer_for("hostdev")) as observed:
+        reference.attributing = observed.attributing = False  # counted in C++ alone: no event is needed here
+        yield counted
+    ours, theirs = observed.counts(), reference.counts()
+    counted.update(counted=ours == theirs, counts=None if ours == theirs else [str(ours), str(theirs)])
 
 
 def _log() -> Any:

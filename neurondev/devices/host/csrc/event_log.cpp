@@ -79,6 +79,7 @@ void count(const Event& event) {
 
 void tell(const Event& event) {
   pybind11::gil_scoped_acquire gil;
+  pybind11::error_scope pending;  // an error Python has set (an op raising through us) is kept, and given back after
   if (observer == nullptr) return;
   try {
     (*observer)(event.kind, event.op, event.direction, event.bytes, outermost_depth >= 0 ? outermost : event.op, collective);
@@ -102,7 +103,7 @@ void follow_outermost(bool on) {
 void record(const std::string& kind, const std::string& op, const std::string& direction, int64_t bytes) {
   Event event{kind, op, direction, bytes};
   bool part_of_fallback = kind == "copy" && !op.empty();
-  if (part_of_fallback) fallback_bytes += bytes;
+  if (part_of_fallback && direction != "on_device") fallback_bytes += bytes;  // what crossed the boundary: the host's cost
   {
     std::lock_guard<std::mutex> lock(log_mutex);
     event_log.push_back(event);

@@ -53,7 +53,7 @@ inline std::string op_name(const c10::OperatorHandle& op) {
 
 // --- the event log (event_log.cpp) ----------------------------------------------------------------
 extern thread_local std::string falling_back;  // the op whose fallback is running on this thread
-extern thread_local int64_t fallback_bytes;    // what that fallback's copies have moved so far
+extern thread_local int64_t fallback_bytes;    // what that fallback's copies have moved across the boundary so far
 // One event: kind "copy", "fallback" or "sync"; the op falling back or syncing (for a copy: the fallback it is part
 // of, or ""); a copy's direction ("to_host", "to_device", "on_device"; "" otherwise); its bytes (a fallback's: what
 // its copies moved).

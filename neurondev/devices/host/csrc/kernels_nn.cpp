@@ -13,7 +13,8 @@ namespace {
 // --- convolution ----------------------------------------------------------------------------------
 // On a backend that is neither CPU nor CUDA, torch's convolution calls convolution_overrideable (and its backward),
 // which have no CPU kernel for a fallback to reach. The device runs the CPU's convolution on the same memory; named in
-// set_fallback(), it falls back as cpu_fallback does: its inputs copied to the host, its results copied back.
+// set_fallback(), it falls back as cpu_fallback does: its inputs copied to the host with aten::_to_cpu (what a profiler,
+// or neurondev's observer of the dispatcher, sees beneath an op that fell back), its results copied back.
 const char* kConvolution = "aten::convolution_overrideable";
 const char* kConvolutionBackward = "aten::convolution_backward_overrideable";
 
@@ -22,7 +23,7 @@ struct ConvolutionRun {  // where a convolution's operands are for the CPU's ker
   std::string outer;
   int64_t outer_bytes;
   const char* name;
-  at::Tensor host(const at::Tensor& tensor) const { return fell_back ? tensor.to(c10::kCPU) : on_cpu(tensor); }
+  at::Tensor host(const at::Tensor& tensor) const { return fell_back ? at::_to_cpu({tensor})[0] : on_cpu(tensor); }
   at::Tensor device(const at::Tensor& result) const {
     if (!result.defined()) return result;
     return fell_back ? result.to(kDevice) : alias_on(result, kDevice, kDeviceKeys, device_memory());
