@@ -121,3 +121,57 @@ def test_an_op_made_to_fall_back_takes_host_and_device_tensors_as_a_cpu_fallback
     neurondev.host_device(fallback=("aten::dot",))
     result = torch.dot(torch.ones(3).to(device), torch.ones(3))  # at::native::cpu_fallback moves what is on the device
     assert result.device == device and result.item() == 3.0
+
+
+def _raised(run):
+    try:
+        run()
+    except RuntimeError as error:
+        return str(error).splitlines()[0]
+    return None
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["mul out=", "ldexp_"],
+)
+def test_an_output_that_is_an_input_is_not_resized_where_the_cpu_refuses(device, name):
+    """One tensor passed as an input and as the out= (or in place) is one tensor to the CPU's kernel on the device too:
+    it raises as on the CPU, where the device resized the user's tensor (two aliases of one memory hid it)."""
+
+    def run(on):
+        x, z = torch.ones(3, 1, device=on), torch.ones(3, 4, device=on)
+        if name == "ldexp_":
+            x.ldexp_(z)
+        else:
+            torch.mul(x, z, out=x)
+        return x
+
+    refused = _raised(lambda: run("cpu"))
+    assert refused is not None and _raised(lambda: run(device)) == refused
+    kept = torch.ones(3, 1, device=device)
+    with pytest.raises(RuntimeError):
+        torch.mul(kept, torch.ones(3, 4, device=device), out=kept)
+    assert kept.shape == (3, 1)  # the user's tensor as it was
+
+
+def test_a_convolution_refuses_a_host_weight_beside_the_devices_input_as_every_other_op_does(device):
+    x = torch.randn(1, 1, 5, 5, device=device)
+    with pytest.raises(RuntimeError, match=r"Expected all tensors to be on the same device.*hostdev:0 and cpu"):
+        torch.nn.functional.conv2d(x, torch.randn(2, 1, 3, 3))
+    with pytest.raises(RuntimeError, match=r"Expected all tensors to be on the same device"):
+        torch.nn.functional.conv2d(x, torch.randn(2, 1, 3, 3, device=device), torch.zeros(2))
+    assert torch.nn.functional.conv2d(x, torch.ones(2, 1, 3, 3, device=device)).device == device
+
+
+def test_an_output_its_kernel_leaves_lazily_conjugated_holds_the_cpus_values(device):
+    """lu_solve(left=False, out=) on complex solves the adjoint problem and flips its output's conjugate bit at the
+    end: the device's out= held the conjugate (the bit was set on the CPU's alias, not on the user's tensor)."""
+    torch.manual_seed(0)
+    a, b = torch.randn(3, 3, dtype=torch.complex64), torch.randn(2, 3, dtype=torch.complex64)
+    lu, pivots = torch.linalg.lu_factor(a)
+    expected = torch.empty(2, 3, dtype=torch.complex64)
+    torch.linalg.lu_solve(lu, pivots, b, left=False, out=expected)
+    out = torch.empty(2, 3, dtype=torch.complex64, device=device)
+    torch.linalg.lu_solve(lu.to(device), pivots.to(device), b.to(device), left=False, out=out)
+    assert torch.equal(out.cpu().resolve_conj(), expected.resolve_conj()) and out.is_conj() == expected.is_conj()

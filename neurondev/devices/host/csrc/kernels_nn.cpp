@@ -30,6 +30,16 @@ struct ConvolutionRun {  // where a convolution's operands are for the CPU's ker
   }
 };
 
+// A host weight or bias beside the device's input is refused, as every other op of the device refuses a host tensor (and
+// as CUDA's convolution does): the CPU's convolution on the aliases would take it.
+void refuse_host_tensors(const char* name, std::initializer_list<const at::Tensor*> tensors) {
+  for (const at::Tensor* tensor : tensors) {
+    TORCH_CHECK(tensor == nullptr || !tensor->defined() || on_device(*tensor),
+                "Expected all tensors to be on the same device, but found at least two devices, hostdev:0 and ", tensor->device(),
+                "! (when checking ", name, ")");
+  }
+}
+
 ConvolutionRun start_convolution(const char* name) {
   bool fell = falls_back(std::string(name).substr(6));
   ConvolutionRun run{fell, falling_back, fallback_bytes, name};
@@ -51,6 +61,7 @@ void end_convolution(const ConvolutionRun& run) {
 at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::IntArrayRef stride,
                        c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed, c10::IntArrayRef output_padding,
                        int64_t groups) {
+  refuse_host_tensors(kConvolution, {&input, &weight, bias.has_value() ? &*bias : nullptr});
   ConvolutionRun run = start_convolution(kConvolution);
   std::optional<at::Tensor> host_bias = bias.has_value() && bias->defined() ? std::optional<at::Tensor>(run.host(*bias)) : std::nullopt;
   at::Tensor out = at::convolution(run.host(input), run.host(weight), host_bias, stride, padding, dilation, transposed, output_padding, groups);
@@ -64,6 +75,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(const at::Te
                                                                     c10::IntArrayRef dilation, bool transposed,
                                                                     c10::IntArrayRef output_padding, int64_t groups,
                                                                     std::array<bool, 3> output_mask) {
+  refuse_host_tensors(kConvolutionBackward, {&grad_output, &input, &weight});
   ConvolutionRun run = start_convolution(kConvolutionBackward);
   std::vector<int64_t> bias_sizes{transposed ? weight.size(1) * groups : weight.size(0)};
   auto [grad_input, grad_weight, grad_bias] = at::convolution_backward(run.host(grad_output), run.host(input), run.host(weight),

@@ -33,6 +33,9 @@ c10::IValue to_cpu_value(const c10::IValue& value, std::vector<Aliased>& aliased
     const at::Tensor& tensor = value.toTensor();
     if (!on_device(tensor)) return value;
     if (tensor._is_zerotensor()) return at::zeros(tensor.sizes(), tensor.options().device(c10::kCPU));  // zeros without memory
+    for (const Aliased& entry : aliased) {  // one tensor passed twice (an input and its out=) is one CPU tensor, as on the CPU:
+      if (entry.original.is_same(tensor)) return entry.host;  // the kernel then sees that the output is an input, and refuses to resize it
+    }
     at::Tensor host = on_cpu(tensor);
     aliased.push_back({tensor, host, host.storage().data()});
     return host;
@@ -157,6 +160,9 @@ void run_natively(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       entry.original.set_(grown.storage(), entry.host.storage_offset(), entry.host.sizes(), entry.host.strides());
     } else if (reshaped) {  // the same memory, another shape (an empty output's too: a 0-element resize moves nothing)
       entry.original.unsafeGetTensorImpl()->set_sizes_and_strides(entry.host.sizes(), entry.host.strides(), entry.host.storage_offset());
+    }
+    if (entry.host.is_conj() != entry.original.is_conj() || entry.host.is_neg() != entry.original.is_neg()) {
+      keep_bits(entry.host, entry.original);  // a kernel that left its output lazily conjugated (lu_solve, left=False, out=)
     }
   }
   size_t returns = schema.returns().size();
