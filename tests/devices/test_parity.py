@@ -175,3 +175,17 @@ def test_an_output_its_kernel_leaves_lazily_conjugated_holds_the_cpus_values(dev
     out = torch.empty(2, 3, dtype=torch.complex64, device=device)
     torch.linalg.lu_solve(lu.to(device), pivots.to(device), b.to(device), left=False, out=out)
     assert torch.equal(out.cpu().resolve_conj(), expected.resolve_conj()) and out.is_conj() == expected.is_conj()
+
+
+def test_a_composite_that_calls_the_cpus_kernel_itself_runs_as_on_the_cpu(device):
+    """torch.svd(out=) on complex conjugates V in place through conj_physical_, whose composite kernel calls a
+    DispatchStub that has kernels for the CPU and CUDA, none for a device that registers none: an internal assert."""
+    torch.manual_seed(0)
+    a = torch.randn(4, 3, dtype=torch.complex128)
+    expected = torch.svd(a)
+    outs = (torch.empty(0, dtype=a.dtype, device=device), torch.empty(0, dtype=torch.float64, device=device),
+            torch.empty(0, dtype=a.dtype, device=device))
+    torch.svd(a.to(device), out=outs)
+    assert all(torch.equal(out.cpu(), want) for out, want in zip(outs, expected))
+    z = a.to(device)
+    assert torch.equal(z.conj_physical_().cpu(), a.conj_physical())

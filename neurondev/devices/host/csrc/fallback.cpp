@@ -45,11 +45,15 @@ void fall_back(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 // --- which ops run natively and which fall back ---------------------------------------------------
 std::map<std::string, std::unique_ptr<torch::Library>> native_kernels;  // "addmm.out" -> its registration
 const std::set<std::string> kFallsBackItself = {"convolution_overrideable", "convolution_backward_overrideable"};
+// Composite kernels that call a DispatchStub on their own tensor, which has the CPU's and CUDA's kernels but none for
+// a PrivateUse1 device that registers none ("DispatchStub: missing kernel", torch.svd(out=) on complex): run natively.
+const std::set<std::string> kCallsStubItself = {"conj_physical_"};
 
 bool runs_natively(const c10::OperatorHandle& op) {
   const auto& name = op.operator_name();
-  return name.name.rfind("aten::", 0) == 0 && op.hasKernelForDispatchKey(c10::DispatchKey::CPU) &&
-         !op.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd) && kOwnKernels.count(op_name(op).substr(6)) == 0;
+  if (name.name.rfind("aten::", 0) != 0 || kOwnKernels.count(op_name(op).substr(6)) > 0) return false;
+  if (kCallsStubItself.count(op_name(op).substr(6)) > 0) return true;
+  return op.hasKernelForDispatchKey(c10::DispatchKey::CPU) && !op.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd);
 }
 
 // Without the device's kernel, a composite kernel would run (an in-place op computed through its out= form, say),
