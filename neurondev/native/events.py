@@ -102,12 +102,12 @@ class Whereabouts:
 
     def where_called(self, caller: Any) -> tuple[str | None, str, SourceLine | None, str | None]:
         """``where``, and the ATen op the program called there when a graph's node says it (its target), else None."""
-        from neurondev.native.compiled_graphs import node_at
-
         node = self.node
         frame = caller
         while node is None and frame is not None and not _is_program_code(frame.f_code):
             if frame.f_code.co_filename.startswith("<eval_with_key>"):  # the code FX writes: a compiled graph's, maybe
+                from neurondev.native.compiled_graphs import node_at
+
                 node = node_at(frame)
             frame = frame.f_back
         if node is not None:
@@ -188,12 +188,10 @@ def _source_line(filename: str, line: int, function: str) -> SourceLine:
 def caller(depth: int) -> Any:
     """The frame ``depth`` levels above the caller's (``sys._getframe``), or None where the stack is shallower: on a
     thread torch runs (autograd's, for a device's backward) the Python stack is only the callback's own."""
-    frame: Any = sys._getframe(1)
-    for _ in range(depth):
-        if frame.f_back is None:
-            return None
-        frame = frame.f_back
-    return frame
+    try:
+        return sys._getframe(depth + 1)
+    except ValueError:  # "call stack is not deep enough"
+        return None
 
 
 _BACKWARD = ("backward", "grad", "_engine_run_backward")  # where a thread waits while autograd's thread runs its backward

@@ -35,7 +35,8 @@ class LoggedAccounting(Whereabouts):
     def __init__(self, device_type: str, log: Any, *, modules: dict[int, str] | None = None) -> None:
         super().__init__(modules)
         self.device_type, self.log = device_type, log
-        self.events: list[DeviceEvent] = []
+        self._events: list[DeviceEvent] = []
+        self._seen: list[tuple[Any, ...]] = []  # events as the device told them, made DeviceEvents when read
         self._lock = threading.Lock()
         self._banked = Counts()  # what earlier sessions counted
         self._base: Counts | None = None  # the device's totals when this session began
@@ -75,6 +76,15 @@ class LoggedAccounting(Whereabouts):
         if self._base is not None:
             self.log.attribute(self._attributing)
 
+    @property
+    def events(self) -> list[DeviceEvent]:
+        """Each event attributed so far, in order."""
+        with self._lock:
+            if self._seen:
+                self._events.extend(DeviceEvent(*seen) for seen in self._seen)
+                self._seen.clear()
+            return self._events
+
     def counts(self) -> Counts:
         if self._base is None:
             return self._banked
@@ -98,9 +108,8 @@ class LoggedAccounting(Whereabouts):
             return  # a copy on the device: no cost to the host
         node, module, source, node_calls = self.where_called(caller(2))
         called = node_calls or called  # in a compiled graph the device follows no op (``in_graph``): its node says it
-        event = DeviceEvent(name, op or called, nbytes, node, module, source, called, collective or None)
-        with self._lock:
-            self.events.append(event)
+        with self._lock:  # a tuple now, a DeviceEvent when read: an event costs the program less
+            self._seen.append((name, op or called, nbytes, node, module, source, called, collective or None))
 
 
 def _tell(log: Any, kind: str, op: str, direction: str, nbytes: int, called: str, collective: str) -> None:

@@ -183,8 +183,11 @@ def test_a_composite_that_calls_the_cpus_kernel_itself_runs_as_on_the_cpu(device
     torch.manual_seed(0)
     a = torch.randn(4, 3, dtype=torch.complex128)
     expected = torch.svd(a)
-    outs = (torch.empty(0, dtype=a.dtype, device=device), torch.empty(0, dtype=torch.float64, device=device),
-            torch.empty(0, dtype=a.dtype, device=device))
+    outs = (
+        torch.empty(0, dtype=a.dtype, device=device),
+        torch.empty(0, dtype=torch.float64, device=device),
+        torch.empty(0, dtype=a.dtype, device=device),
+    )
     torch.svd(a.to(device), out=outs)
     assert all(torch.equal(out.cpu(), want) for out, want in zip(outs, expected))
     z = a.to(device)

@@ -59,7 +59,15 @@ pybind11::object* observer = nullptr;
 std::optional<at::CallbackHandle> handle;
 thread_local std::vector<Frame> frames;
 thread_local std::string collective;  // the collective running on this thread (said from Python), whose copies these are
-thread_local std::unordered_map<uint64_t, std::vector<OpKind>> kinds;  // per thread: no lock on the hot path
+thread_local std::unordered_map<std::string, std::unique_ptr<OpKind>> kinds;  // per thread: no lock on the hot path
+
+struct Recent {  // an op seen lately, by where its names are (a registered op's names stay where its schema keeps them)
+  const char* name;
+  const char* overload;
+  const OpKind* kind;
+};
+constexpr size_t kRecent = 1024;
+thread_local Recent recent[kRecent];  // plain data: no guard on each access
 
 const std::set<std::string> kIndexing = {"index.Tensor", "index_put", "index_put_", "_index_put_impl_", "_unsafe_index.Tensor"};
 
@@ -96,18 +104,18 @@ OpKind classify(const at::RecordFunction& fn, const char* name, const char* over
   return found;
 }
 
-uint64_t hash_of(const char* text, uint64_t seed) {
-  for (; text != nullptr && *text != '\0'; ++text) seed = (seed ^ static_cast<unsigned char>(*text)) * 1099511628211ULL;
-  return seed;
-}
-
 const OpKind& kind_of(const at::RecordFunction& fn, const char* name, const char* overload) {
-  auto& bucket = kinds[hash_of(overload, hash_of(name, 14695981039346656037ULL))];
-  for (const OpKind& known : bucket) {
-    if (known.name == name && known.overload == (overload == nullptr ? "" : overload)) return known;
+  if (overload == nullptr) overload = "";
+  Recent& slot = recent[((reinterpret_cast<uintptr_t>(name) >> 4) ^ (reinterpret_cast<uintptr_t>(overload) >> 6)) % kRecent];
+  // the same places, and the same names there (a name made for one call and freed can be another's later)
+  if (slot.name == name && slot.overload == overload && std::strcmp(slot.kind->name.c_str(), name) == 0 &&
+      std::strcmp(slot.kind->overload.c_str(), overload) == 0) {
+    return *slot.kind;
   }
-  bucket.push_back(classify(fn, name, overload));
-  return bucket.back();
+  auto& known = kinds[full_name(name, overload)];
+  if (!known) known = std::make_unique<OpKind>(classify(fn, name, overload));
+  slot = {name, overload, known.get()};
+  return *known;
 }
 
 // A tensor of the device: not a tensor subclass of Python's (dynamo's fake tensors say they are on the device while it
@@ -119,6 +127,7 @@ bool on(const at::Tensor& tensor, c10::DeviceType type) {
 bool touches(const c10::IValue& value, c10::DeviceType type) {
   if (value.isTensor()) return on(value.toTensor(), type);
   if (value.isDevice()) return value.toDevice().type() == type;
+  if (!value.isList()) return false;  // (a list's element type is asked out of line: ints, sizes are not asked)
   if (value.isTensorList()) {
     for (const at::Tensor& tensor : value.toTensorList()) {
       if (on(tensor, type)) return true;
@@ -279,9 +288,10 @@ std::unique_ptr<at::ObserverContext> op_started(const at::RecordFunction& fn) {
 }
 
 void op_ended(const at::RecordFunction&, at::ObserverContext*) {
-  if (frames.empty()) return;  // an op begun before observing began
-  Frame frame = frames.back();
-  frames.pop_back();
+  std::vector<Frame>& running = frames;  // (a thread's own: found once)
+  if (running.empty()) return;  // an op begun before observing began
+  Frame frame = running.back();
+  running.pop_back();
   if (frame.fell_back) {
     std::string op = full_name(frame.name, frame.overload);
     {
@@ -298,7 +308,7 @@ void op_ended(const at::RecordFunction&, at::ObserverContext*) {
     if (attributing) tell("sync", full_name(frame.name, frame.overload), "", 0);
     frame.synced = true;
   }
-  if (frame.synced && !frames.empty()) frames.back().synced = true;  // counted once: at the innermost op that made the host wait
+  if (frame.synced && !running.empty()) running.back().synced = true;  // counted once: at the innermost op that made the host wait
 }
 
 // Which device's costs are counted: a device type torch knows by this name ('cuda', 'neuron', 'hostdev').
