@@ -184,6 +184,8 @@ class WatchRecord:
     sync_each_step: bool = False
     tried: tuple[Advice, ...] = ()  # advice run again with its fix applied that did not make the loop steady
     outside: tuple[Step, ...] = ()  # before the loop (number 0) and after it (-1): reported, never judged
+    looked_at: tuple[CompileEvent, ...] = ()  # frames dynamo made no graph of: not compiles, one line in the summary
+    other_threads: tuple[CompileEvent, ...] = ()  # compiles of other threads than the watched one: not the loop's
 
     @property
     def steady_state(self) -> int | str:
@@ -283,6 +285,7 @@ def snapshot(recorder: Recorder, *, name: str, watched_function: bool, gaps: dic
     return WatchRecord(
         name, watched_function, kind, compiles, steps, steady, advice, seconds, xla_total, native_total,
         gaps.get("xla"), gaps.get("analysis"), gaps.get("native"), raised, recorder.sync_each_step, outside=around,
+        looked_at=tuple(recorder.looked_at), other_threads=tuple(recorder.other_threads),
     )  # fmt: skip
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -92,7 +93,10 @@ class Recorder:
 
     def __init__(self, *, native: Any = None, analysis: Any = None, sync_each_step: bool = False) -> None:
         self.events: list[CompileEvent] = []
+        self.looked_at: list[CompileEvent] = []  # frames dynamo made no graph of (skipped, or traced into nothing): no compiles
+        self.other_threads: list[CompileEvent] = []  # compiles of threads other than the watched one: not the loop's
         self.marks: list[Mark] = []
+        self.thread = threading.get_ident()  # the thread that opened the watch (or called the watched function)
         self.hits = 0
         self.native = native  # the native device's accounting, when one is on for the loop (or once the loop loads its device)
         self.analysis = analysis  # torch_xla's analysis log, when it is on
@@ -111,6 +115,7 @@ class Recorder:
     # --- the hooks ------------------------------------------------------------------------------
     def start(self) -> None:
         global _active
+        self.thread = threading.get_ident()
         cls = dynamo_internals.compile_attempts_class()
         self._original = cls.__call__
         cls.__call__ = _observing(self, cls.__call__)
@@ -169,22 +174,30 @@ class Recorder:
             self._step_marker = wrap_step_marker(self.synced)
 
     def _guarded(self, hit: bool) -> bool:
-        self.hits += bool(hit)
+        self.hits += bool(hit) and self._watched_thread()
         return self._previous_hook(hit) if self._previous_hook is not None else hit
 
+    def _watched_thread(self) -> bool:
+        """Whether this is the thread the watch records (another thread's calls, syncs and steps are not the loop's)."""
+        return threading.get_ident() == self.thread
+
     def _called(self, function: str, key: str | None) -> None:
+        if not self._watched_thread():
+            return
         if self.sync_each_step and any(mark.kind == "call" for mark in self.marks):
             sync()  # the advice applied: the step before this call ends with a sync
         self.mark("call", function, key)
 
     def optimizer_stepped(self) -> None:
+        if not self._watched_thread():
+            return
         if self.sync_each_step and "torch_xla" in sys.modules:
             sync()  # the advice applied: each optimizer step ends with a sync
         self.mark("optimizer")
 
     def synced(self) -> None:
         """The user's torch_xla.sync(): one of torch_xla's dynamo bridge's own syncs is not one."""
-        if not _bridge_sync():
+        if not _bridge_sync() and self._watched_thread():
             self.mark("sync")
 
     # --- what a compile was ---------------------------------------------------------------------
@@ -207,7 +220,18 @@ class Recorder:
             event = self._event(frame, made[-1] if made else None, dynamo_internals.graphs_made() - graphs, error, top)
             hashes = tuple(self._graph_hashes[hashed:])
             if not in_neurondev(frame.f_code.co_filename):  # neurondev's own frames (a hook dynamo met) are not the user's compiles
-                self.events.append(dataclasses.replace(event, xla=xla, graph_hashes=hashes, call_file=call_file, call_line=call_line))
+                self._keep(dataclasses.replace(event, xla=xla, graph_hashes=hashes, call_file=call_file, call_line=call_line))
+
+    def _keep(self, event: CompileEvent) -> None:
+        """A compile is what the runtime compiled: a frame dynamo made a graph of, failed on, or gave up at its limit,
+        on the watched thread; a frame it skipped or traced into nothing is only looked at (a logging call's frames
+        after a break), another thread's compiles are that thread's."""
+        if not self._watched_thread():
+            self.other_threads.append(event)
+        elif event.graphs or event.failed is not None or event.limit is not None:
+            self.events.append(event)
+        else:
+            self.looked_at.append(event)
 
     def _wrapper_frame(self, frame: Any) -> Any:
         """torch.compile's wrapper frame, when the frames of torch and neurondev from ``frame`` up lead to it:

@@ -140,7 +140,8 @@ def watch_dict(record: WatchRecord) -> dict[str, Any]:
     (with ``recompile_limit_step``: where dynamo gave up, the function running uncompiled after it; ``period``: a new
     program every k steps), how steps were cut (``step_kind``), ``advice`` (each its cause, facts, line, ``check`` and
     ``verified``, with ``text`` and ``check_text``), ``tried`` (advice run again with its fix and not enough),
-    ``summary``, what the figures leave out (``xla_gap``, ``analysis_gap``, ``native_gap``: kind, facts, text),
+    ``summary``, the frames dynamo looked at and made no graph of (``looked_at``: not compiles), the compiles of
+    other threads (``other_threads``: not the loop's), what the figures leave out (``xla_gap``, ``analysis_gap``, ``native_gap``: kind, facts, text),
     ``raised``, ``seconds``."""
     from neurondev.render.watch import watch_summary
 
@@ -158,6 +159,8 @@ def watch_dict(record: WatchRecord) -> dict[str, Any]:
             for step in record.outside
         ],
         "calls": record.call_rows(),
+        "looked_at": [{"function": e.function, "file": e.file, "line": e.line} for e in record.looked_at],
+        "other_threads": [{"function": e.function, "file": e.file, "line": e.line, "graphs": e.graphs} for e in record.other_threads],
         "verdict": record.steady.kind,
         "exit_code": record.steady.exit_code,
         "counted_steps": list(record.steady.counted),

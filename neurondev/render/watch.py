@@ -64,6 +64,7 @@ def watch_summary(record: WatchRecord) -> str:
         shown = ", ".join(files[:4]) + (", ..." if len(files) > 4 else "")
         parts.append(f"{len(library)} compile(s) of library frames after graph breaks ({shown})")
     text = f"Watched {_subject(record)}: " + ("; ".join(parts) if parts else "nothing compiled by dynamo") + ". "
+    text += _looked_at(record) + _other_threads(record)
     text += _xla_total(record) + _native_total(record) + steady_text(record)
     named = _causes_said_once(read)
     if named:
@@ -75,6 +76,23 @@ def watch_summary(record: WatchRecord) -> str:
     if record.tried:
         text += " Tried, not enough: " + "; ".join(f"{a.cause} ({advice_check_text(a.check)})" for a in record.tried) + "."
     return text
+
+
+def _looked_at(record: WatchRecord) -> str:
+    """The frames dynamo looked at and made no graph of (a logging call's, after a break): one sentence, no compiles."""
+    if not record.looked_at:
+        return ""
+    files = list(dict.fromkeys(_short(event.file) for event in record.looked_at))
+    shown = ", ".join(files[:4]) + (", ..." if len(files) > 4 else "")
+    return f"Dynamo also looked at {len(record.looked_at)} frame(s) it made no graph of ({shown}): not compiles. "
+
+
+def _other_threads(record: WatchRecord) -> str:
+    """Compiles another thread made while the watch recorded its own: apart, not in the verdict."""
+    if not record.other_threads:
+        return ""
+    functions = list(dict.fromkeys(event.function for event in record.other_threads))
+    return f"Other threads compiled {len(record.other_threads)} time(s) meanwhile ({', '.join(functions[:3])}): not this loop's, not judged. "
 
 
 def steady_text(record: WatchRecord) -> str:

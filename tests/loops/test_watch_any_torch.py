@@ -83,17 +83,58 @@ def logs(x):
     return y + 1
 
 
-def test_library_frames_compiled_after_a_break_are_folded_into_one_part_of_the_summary():
-    step = torch.compile(logs, backend="eager")
+def test_a_compile_is_a_graph_dynamo_made_and_the_library_frames_it_only_looked_at_are_one_line():
+    """After a break dynamo looks at the logging frames the break calls and makes no graph of them: they are not
+    compiles (a newcomer's step counted 117 of them). The compiles are dynamo's graphs, as its counters and the
+    backend count them."""
+    from torch._dynamo.utils import counters
+
+    graphs = []
+    step = torch.compile(logs, backend=lambda gm, inputs: graphs.append(gm) or gm.forward)
     logging.disable(logging.WARNING)  # quiet, and the frames still run
+    made = counters["stats"]["unique_graphs"]
     try:
         with neurondev.watch() as w:
             for _ in range(3):
                 step(torch.randn(4))
     finally:
         logging.disable(logging.NOTSET)
-    library = [c for c in w.compiles_read if "logging" in c.event.file]
-    assert len(library) > 1  # each frame its own compile, as dynamo made them (the table keeps them all)
+    compiles = w.compiles_read
+    assert len(compiles) == len(graphs) == counters["stats"]["unique_graphs"] - made == 2  # before and after the break
+    assert sum(c.event.graphs for c in compiles) == len(graphs) and all("logging" not in c.event.file for c in compiles)
+    looked = w.record.looked_at
+    assert looked and all("logging" in event.file and event.graphs == 0 for event in looked)
     summary = w.summary()
-    assert f"{len(library)} compile(s) of library frames after graph breaks (logging/__init__.py" in summary
-    assert not any(f"{c.event.function} compiled" in summary for c in library)
+    assert f"Dynamo also looked at {len(looked)} frame(s) it made no graph of (logging/__init__.py" in summary
+    assert "library frames" not in summary and w.record.steady.kind == "nothing"
+    assert [row["function"] for row in json.loads(w.to_json())["looked_at"]] == [event.function for event in looked]
+
+
+def test_another_threads_compiles_are_shown_apart_and_never_change_the_watched_loops_verdict():
+    """A background thread recompiling its own function while the loop runs: the loop compiled once (its verdict
+    changed to a recompile in 3 of 4 runs when every thread's compiles were the loop's)."""
+    import threading
+
+    theirs = torch.compile(lambda x: x * 3, backend="eager", dynamic=False)
+    ours = torch.compile(lambda x: x + 1, backend="eager")
+    go, done = threading.Event(), threading.Event()
+
+    def background():
+        go.wait(timeout=60)
+        for size in range(1, 5):  # a new size each call: a recompile each (dynamic=False)
+            theirs(torch.ones(size))
+        done.set()
+
+    thread = threading.Thread(target=background, daemon=True)
+    thread.start()
+    with neurondev.watch() as w:
+        for number in range(4):
+            ours(torch.ones(3))
+            if number == 1:
+                go.set()
+                assert done.wait(timeout=60)
+    thread.join(timeout=60)
+    record = w.record
+    assert [(c.kind, c.step) for c in record.compiles] == [("first", 1)] and record.steady.kind == "nothing"
+    assert [event.index for event in record.other_threads] == [0, 1, 2, 3] and len(record.steps) == 4
+    assert "Other threads compiled 4 time(s) meanwhile" in w.summary() and record.steady.exit_code == 0

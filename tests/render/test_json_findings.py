@@ -182,6 +182,8 @@ def test_each_key_of_a_watchs_json_is_its_records(tmp_path):
         "steps": as_json(record.step_rows()),
         "outside": [],
         "calls": as_json(record.call_rows()),
+        "looked_at": [],
+        "other_threads": [],
         "verdict": record.steady.kind,
         "exit_code": record.steady.exit_code,
         "counted_steps": list(record.steady.counted),
