@@ -92,7 +92,9 @@ def _other_threads(record: WatchRecord) -> str:
     if not record.other_threads:
         return ""
     functions = list(dict.fromkeys(event.function for event in record.other_threads))
-    return f"Other threads compiled {len(record.other_threads)} time(s) meanwhile ({', '.join(functions[:3])}): not this loop's, not judged. "
+    return (
+        f"Other threads compiled {len(record.other_threads)} time(s) meanwhile ({', '.join(functions[:3])}): not this loop's, not judged. "
+    )
 
 
 def steady_text(record: WatchRecord) -> str:
