@@ -20,7 +20,7 @@ from neurondev.loops.recorder import CompileEvent, Mark
 from neurondev.rulebook import Ruled
 from neurondev.runs.counts import Counts
 from neurondev.runs.run_records import Seen
-from neurondev.trace.source import Located, SourceLine, is_program_file, source_line
+from neurondev.trace.source import Located, SourceLine, is_program_file, is_user_file, source_line
 
 __all__ = ["STEP_KINDS", "Step", "XlaProgram", "cut", "outside", "step_kind"]
 
@@ -267,15 +267,16 @@ def _programs(analysis: Any, start: int, end: int) -> tuple[XlaProgram, ...]:
     if analysis is None:
         return ()
     return tuple(
-        XlaProgram(record.kind, record.cause, record.graph_hash, record.inputs, record.outputs, _trigger(record.frames))
+        XlaProgram(record.kind, record.cause, record.graph_hash, record.inputs, record.outputs, _trigger(record.frames, record.kind))
         for record in analysis.between(start, end)
         if record.phase == "compilation"
     )
 
 
-def _trigger(frames: Sequence[tuple[str, int, str]]) -> SourceLine | None:
-    """The innermost frame of the program's own code (the user's, or a library's it calls)."""
-    for file, line, function in frames:
-        if is_program_file(file) and not file.startswith("<"):
-            return source_line(file, line, function)
-    return None
+def _trigger(frames: Sequence[tuple[str, int, str]], kind: str = "") -> SourceLine | None:
+    """The innermost frame of the program's own code (the user's, or a library's it calls); a sync's, the user's own
+    line that called it, past the libraries between (``xm.mark_step``'s deprecation wrapper, a trainer's loop)."""
+    own = [(file, line, function) for file, line, function in frames if is_program_file(file) and not file.startswith("<")]
+    if kind == "user sync":
+        own = [frame for frame in own if is_user_file(frame[0])] or own
+    return source_line(*own[0]) if own else None

@@ -160,10 +160,16 @@ def _library_frame(compile_: Compile) -> bool:
 
 
 def _by_function(read: Sequence[Compile]) -> dict[str, list[Compile]]:
-    grouped: dict[str, list[Compile]] = collections.defaultdict(list)
+    """The compiles by the function they compiled: two functions of one name (two lambdas) are two, each named
+    with where it is defined."""
+    grouped: dict[tuple[str, str, int], list[Compile]] = collections.defaultdict(list)
     for compile_ in read:
-        grouped[compile_.event.function].append(compile_)
-    return grouped
+        grouped[(compile_.event.function, compile_.event.file, compile_.event.line)].append(compile_)
+    named = collections.Counter(function for function, _, _ in grouped)
+    return {
+        (f"{function} ({_short(file)}:{line})" if named[function] > 1 else function): compiles
+        for (function, file, line), compiles in grouped.items()
+    }
 
 
 def _function_line(function: str, compiles: list[Compile]) -> str:

@@ -138,3 +138,17 @@ def test_another_threads_compiles_are_shown_apart_and_never_change_the_watched_l
     assert [(c.kind, c.step) for c in record.compiles] == [("first", 1)] and record.steady.kind == "nothing"
     assert [event.index for event in record.other_threads] == [0, 1, 2, 3] and len(record.steps) == 4
     assert "Other threads compiled 4 time(s) meanwhile" in w.summary() and record.steady.exit_code == 0
+
+
+def test_two_functions_of_one_name_are_two_parts_of_the_summary_each_with_where_it_is_defined():
+    add = lambda x: x + 1  # noqa: E731
+    double = lambda x: x * 2  # noqa: E731
+    first, second = (torch.compile(fn, backend="eager", dynamic=False) for fn in (add, double))
+    with neurondev.watch() as w:
+        for size in (2, 3):
+            first(torch.ones(size))
+            second(torch.ones(size))
+    summary = w.summary()
+    for fn in (add, double):
+        where = f"<lambda> (test_watch_any_torch.py:{fn.__code__.co_firstlineno})"
+        assert f"{where} compiled 2 time(s) (1 first, 1 recompile)" in summary, summary

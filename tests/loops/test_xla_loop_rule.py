@@ -5,12 +5,14 @@ no user sync); a dynamic graph that XLA compiles per size is told to bucket, nev
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
 
 import neurondev
-from tests.helpers import run_python
 
 pytestmark = pytest.mark.xla
 
@@ -43,6 +45,7 @@ def test_a_short_batch_late_in_the_loop_is_judged_alike_whatever_the_optimizer(o
 
 SCRIPT = """
 import json, torch, torch_xla
+import torch_xla.core.xla_model as xm
 import neurondev
 from neurondev import xla
 
@@ -55,8 +58,8 @@ with neurondev.watch(xla_analysis=True) as training:
     for _ in range(4):
         loss = forward(torch.randn(8, 8, device=device))
         opt.zero_grad(); loss.backward(); opt.step()
-        torch_xla.sync()  # the user's sync
-programs = [(p.kind, p.file) for s in training.record.steps for p in s.programs]
+        xm.mark_step()  # the user's sync, through torch_xla's deprecation wrapper (typing_extensions)
+programs = [(p.kind, p.file, p.line) for s in training.record.steps for p in s.programs]
 head = torch.nn.Linear(8, 1).to(device)
 score = torch.compile(lambda x: head(x).sum(), backend="openxla")
 with neurondev.watch() as growing:
@@ -72,12 +75,16 @@ print(json.dumps({"programs": programs, "verdict": [steady.kind, steady.side], "
 
 
 def test_whose_sync_made_a_program_comes_from_torch_xlas_frames_and_a_dynamic_graph_is_told_to_bucket(tmp_path):
-    done = run_python(SCRIPT, PJRT_DEVICE="CPU")
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT)
+    environ = {k: v for k, v in os.environ.items() if k != "PJRT_DEVICE"} | {"PJRT_DEVICE": "CPU"}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=environ, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     facts = json.loads(done.stdout.strip().splitlines()[-1])
-    kinds = {kind for kind, _ in facts["programs"]}
-    user = [file for kind, file in facts["programs"] if kind == "user sync"]
+    kinds = {kind for kind, _, _ in facts["programs"]}
+    user = [(file, line) for kind, file, line in facts["programs"] if kind == "user sync"]
     assert "bridge sync" in kinds or "dynamo graph" in kinds, facts["programs"]  # the bridge's syncs: named as its
-    assert all(file is None or file.endswith("<string>") for file in user), user  # "user sync" only at the user's own sync
+    mark_step = 1 + SCRIPT.splitlines().index("        xm.mark_step()  # the user's sync, through torch_xla's deprecation wrapper (typing_extensions)")
+    assert user and set(user) == {(str(script), mark_step)}, user  # the user's line, not typing_extensions.py's wrapper
     assert facts["dynamo"] == ["first"] and facts["verdict"] == ["keeps compiling", "XLA"]
     assert "program per size" in facts["advice"] and "lazy state growing" not in facts["advice"]
