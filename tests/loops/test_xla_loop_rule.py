@@ -84,7 +84,9 @@ def test_whose_sync_made_a_program_comes_from_torch_xlas_frames_and_a_dynamic_gr
     kinds = {kind for kind, _, _ in facts["programs"]}
     user = [(file, line) for kind, file, line in facts["programs"] if kind == "user sync"]
     assert "bridge sync" in kinds or "dynamo graph" in kinds, facts["programs"]  # the bridge's syncs: named as its
-    mark_step = 1 + SCRIPT.splitlines().index("        xm.mark_step()  # the user's sync, through torch_xla's deprecation wrapper (typing_extensions)")
+    mark_step = 1 + SCRIPT.splitlines().index(
+        "        xm.mark_step()  # the user's sync, through torch_xla's deprecation wrapper (typing_extensions)"
+    )
     assert user and set(user) == {(str(script), mark_step)}, user  # the user's line, not typing_extensions.py's wrapper
     assert facts["dynamo"] == ["first"] and facts["verdict"] == ["keeps compiling", "XLA"]
     assert "program per size" in facts["advice"] and "lazy state growing" not in facts["advice"]
