@@ -28,6 +28,7 @@ __all__ = [
     "graphs_made",
     "guard_reason",
     "is_recompile_limit",
+    "is_skipped_frame",
     "lookup_backend",
     "make_boxed_func",
     "observe_backend_graphs",
@@ -173,6 +174,14 @@ def is_recompile_limit(error: BaseException) -> bool:
         return True
     text = str(error).lower()
     return "cache limit exceeded" in text or "recompile limit exceeded" in text
+
+
+def is_skipped_frame(error: BaseException) -> bool:
+    """Whether dynamo's error on a frame is one it skips the frame for and runs it as it is (``Unsupported``: a
+    generator it cannot trace, a frame it must skip; ``ConvertFrame`` calls these soft failures), not a failed compile."""
+    from torch._dynamo import exc
+
+    return isinstance(error, exc.Unsupported) and not is_recompile_limit(error)
 
 
 def set_guard_complete_hook(hook: Callable[[bool], bool] | None) -> Callable[[bool], bool] | None:

@@ -73,6 +73,7 @@ COMPILE_COLUMNS = (
 STEP_COLUMNS = (
     "step",
     "function",
+    "phase",
     "dynamo_compiles",
     "graphs",
     "cache_hits",
@@ -195,6 +196,13 @@ class WatchRecord:
     def reached_steady_state(self) -> bool:
         return self.steady.reached
 
+    @property
+    def judged_end(self) -> int:
+        """The last step of the sequence the verdict judged: the loop's last, or its last training (evaluation) call
+        when the two were judged apart."""
+        phase = self.steady.phase
+        return max((step.number for step in self.steps if phase is None or step.phase == phase), default=len(self.steps))
+
     def step_rows(self) -> list[dict[str, Any]]:
         return [_step_row(step) for step in self.steps]
 
@@ -225,6 +233,7 @@ def _step_row(step: Step) -> dict[str, Any]:
     return {
         "step": step.number,
         "function": step.function,
+        "phase": step.phase,
         "dynamo_compiles": step.dynamo_compiles,
         "graphs": step.graphs,
         "cache_hits": step.hits,

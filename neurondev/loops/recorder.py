@@ -86,6 +86,7 @@ class Mark:
     function: str | None = None
     native_events: int = 0  # how many events the native accounting had seen
     key: str | None = None  # the called function's identity (its code's file and first line): two lambdas are two
+    grad: bool | None = None  # a call's: whether gradients were on (a training call) or off (an evaluation)
 
 
 class Recorder:
@@ -146,7 +147,7 @@ class Recorder:
             self._put_back_graphs()
         _active = None
 
-    def mark(self, kind: str, function: str | None = None, key: str | None = None) -> None:
+    def mark(self, kind: str, function: str | None = None, key: str | None = None, grad: bool | None = None) -> None:
         """Read the counts now and note why. torch_xla runs programs asynchronously: at a step's boundary
         (a call, a sync, a step mark) the recorder first waits for the device's work in flight, so that
         each execution is counted in the step that launched it, not in the next one (nor in a step of its
@@ -156,7 +157,9 @@ class Recorder:
         native = self.native.counts() if self.native is not None else None
         seen = len(self.native.events) if self.native is not None else 0
         offset = self.analysis.size() if self.analysis is not None else 0
-        self.marks.append(Mark(kind, time.perf_counter(), len(self.events), self.hits, xla_counts(), native, offset, function, seen, key))
+        self.marks.append(
+            Mark(kind, time.perf_counter(), len(self.events), self.hits, xla_counts(), native, offset, function, seen, key, grad)
+        )
         self._attribute(kind, function, native)
 
     def _attribute(self, kind: str, function: str | None, native: Any) -> None:
@@ -186,7 +189,9 @@ class Recorder:
             return
         if self.sync_each_step and any(mark.kind == "call" for mark in self.marks):
             sync()  # the advice applied: the step before this call ends with a sync
-        self.mark("call", function, key)
+        import torch
+
+        self.mark("call", function, key, torch.is_grad_enabled())
 
     def optimizer_stepped(self) -> None:
         if not self._watched_thread():
@@ -252,7 +257,7 @@ class Recorder:
         failed = None
         if error is not None and dynamo_internals.is_recompile_limit(error):
             limit = int(dynamo_internals.dynamo_config().recompile_limit)
-        elif error is not None:
+        elif error is not None and not dynamo_internals.is_skipped_frame(error):  # a frame dynamo skips is no compile
             failed = f"{type(error).__name__}: {(str(error).strip().splitlines() or [''])[0][:200]}"
         index = getattr(metric, "cache_size", None)
         now, owner = value_now(reason, frame)

@@ -70,6 +70,7 @@ class Step:
     programs: tuple[XlaProgram, ...]
     seconds: float
     seen: Seen | None = None  # a native device's copies, syncs and fallbacks in the step, by line
+    phase: str | None = None  # a call's: 'training' (gradients on) or 'evaluation' (off); None for other steps
 
     @property
     def dynamo_compiles(self) -> int:
@@ -136,9 +137,15 @@ def cut(
     accounting's events, or None)."""
     before, steps, after = _intervals(marks, kind)
     function = _name_of(marks, _stepping_function(marks)) if kind == "compiled call" else None
-    return _with_known_lines(
-        [_step(number, function, marks, events, analysis, device_events, bounds) for number, bounds in enumerate(steps, 1)]
-    )
+    found = [_step(number, function, marks, events, analysis, device_events, bounds) for number, bounds in enumerate(steps, 1)]
+    phases = [_phase(marks[bounds[0]]) for bounds in steps] if kind == "compiled call" else []
+    if len(set(phases)) > 1:  # calls with gradients on (training) and off (evaluation): two sequences
+        found = [dataclasses.replace(step, phase=phase) for step, phase in zip(found, phases)]
+    return _with_known_lines(found)
+
+
+def _phase(call: Mark) -> str | None:
+    return None if call.grad is None else "training" if call.grad else "evaluation"
 
 
 def _with_known_lines(steps: list[Step]) -> tuple[Step, ...]:

@@ -16,8 +16,12 @@ The rule, in terms a user can check by hand against the step table:
    - ``recurring``: the last three counted steps are k > 1 apart, and the tail is shorter than k (the next would
      have come after the end): exit 1;
    - ``steady``: the tail is at least the longest gap between counted steps (at least 1): steady after ck: exit 0;
-   - ``late``: a recompile late in the loop, with too few steps after it to know (the tail is shorter than the
-     longest gap, or 0): exit 0, with its advice.
+   - ``late``: a change late in the loop after a steady stretch (the last run of consecutive counted steps, ending at
+     ck, follows at least two steps without counted work, no fewer than the run is long, nor than the steps from c1
+     to the counted step before the run), with too few steps after it to know: exit 0, with its advice;
+   - ``keeps compiling`` otherwise: new work until near the end, no steady stretch before it, too few steps after it.
+4. Training and evaluation: steps that are calls of one compiled function made with gradients on and off are two
+   sequences (``phase``), each judged by 1-3 on its own; the loop's verdict is the worse (``VERDICTS``' order).
 """
 
 from __future__ import annotations
@@ -63,6 +67,7 @@ class StepWork:
     recompiles: int = 0
     programs: int = 0
     limit: bool = False
+    phase: str | None = None  # 'training' or 'evaluation': a call with gradients on or off (None: steps are not calls)
 
     @property
     def new(self) -> bool:
@@ -86,6 +91,7 @@ class SteadyState:
     period: int | None = None
     tail: int | None = None
     counted: tuple[int, ...] = ()
+    phase: str | None = None  # the sequence judged, when training and evaluation calls were judged apart
 
     @property
     def reached(self) -> bool:
@@ -135,6 +141,7 @@ def work_of(step: Step, kinds: Sequence[str]) -> StepWork:
         recompiles=mine.count("recompile") + mine.count("failed"),
         programs=step.xla_compiles or 0,
         limit="recompile limit reached" in mine,
+        phase=step.phase,
     )
 
 
@@ -144,7 +151,36 @@ def _warm_up(number: int, work: StepWork) -> bool:
 
 
 def verdict(work: Sequence[StepWork]) -> SteadyState:
-    """The rule (the module's docstring) on the steps' new work, in order."""
+    """The rule (the module's docstring) on the steps' new work, in order: training and evaluation calls apart, the
+    worse of their verdicts (training's on a tie), its steps numbered as the loop's."""
+    phases = sorted(dict.fromkeys(step.phase for step in work), key=lambda phase: phase != "training")
+    if len(phases) < 2:
+        return _judged(work)
+    judged = []
+    for phase in phases:
+        numbers = [number for number, step in enumerate(work, 1) if step.phase == phase]
+        judged.append(_in_the_loop(_judged([work[number - 1] for number in numbers]), numbers, phase))
+    return max(judged, key=lambda found: VERDICTS.index(found.kind))  # max keeps the first of equals
+
+
+def _in_the_loop(found: SteadyState, numbers: Sequence[int], phase: str | None) -> SteadyState:
+    """A sequence's verdict with its steps numbered as the loop's (its tail and period stay in its own steps)."""
+
+    def at(step: Any) -> Any:
+        return numbers[step - 1] if isinstance(step, int) and step > 0 else step
+
+    return dataclasses.replace(
+        found,
+        after=at(found.after),
+        since=at(found.since),
+        limit_step=at(found.limit_step),
+        counted=tuple(numbers[step - 1] for step in found.counted),
+        phase=phase,
+    )
+
+
+def _judged(work: Sequence[StepWork]) -> SteadyState:
+    """The rule on one sequence of steps."""
     n = len(work)
     if n == 0:
         return SteadyState("no step", ONE_STEP)
@@ -168,7 +204,22 @@ def verdict(work: Sequence[StepWork]) -> SteadyState:
     gaps = [later - earlier for earlier, later in zip(counted, counted[1:])]
     if tail >= max(gaps, default=1):
         return SteadyState("steady", last, tail=tail, counted=tuple(counted))
-    return SteadyState("late", last, side, last, tail=tail, counted=tuple(counted))
+    if _after_a_steady_stretch(counted):
+        return SteadyState("late", last, side, last, tail=tail, counted=tuple(counted))
+    return SteadyState("keeps compiling", "never", side, counted[0], tail=tail, counted=tuple(counted))
+
+
+def _after_a_steady_stretch(counted: Sequence[int]) -> bool:
+    """Whether the last run of counted steps (consecutive, ending at the last) came after a steady stretch: at least
+    two steps without counted work before it (since the counted step before, or the start), no fewer than the run is
+    long, nor than the steps from the first counted step to that one (steady at least as long as it had compiled)."""
+    start = len(counted) - 1
+    while start > 0 and counted[start - 1] == counted[start] - 1:
+        start -= 1
+    previous = counted[start - 1] if start > 0 else 0
+    quiet, run = counted[start] - previous - 1, len(counted) - start
+    compiling = previous - counted[0] + 1 if start > 0 else 0
+    return quiet >= max(2, run, compiling)
 
 
 def _side(counted: Sequence[StepWork]) -> str:

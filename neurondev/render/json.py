@@ -171,6 +171,7 @@ def watch_dict(record: WatchRecord) -> dict[str, Any]:
         "since_step": record.steady.since,
         "recompile_limit_step": record.steady.limit_step,
         "period": record.steady.period,
+        "phase": record.steady.phase,
         "step_kind": record.step_kind,
         "advice": [_advice(a) for a in record.advice],
         "tried": [_advice(a) for a in record.tried],

@@ -116,12 +116,17 @@ def _verdict_text(record: WatchRecord, unit: str) -> str:
         return f"One {unit} cannot show a steady state (nothing to compare it with)."
     if steady.kind == "limit" and steady.limit_step is not None:
         return _after_the_limit(record, steady.limit_step, unit)
-    last = len(record.steps)
+    last = record.judged_end
+    apart = (
+        f"Training calls (gradients on) and evaluation calls (gradients off) judged apart, the {steady.phase} calls decide: "
+        if steady.phase is not None
+        else ""
+    )
     found = not_steady(steady, last, unit)
     if found is not None:
-        return never_steady_text(found)
+        return apart + never_steady_text(found)
     if steady.kind == "late":
-        return (
+        return apart + (
             f"A recompile late in the loop, at {unit} {steady.after} of {last}: {steady.tail} {unit}(s) after it are too few to tell "
             "whether it comes back (the advice says what would prevent it)."
         )
@@ -129,7 +134,7 @@ def _verdict_text(record: WatchRecord, unit: str) -> str:
         return "Nothing compiled at all: steady from the start."
     measured = "dynamo or XLA" if record.xla_gap is None else "by dynamo (no XLA figures in this loop)"
     warm = " (the warm-up)" if steady.kind == "nothing" else ""
-    return f"Steady state after {unit} {steady.after}{warm}: nothing compiled after it, {measured}."
+    return apart + f"Steady state after {unit} {steady.after}{warm}: nothing compiled after it, {measured}."
 
 
 def _outside_text(record: WatchRecord) -> str:

@@ -138,6 +138,12 @@ def never_steady_text(found: NotSteady) -> str:
             f"No steady state: {steady.side} compiles a new program every {steady.period} {unit}s from {unit} {steady.since}; the "
             f"{steady.tail} {unit}(s) after the last are fewer than {steady.period}, so the next comes after the end."
         )
+    if steady.tail:  # new work until near the end, no steady stretch before it
+        return (
+            f"No steady state: {steady.side} compiles new work from {unit} {steady.since} to {unit} {steady.counted[-1]}, with no "
+            f"steady stretch before it, and the {steady.tail} {unit}(s) after it (to {unit} {found.steps}) are fewer than the "
+            "longest gap between its new work: too few to tell it stopped."
+        )
     return f"No steady state: {steady.side} keeps compiling from {unit} {steady.since} to the end ({unit} {found.steps})."
 
 

@@ -123,7 +123,7 @@ def watch_findings(record: WatchRecord) -> list[Any]:
     compiled after the loop's first two steps, with its trigger, and the verdict when the loop never settled (ND411)."""
     found: list[Any] = [compile_.cause for compile_ in record.compiles if compile_.cause.rule is not None]
     found += [program for step in record.steps[2:] for program in step.programs]
-    never = not_steady(record.steady, len(record.steps), "call" if record.watched_function else "step")
+    never = not_steady(record.steady, record.judged_end, "call" if record.watched_function else "step")
     return found if never is None else [*found, never]
 
 

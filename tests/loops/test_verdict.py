@@ -3,6 +3,8 @@ verdict function must agree with a second, plain reading of the rule the loops p
 
 from __future__ import annotations
 
+import dataclasses
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -11,8 +13,34 @@ from neurondev.loops.verdict import EXIT_CODES, VERDICTS, StepWork, verdict
 EXITS = {"no step": 0, "one step": 0, "nothing": 0, "steady": 0, "late": 0, "recurring": 1, "keeps compiling": 1, "limit": 1}
 
 
+SEVERITY = ("no step", "one step", "nothing", "steady", "late", "recurring", "keeps compiling", "limit")  # the page's order
+
+
 def oracle(history: list[StepWork]) -> tuple[str, int | str | None, int | None]:
-    """The rule of docs/how-to/loops.md, read plainly: (verdict, the step it names, the period)."""
+    """The rule of docs/how-to/loops.md, read plainly: (verdict, the step it names, the period). Training calls and
+    evaluation calls are two sequences, each judged alone; the worse verdict is the loop's, training's on a tie."""
+    phases = []
+    for work in history:
+        if work.phase not in phases:
+            phases.append(work.phase)
+    if len(phases) < 2:
+        return one_sequence(history)
+    if "training" in phases:
+        phases.remove("training")
+        phases.insert(0, "training")
+    worst = None
+    for phase in phases:
+        numbers = [number for number in range(1, len(history) + 1) if history[number - 1].phase == phase]
+        kind, step, period = one_sequence([history[number - 1] for number in numbers])
+        if isinstance(step, int) and step > 0:
+            step = numbers[step - 1]  # numbered as the loop's steps
+        if worst is None or SEVERITY.index(kind) > SEVERITY.index(worst[0]):
+            worst = (kind, step, period)
+    return worst
+
+
+def one_sequence(history: list[StepWork]) -> tuple[str, int | str | None, int | None]:
+    """Rules 3-5 on one sequence of steps."""
     steps = len(history)
     if steps == 0:
         return "no step", None, None
@@ -47,7 +75,19 @@ def oracle(history: list[StepWork]) -> tuple[str, int | str | None, int | None]:
     for i in range(1, len(counted)):
         if counted[i] - counted[i - 1] > longest:
             longest = counted[i] - counted[i - 1]
-    return ("steady" if tail >= longest else "late"), last, None
+    if tail >= longest:
+        return "steady", last, None
+    run_start = last  # the last run of consecutive counted steps
+    while run_start - 1 in counted:
+        run_start = run_start - 1
+    before_run = [number for number in counted if number < run_start]
+    previous = before_run[len(before_run) - 1] if before_run else 0
+    without_work = run_start - previous - 1
+    run_length = last - run_start + 1
+    compiled_for = before_run[len(before_run) - 1] - before_run[0] + 1 if before_run else 0
+    if without_work >= 2 and without_work >= run_length and without_work >= compiled_for:
+        return "late", last, None  # a steady stretch (as long as it had compiled, at least), then the change
+    return "keeps compiling", None, None
 
 
 steps = st.builds(StepWork, first=st.integers(0, 2), recompiles=st.integers(0, 2), programs=st.integers(0, 3))  # the limit: below
@@ -56,7 +96,9 @@ quiet = st.just(StepWork())
 
 @st.composite
 def histories(draw) -> list[StepWork]:
-    """A loop: warm-up work at the start, quiet steps, and new work at some steps (every step, every k steps, once late)."""
+    """A loop: warm-up work at the start, quiet steps, and new work at some steps (every step, every k steps, once late),
+    as real loops make it: gradient accumulation (the optimizer's micro-step every m steps), logging every k steps
+    that settles after a few, a checkpoint step, and evaluation calls interleaved with the training calls."""
     length = draw(st.integers(0, 40))
     history = [draw(st.one_of(quiet, quiet, steps)) for _ in range(length)]
     if length and draw(st.booleans()):  # new work every k steps from some step: recurring, or stopped
@@ -64,13 +106,29 @@ def histories(draw) -> list[StepWork]:
         stop = draw(st.integers(start, length))
         for number in range(start, stop + 1, k):
             history[number - 1] = StepWork(recompiles=draw(st.integers(0, 1)), programs=1)
+    if length and draw(st.booleans()):  # gradient accumulation: the optimizer's step every m micro-steps compiles
+        m = draw(st.integers(2, 8))
+        settles = draw(st.one_of(st.none(), st.integers(1, 4)))  # after a few optimizer steps, or never
+        for index, number in enumerate(range(m, length + 1, m)):
+            if settles is None or index < settles:
+                history[number - 1] = StepWork(programs=draw(st.integers(1, 2)))
+    if length and draw(st.booleans()):  # a logging step every k steps (a host read): new programs its first times
+        k, times = draw(st.integers(3, 10)), draw(st.integers(1, 3))
+        for number in list(range(k, length + 1, k))[:times]:
+            history[number - 1] = StepWork(programs=1)
+    if length and draw(st.booleans()):  # a checkpoint step: once
+        history[draw(st.integers(1, length)) - 1] = StepWork(programs=1)
     if length and draw(st.integers(0, 9)) == 0:
         at = draw(st.integers(1, length))
         history[at - 1] = StepWork(recompiles=1, limit=True)
+    if length and draw(st.booleans()):  # epochs: training calls, then evaluation calls of the same function
+        train, evaluate = draw(st.integers(1, 8)), draw(st.integers(1, 4))
+        phases = (["training"] * train + ["evaluation"] * evaluate) * (length // (train + evaluate) + 1)
+        history = [dataclasses.replace(work, phase=phase) for work, phase in zip(history, phases)]
     return history
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=800, deadline=None)
 @given(histories())
 def test_the_verdict_is_the_written_rule(history):
     found = verdict(history)
@@ -96,10 +154,43 @@ def test_every_verdict_class_has_an_exit_code_and_is_reached_by_a_history():
         "keeps compiling": [StepWork(first=1)] + [StepWork(recompiles=1)] * 4,
         "limit": [StepWork(first=1), StepWork(recompiles=1), StepWork(limit=True)],
     }
-    assert set(examples) == set(VERDICTS) == set(EXIT_CODES)
+    assert set(examples) == set(VERDICTS) == set(EXIT_CODES) == set(SEVERITY)
     for kind, history in examples.items():
         assert verdict(history).kind == kind, kind
         assert oracle(history)[0] == kind, kind
+
+
+def epochs(training: list[StepWork], evaluation: list[StepWork], count: int) -> list[StepWork]:
+    """``count`` epochs of these training calls, then these evaluation calls (one compiled function: a trainer's)."""
+    train = [dataclasses.replace(work, phase="training") for work in training]
+    evaluate = [dataclasses.replace(work, phase="evaluation") for work in evaluation]
+    return (train + evaluate) * count
+
+
+def test_a_loop_whose_training_keeps_compiling_fails_however_many_evaluation_calls_end_it():
+    """A Trainer-style loop without a sync: new XLA programs on every training call but the first two, then two quiet
+    evaluation calls per epoch. Judged as one sequence the quiet evaluations at the end made it `late` (exit 0)."""
+    history = epochs([StepWork(programs=1)] * 5, [StepWork(), StepWork()], 3)
+    found = verdict(history)
+    assert (found.kind, found.phase, found.exit_code) == ("keeps compiling", "training", 1)
+    assert found.counted[-1] == 19 and 20 not in found.counted  # the loop's step numbers: 20 and 21 are evaluations
+    as_one = [dataclasses.replace(work, phase=None) for work in history]
+    assert verdict(as_one).kind == "keeps compiling"  # no steady stretch before the last compile: never `late`
+
+
+def test_evaluation_that_keeps_compiling_fails_a_loop_whose_training_settled():
+    warm = epochs([StepWork(programs=1)] * 2 + [StepWork()] * 4, [StepWork(programs=1)] * 2, 1)
+    history = warm + epochs([StepWork()] * 6, [StepWork(programs=1)] * 2, 2)
+    found = verdict(history)
+    assert (found.kind, found.phase, found.since) == ("keeps compiling", "evaluation", 15)  # its 3rd call, the loop's step 15
+    assert found.counted == (15, 16, 23, 24)
+
+
+def test_late_is_a_change_after_a_steady_stretch_and_compiling_to_near_the_end_is_not():
+    late = [StepWork(first=1)] + [StepWork()] * 6 + [StepWork(recompiles=1)]
+    assert (verdict(late).kind, verdict(late).after) == ("late", 8)
+    near_the_end = [StepWork(first=1)] + [StepWork(programs=1)] * 10 + [StepWork()] + [StepWork(programs=1), StepWork()]
+    assert verdict(near_the_end).kind == "keeps compiling"  # one quiet step is no steady stretch
 
 
 # --- XLA's side: what the programs of the steps that keep compiling say ---------------------------------------------
@@ -170,10 +261,10 @@ def test_each_steps_new_work_is_plain_data_by_the_kinds_of_its_compiles():
     kinds = ["first", "recompile", "failed", "recompile limit reached", "first"]
     steps = [_step(1, _program("dynamo graph", 2), compiles=(0,)), _step(2, compiles=(1, 2)), _step(3, compiles=(3, 4)), _step(4)]
     assert history(steps, kinds) == [
-        {"first": 1, "recompiles": 0, "programs": 1, "limit": False},
-        {"first": 0, "recompiles": 2, "programs": 0, "limit": False},
-        {"first": 1, "recompiles": 0, "programs": 0, "limit": True},
-        {"first": 0, "recompiles": 0, "programs": 0, "limit": False},
+        {"first": 1, "recompiles": 0, "programs": 1, "limit": False, "phase": None},
+        {"first": 0, "recompiles": 2, "programs": 0, "limit": False, "phase": None},
+        {"first": 1, "recompiles": 0, "programs": 0, "limit": True, "phase": None},
+        {"first": 0, "recompiles": 0, "programs": 0, "limit": False, "phase": None},
     ]
 
 

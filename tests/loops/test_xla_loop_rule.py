@@ -90,3 +90,43 @@ def test_whose_sync_made_a_program_comes_from_torch_xlas_frames_and_a_dynamic_gr
     assert user and set(user) == {(str(script), mark_step)}, user  # the user's line, not typing_extensions.py's wrapper
     assert facts["dynamo"] == ["first"] and facts["verdict"] == ["keeps compiling", "XLA"]
     assert "program per size" in facts["advice"] and "lazy state growing" not in facts["advice"]
+
+
+def test_a_trainer_shaped_loop_whose_training_keeps_compiling_fails_however_many_evaluation_calls_end_it():
+    """One compiled model called for training (gradients on) and for an evaluation per epoch (off), no sync: XLA
+    compiles new programs on every training call (torch_xla's own CompileTime counts them). Judged as one sequence the
+    quiet evaluation calls at the end made the verdict `late`, exit 0."""
+    import torch_xla
+
+    from neurondev import xla
+
+    device = xla.device()
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1)).to(device)
+    opt = torch.optim.SGD(net.parameters(), lr=0.01)
+    model = torch.compile(net, backend="openxla")
+    loss_of = lambda x, y: torch.nn.functional.mse_loss(model(x), y)  # noqa: E731
+    with neurondev.watch() as watched:
+        for _ in range(3):
+            for _ in range(4):
+                loss_of(torch.randn(4, 8, device=device), torch.randn(4, 1, device=device)).backward()
+                opt.step()
+                opt.zero_grad()
+            torch_xla.sync()  # the evaluation starts from the trained weights, as a trainer's does
+            with torch.no_grad():
+                for _ in range(2):
+                    loss_of(torch.randn(4, 8, device=device), torch.randn(4, 1, device=device)).item()
+    record = watched.record
+    phases = [step.phase for step in record.steps]
+    assert phases == (["training"] * 4 + ["evaluation"] * 2) * 3
+    training = [step for step in record.steps if step.phase == "training"]
+    numbers = {step.number: step for step in record.steps}
+    assert all(numbers[n].xla_compiles for n in record.steady.counted)  # each counted step: torch_xla's own CompileTime
+    assert sum(bool(step.xla_compiles) for step in training) > len(training) // 2  # most training calls compiled
+    assert [step.xla_compiles for step in record.steps[-2:]] == [0, 0]  # quiet evaluation calls end it
+    steady = record.steady
+    assert (steady.kind, steady.phase, steady.exit_code) == ("keeps compiling", "training", 1)
+    assert steady.counted[-1] == training[-1].number and record.judged_end == 16
+    assert "the training calls decide: No steady state: XLA keeps compiling" in watched.summary()
+    assert json.loads(watched.to_json())["phase"] == "training"

@@ -194,6 +194,7 @@ def test_each_key_of_a_watchs_json_is_its_records(tmp_path):
         "since_step": record.steady.since,
         "recompile_limit_step": record.steady.limit_step,
         "period": record.steady.period,
+        "phase": record.steady.phase,
         "step_kind": record.step_kind,
         "advice": data["advice"],
         "tried": [],
