@@ -294,7 +294,7 @@ RULES: tuple[Rule, ...] = (
         "ND404",
         "cache growth",
         "cache-growth-recompile",
-        "a cache (a KV cache) grew by one each call",
+        "a size grew by one each call: a cache (a KV cache) or a sequence, whatever it is called",
         "use a static cache of fixed size (transformers' StaticCache)",
     ),
     _cause(

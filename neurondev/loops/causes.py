@@ -11,9 +11,11 @@ neuronx-cc compile: bounded sizes (buckets) are what keeps compiles bounded.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import linecache
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from neurondev._compat.dynamo import guard_reason
@@ -32,6 +34,7 @@ __all__ = [
     "Cause",
     "Recurring",
     "advice_for",
+    "by_what_sizes_do",
     "cause_of",
 ]
 
@@ -44,8 +47,6 @@ _READ_AT = re.compile(r"#\s*(?P<code>.*?)\s*#\s*(?P<file>[^#]+?):(?P<line>\d+) i
 _REFERENCE = re.compile(r"^[A-Za-z_][\w.]*(?:\[[^\]]+\][\w.]*)*$")  # a name, attributes, subscripts: a value the code reads
 _COUNTED = re.compile(r"^(?P<what>len\((?P<inner>[^)]+)\))\s*==\s*(?P<before>\d+)")
 _NUMBER = re.compile(r"^-?(?:\d+\.?\d*(?:e-?\d+)?|True|False)$")
-_DECODE = re.compile(r"(input_ids|position_ids|cache_position|inputs_embeds)$")  # generate: the prompt, then one token a step
-_CACHE = re.compile(r"cache|past_key|key_cache|value_cache|\.keys|\.values", re.I)
 
 KINDS = ("first", "recompile", "recompile limit reached", "failed")
 
@@ -183,12 +184,37 @@ def cause_of(event: CompileEvent) -> Cause:
 
 
 def _tensor_cause(tensor: re.Match[str]) -> Cause:
+    """A size or stride that changed: what the size does across the compiles (a cache growing, the prompt then one
+    token) is read from all of them (``by_what_sizes_do``), never from the tensor's name."""
     name = _readable(tensor["name"])
-    before, after = tensor["before"], tensor["after"]
-    kind = "cache growth" if _CACHE.search(tensor["name"]) and int(after) == int(before) + 1 else "changing size"
-    if _DECODE.search(name) and after == "1" and before != "1":
-        kind = "prompt to decode"
-    return Cause(kind, name, before, after, measure=tensor["what"], dim=int(tensor["dim"]))
+    return Cause("changing size", name, tensor["before"], tensor["after"], measure=tensor["what"], dim=int(tensor["dim"]))
+
+
+def by_what_sizes_do(events: Sequence[CompileEvent], causes: Sequence[Cause]) -> list[Cause]:
+    """The causes with each changing size read from what it does across a function's compiles: the first call's size
+    against the rest when the second call's is 1 (the prompt, then one token a step: 'prompt to decode'), a size that
+    grows by one from one compile to the next, twice or more ('cache growth'), whatever the tensor is called."""
+    read = list(causes)
+    changes: dict[tuple[str, str | None, int | None], list[int]] = collections.defaultdict(list)
+    for position, (event, cause) in enumerate(zip(events, causes)):
+        if cause.kind == "changing size" and cause.measure == "size":
+            changes[(event.function, cause.value, cause.dim)].append(position)
+    for positions in changes.values():
+        first = positions[0]
+        if events[first].index == 1 and read[first].after == "1" and read[first].before != "1":
+            read[first] = dataclasses.replace(read[first], kind="prompt to decode")
+            positions = positions[1:]
+        sizes = [(int(read[p].before or 0), int(read[p].after or 0)) for p in positions]
+        growing = all(after == before + 1 for before, after in sizes)
+        continuous = all(earlier[1] == later[0] for earlier, later in zip(sizes, sizes[1:]))
+        if len(sizes) >= 2 and growing and continuous:
+            for p in positions:
+                read[p] = dataclasses.replace(read[p], kind="cache growth")
+    decoded = {(events[p].function, read[p].value) for p in range(len(read)) if read[p].kind == "prompt to decode"}
+    for position, (event, cause) in enumerate(zip(events, read)):  # the stride follows the size: (1, 6) then (1, 1)
+        if cause.kind == "changing size" and cause.measure == "stride" and (event.function, cause.value) in decoded and cause.after == "1":
+            read[position] = dataclasses.replace(cause, kind="prompt to decode")
+    return read
 
 
 def _value_cause(name: str, before: str | None, after: str | None, read_at: SourceLine | None, event: CompileEvent) -> Cause:

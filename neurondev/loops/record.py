@@ -6,7 +6,7 @@ import dataclasses
 import traceback
 from typing import Any
 
-from neurondev.loops.causes import Advice, AdviceCheck, Cause, advice_for, cause_of
+from neurondev.loops.causes import Advice, AdviceCheck, Cause, advice_for, by_what_sizes_do, cause_of
 from neurondev.loops.recorder import CompileEvent, Recorder
 from neurondev.loops.steps import Step, cut, outside, step_kind
 from neurondev.loops.verdict import SteadyState, program_advice, steady_state
@@ -304,6 +304,7 @@ def _read(
     step_of = {index: step.number for step in steps for index in step.compiles}
     outside_of = {index: "before the loop" if step.number == 0 else "after the loop" for step in around for index in step.compiles}
     read = []
+    causes = by_what_sizes_do(events, [cause_of(event) for event in events])
     for index, event in enumerate(events):
         kind = (
             "recompile limit reached"
@@ -314,7 +315,7 @@ def _read(
             if not event.index
             else "recompile"
         )
-        read.append(Compile(event, kind, cause_of(event), _xla_between(events, marks, index), step_of.get(index), outside_of.get(index)))
+        read.append(Compile(event, kind, causes[index], _xla_between(events, marks, index), step_of.get(index), outside_of.get(index)))
     return tuple(read)
 
 

@@ -200,9 +200,10 @@ def _causes_said_once(read: tuple[Compile, ...]) -> list[str]:
         if kind in ("python number", "cache growth", "changing size") and len(compiles) > 1:
             values = [compiles[0].cause.before] + [c.cause.after for c in compiles]
             shown = values if len(values) <= 6 else [*values[:3], "...", *values[-2:]]
-            noun = {"python number": "a Python number burned into the graph", "cache growth": "a cache growing by one per call"}.get(
-                kind, "a size that changes"
-            )
+            noun = {
+                "python number": "a Python number burned into the graph",
+                "cache growth": "a size growing by one per call (a cache or a sequence)",
+            }.get(kind, "a size that changes")
             said.append(f"{value} changed at {len(compiles)} compiles ({' -> '.join(str(v) for v in shown)}): {noun}{where}")
         else:
             said.append(f"{cause_words(cause)}{where}")

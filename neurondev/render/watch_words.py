@@ -23,7 +23,7 @@ __all__ = [
 _DYNAMO = {
     "python number": "pass {value} as a tensor (torch.tensor({value}) on the device, updated in place) so the graph reads it "
     "instead of baking it in, or keep it constant",
-    "cache growth": "a cache that grows by one position per call is a new shape every step: use a static cache "
+    "cache growth": "{value} grows by one position per call (a cache or a sequence): a new shape every step: use a static cache "
     "(cache_implementation='static' in transformers generate, or a preallocated buffer written at an index)",
     "changing size": "{value} takes {count} sizes ({sizes}): pad to a few bucket sizes ({buckets}), or drop the short last batch "
     "(DataLoader(drop_last=True)){mark_dynamic}",

@@ -186,3 +186,39 @@ def test_a_size_that_grows_every_step_keeps_compiling_and_at_dynamos_limit_gives
         for rows in range(10, 10 + limit + 3):
             step(torch.randn(rows, 8, device=device))
     assert limited.record.steady.kind == "limit" and limited.record.steady.exit_code == 1
+
+
+def _decode_ids_past(ids, past, weight):
+    x = torch.nn.functional.one_hot(ids, 8).float() @ weight
+    past = torch.cat([past, x], dim=1)
+    return past.sum(dim=1).argmax(-1, keepdim=True), past
+
+
+def _decode_hf_names(input_ids, past_key_values, weight):
+    x = torch.nn.functional.one_hot(input_ids, 8).float() @ weight
+    past_key_values = torch.cat([past_key_values, x], dim=1)
+    return past_key_values.sum(dim=1).argmax(-1, keepdim=True), past_key_values
+
+
+@pytest.mark.parametrize("decode", [_decode_ids_past, _decode_hf_names])
+def test_advice_comes_from_what_a_size_does_never_from_the_arguments_name(device, decode):
+    """A decode loop: the prompt (5 tokens), then one token a step onto a cache that grows by one. Named `ids, past`
+    it was told to pad to buckets or drop the short last batch; named as transformers names them, to use a static cache."""
+    weight = torch.randn(8, 8, device=device)
+    step = torch.compile(decode, backend="aot_eager", dynamic=False)
+    with neurondev.watch() as watched:
+        ids, past = torch.randint(0, 8, (1, 5), device=device), torch.zeros(1, 0, 8, device=device)
+        for _ in range(6):
+            ids, past = step(ids, past, weight)
+    causes = [(c.cause.kind, c.cause.before, c.cause.after) for c in watched.record.compiles[1:]]
+    assert causes == [("prompt to decode", "5", "1")] + [("cache growth", str(n), str(n + 1)) for n in range(5, 9)]
+    assert [a.cause for a in watched.advice] == ["cache growth"] and watched.record.steady.kind == "keeps compiling"
+
+
+def test_a_size_that_changes_by_one_once_is_no_growing_cache(device):
+    net = torch.nn.Linear(8, 8).to(device)
+    step = torch.compile(lambda x: net(x).sum(), backend="aot_eager", dynamic=False)
+    with neurondev.watch() as watched:
+        for rows in (4, 4, 4, 5, 5, 5, 5, 5):  # one change, by one: a new batch size
+            step(torch.randn(rows, 8, device=device))
+    assert [c.cause.kind for c in watched.record.compiles[1:]] == ["changing size"]
