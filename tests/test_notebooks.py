@@ -91,9 +91,9 @@ KEY_TEXT = {
         "No steady state: dynamo compiled until its recompile limit at step 5, then the function ran uncompiled for the 2 step(s) after it, "
         "XLA compiling programs in 2 of them.",
         "input_ids changed size at dimension 1: 16 -> 1: the prompt, then one token a step: the second call is the decode step's own graph",
-        "cache.layers[0].keys changed at 2 compiles (16 -> 17 -> 18): a cache growing by one per call",
-        "LlamaForCausalLM.forward: a cache that grows by one position per call is a new shape every step: use a static cache "
-        "(cache_implementation='static' in transformers generate",
+        "cache.layers[0].keys changed at 2 compiles (16 -> 17 -> 18): a size growing by one per call (a cache or a sequence)",
+        "LlamaForCausalLM.forward: cache.layers[0].keys grows by one position per call (a cache or a sequence): a new shape every step: "
+        "use a static cache (cache_implementation='static' in transformers generate",
         "Watched LlamaForCausalLM.forward (6 calls): LlamaForCausalLM.forward compiled 2 time(s) (1 first, 1 recompile).",
         "dynamo compiles per call: [1, 1, 0, 0, 0, 0]",
         "XLA programs per call after the second: [1] | steady state: never",  # dynamo is steady, XLA is not
