@@ -93,6 +93,7 @@ def gpt2_capture(gpt2):
 # worker running them alone for 13 s while the other had finished (measured with a per-test timeline).
 _SLOWEST_FIRST = (
     "test_notebooks.py",
+    "test_real_trainers.py",
     "browser/",
     "test_never_kill.py",
     "test_rule_examples.py",

@@ -37,6 +37,7 @@ __all__ = [
     "reset_code",
     "resumed_function",
     "set_guard_complete_hook",
+    "transformed_codes",
 ]
 
 
@@ -82,6 +83,14 @@ def cache_entry_ids(code: Any) -> set[int]:
     from torch._C._dynamo.eval_frame import _debug_get_cache_entry_list
 
     return {id(entry) for entry in _debug_get_cache_entry_list(code)}
+
+
+def transformed_codes() -> dict[int, Any]:
+    """The code objects dynamo made of the frames it compiled (each cache entry's), by identity, each with the code it
+    was made of: a frame running one of them is running compiled code (and, after a graph break, the eager rest)."""
+    from torch._C._dynamo.eval_frame import _debug_get_cache_entry_list
+
+    return {id(entry.code): code for code in compiled_code_objects() for entry in _debug_get_cache_entry_list(code)}
 
 
 def reset_code(code: Any) -> None:

@@ -96,6 +96,7 @@ class Recorder:
         self.events: list[CompileEvent] = []
         self.looked_at: list[CompileEvent] = []  # frames dynamo made no graph of (skipped, or traced into nothing): no compiles
         self.other_threads: list[CompileEvent] = []  # compiles of threads other than the watched one: not the loop's
+        self._graphless: dict[int, Any] = {}  # code dynamo made no graph of (a library's decorators around a forward)
         self.marks: list[Mark] = []
         self.thread = threading.get_ident()  # the thread that opened the watch (or called the watched function)
         self.hits = 0
@@ -226,6 +227,8 @@ class Recorder:
             hashes = tuple(self._graph_hashes[hashed:])
             if not in_neurondev(frame.f_code.co_filename):  # neurondev's own frames (a hook dynamo met) are not the user's compiles
                 self._keep(dataclasses.replace(event, xla=xla, graph_hashes=hashes, call_file=call_file, call_line=call_line))
+            if event.graphs == 0 and error is None:
+                self._graphless[id(frame.f_code)] = frame.f_code
 
     def _keep(self, event: CompileEvent) -> None:
         """A compile is what the runtime compiled: a frame dynamo made a graph of, failed on, or gave up at its limit,
@@ -239,14 +242,22 @@ class Recorder:
             self.looked_at.append(event)
 
     def _wrapper_frame(self, frame: Any) -> Any:
-        """torch.compile's wrapper frame, when the frames of torch and neurondev from ``frame`` up lead to it:
-        the frame being run (or compiled) is a call of a compiled function (a module's call goes through
-        torch's own frames first), not a frame resumed after a break; None otherwise."""
+        """torch.compile's wrapper frame, when the frames from ``frame`` up lead to it through none running compiled
+        code: the frame being run (or compiled) is a call of a compiled function (a module's call goes through
+        torch's own frames first, a model's forward through its library's decorators: transformers'), not a frame
+        resumed after a break, nor one the compiled code calls after a break (the code of a frame dynamo made no graph
+        of, a decorator, passes); None otherwise."""
+        compiled: dict[int, Any] | None = None
         while frame is not None:
-            if frame.f_code is self._wrapper_code:
+            code = frame.f_code
+            if code is self._wrapper_code:
                 return frame
-            if not (in_torch(frame.f_code.co_filename) or frame.f_code.co_filename == __file__):
-                return None
+            if not (in_torch(code.co_filename) or code.co_filename == __file__):
+                compiled = dynamo_internals.transformed_codes() if compiled is None else compiled  # (only found here: rare)
+                made_of = compiled.get(id(code))
+                graphless = made_of is not None and self._graphless.get(id(made_of)) is made_of  # a decorator, no graph
+                if (made_of is not None and not graphless) or dynamo_internals.resumed_function(code.co_name) is not None:
+                    return None
             frame = frame.f_back
         return None
 

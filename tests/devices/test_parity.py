@@ -90,6 +90,22 @@ def test_the_accelerator_api_and_the_device_module(device):
     assert torch.hostdev.get_amp_supported_dtype() == [torch.float16, torch.bfloat16]
 
 
+def test_the_devices_memory_statistics_count_what_it_holds_as_a_trainer_reads_them(device):
+    """torch.accelerator's memory figures (what accelerate and transformers' Trainer read on a device): the bytes the
+    device holds now and at most, each allocation counted, the peak reset on request."""
+    start, allocations = torch.accelerator.memory_allocated(), torch.accelerator.memory_stats()["num_device_alloc"]
+    held = torch.empty(1000, dtype=torch.float32, device=device)
+    assert torch.accelerator.memory_allocated() - start == held.nbytes == 4000
+    assert torch.accelerator.max_memory_allocated() >= start + 4000
+    assert torch.accelerator.memory_stats()["num_device_alloc"] == allocations + 1
+    del held
+    assert torch.accelerator.memory_allocated() == start
+    torch.accelerator.reset_peak_memory_stats()
+    assert torch.accelerator.max_memory_allocated() == start
+    torch.empty(10, device="cpu")  # the host's memory is not the device's
+    assert torch.accelerator.memory_allocated() == start
+
+
 def test_a_generator_of_the_device_is_the_devices_and_draws_as_the_cpus_with_the_same_seed(device):
     generator = torch.Generator(device="hostdev").manual_seed(3)
     assert generator.device == device

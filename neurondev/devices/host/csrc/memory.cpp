@@ -1,10 +1,13 @@
-// The device's memory: host memory that says it is the device's, pinned host memory the device knows it allocated,
-// and aliases: a tensor of one device over another's memory, nothing copied.
+// The device's memory: host memory that says it is the device's, allocated by a device allocator (torch's memory
+// statistics of the device: torch.accelerator.memory_allocated(), what a trainer reads), pinned host memory the
+// device knows it allocated, and aliases: a tensor of one device over another's memory, nothing copied.
 #include <c10/core/CPUAllocator.h>
+#include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
 
 #include <cstring>
 #include <mutex>
+#include <unordered_map>
 
 #include "hostdev.h"
 
@@ -12,13 +15,44 @@ namespace hostdev {
 
 namespace {
 
+// What the device holds now, and has held: its allocations' statistics, as a device allocator keeps them (nothing is
+// cached: what is freed goes back to the host at once).
+std::mutex held_mutex;
+std::unordered_map<const void*, size_t> held;
+c10::CachingDeviceAllocator::DeviceStats stats;
+
+void count(size_t nbytes, bool allocated) {
+  for (auto* stat : {&stats.allocated_bytes, &stats.reserved_bytes, &stats.active_bytes, &stats.requested_bytes}) {
+    auto& all = (*stat)[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)];
+    allocated ? all.increase(nbytes) : all.decrease(nbytes);
+  }
+  for (auto* stat : {&stats.allocation, &stats.segment, &stats.active}) {
+    auto& all = (*stat)[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)];
+    allocated ? all.increase(1) : all.decrease(1);
+  }
+  (allocated ? stats.num_device_alloc : stats.num_device_free) += 1;
+}
+
 void free_host(void* data) {
+  {
+    std::lock_guard<std::mutex> lock(held_mutex);
+    auto found = held.find(data);
+    if (found != held.end()) {
+      count(found->second, false);
+      held.erase(found);
+    }
+  }
   c10::free_cpu(data);
 }
 
-struct HostMemory final : c10::Allocator {
+struct HostMemory final : c10::DeviceAllocator {
   c10::DataPtr allocate(size_t nbytes) override {
     void* data = nbytes ? c10::alloc_cpu(nbytes) : nullptr;
+    if (data != nullptr) {
+      std::lock_guard<std::mutex> lock(held_mutex);
+      held[data] = nbytes;
+      count(nbytes, true);
+    }
     return {data, data, &free_host, kDevice};
   }
   c10::DeleterFnPtr raw_deleter() const override {
@@ -26,6 +60,31 @@ struct HostMemory final : c10::Allocator {
   }
   void copy_data(void* dest, const void* src, std::size_t count) const override {
     std::memcpy(dest, src, count);
+  }
+  bool initialized() override {
+    return true;
+  }
+  void emptyCache(c10::MempoolId_t) override {}  // nothing is cached
+  void recordStream(const c10::DataPtr&, c10::Stream) override {}  // one stream, every op done when it returns
+  c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override {
+    check_index(c10::Device(kDeviceType, device));
+    std::lock_guard<std::mutex> lock(held_mutex);
+    return stats;
+  }
+  void resetAccumulatedStats(c10::DeviceIndex) override {
+    std::lock_guard<std::mutex> lock(held_mutex);
+    for (auto* array : {&stats.allocation, &stats.segment, &stats.active, &stats.allocated_bytes, &stats.reserved_bytes,
+                        &stats.active_bytes, &stats.requested_bytes}) {
+      for (auto& stat : *array) stat.reset_accumulated();
+    }
+    stats.num_device_alloc = stats.num_device_free = 0;
+  }
+  void resetPeakStats(c10::DeviceIndex) override {
+    std::lock_guard<std::mutex> lock(held_mutex);
+    for (auto* array : {&stats.allocation, &stats.segment, &stats.active, &stats.allocated_bytes, &stats.reserved_bytes,
+                        &stats.active_bytes, &stats.requested_bytes}) {
+      for (auto& stat : *array) stat.reset_peak();
+    }
   }
 };
 
