@@ -260,6 +260,7 @@ def test_an_accounting_that_does_not_exist_is_named_with_the_two_there_are(monke
         (["watch", "--html", "/no/such/folder/w.html", "train.py"], "the folder /no/such/folder does not exist"),
         (["watch", "no_such_script.py"], "no script no_such_script.py"),
         (["watch", "--ranks-timeout", "0", __file__], "--ranks-timeout is a number of seconds above 0"),
+        (["watch", "--stop-after-calls", "0", __file__], "--stop-after-calls is a number of calls above 0"),
         (
             ["explain", "neurondev/gallery/patterns.py:seed_function", "--input", "randn(64)", "--model-explorer", __file__],
             "is a file, not a folder",
@@ -276,6 +277,7 @@ def test_an_accounting_that_does_not_exist_is_named_with_the_two_there_are(monke
         "watch-html-folder",
         "watch-no-script",
         "watch-ranks-timeout-0",
+        "watch-stop-after-no-calls",
         "explain-model-explorer-onto-a-file",
         "explain-meta-on-a-function",
         "check-select-ruff-code",

@@ -24,14 +24,18 @@ def add_watch_command(commands: argparse._SubParsersAction) -> argparse.Argument
         "sys.argv, as with python -m cProfile), with torch_xla's analysis of each XLA compile on. Exit 0 when compiling reached a "
         "steady state, a late recompile or one step, 1 when compiles (dynamo's or XLA's) go on, recur or reach dynamo's limit (the loops page's rule), 2 on usage errors or "
         "when the script raises (the report is still written), or the script's own sys.exit code. Advice to sync each step is "
-        "checked by running the script again with the sync applied (--no-verify skips it).",
+        "checked by running the script again with the sync applied, and XLA programs that keep coming are named at their lines "
+        "by a short run with torch_xla's graph dump on (--no-verify skips both).",
     )
     looking.add_argument("--html", help="write the card here")
     looking.add_argument("--json", help="write the record as JSON here")
-    looking.add_argument("--no-verify", action="store_true", help="do not run the script again to check a sync advice")
+    looking.add_argument(
+        "--no-verify", action="store_true", help="do not run the script again (to check a sync advice, to name what XLA compiles)"
+    )
     looking.add_argument(
         "--sync-each-step", action="store_true", help="call torch_xla.sync() at the end of each step (the sync advice, applied)"
     )
+    looking.add_argument("--stop-after-calls", type=int, default=None, help=argparse.SUPPRESS)  # the second runs' own
     looking.add_argument("--verify-timeout", type=float, default=1800, help="seconds the checking run may take (default: %(default)s)")
     looking.add_argument(
         "--ranks-timeout",
@@ -54,6 +58,8 @@ def run_watch(options: argparse.Namespace) -> int:
     script = Path(options.script)
     if not script.is_file():
         raise UsageError(f"no script {options.script}: give the path of a Python file, e.g. neurondev watch train.py --epochs 1")
+    if options.stop_after_calls is not None and options.stop_after_calls < 1:
+        raise UsageError(f"--stop-after-calls is a number of calls above 0, got {options.stop_after_calls}")
     if options.ranks_timeout is not None and not options.ranks_timeout > 0:
         raise UsageError(
             f"--ranks-timeout is a number of seconds above 0, got {options.ranks_timeout}; leave it out to wait while a rank runs"
@@ -62,13 +68,15 @@ def run_watch(options: argparse.Namespace) -> int:
     from neurondev.results.watched import watch
 
     watched = watch(sync_each_step=options.sync_each_step)
+    watched._options["stop_after"] = options.stop_after_calls
     where = job()
     if where is not None:  # a rank of a torchrun job: rank 0 reports for all of them
         return _watch_rank(watched, where, script, options)
     raised = _watched_run(watched, script, options)
     record = watched.record
-    if not options.sync_each_step and not options.no_verify and raised is None:
+    if not options.sync_each_step and not options.no_verify and raised is None and options.stop_after_calls is None:
         record = _checked(record, script, options)
+        record = _named(record, script, options)
     from neurondev.results.watched import Watch
 
     summary_and_files(Watch.of(record), options)
@@ -122,6 +130,7 @@ def _watched_run(watched: Any, script: Path, options: argparse.Namespace) -> Bas
     group whose threads never join: a job that hung)."""
     import runpy
 
+    from neurondev.loops.recorder import EnoughCalls
     from neurondev.xla import analysis
 
     analysis.enable()
@@ -132,6 +141,8 @@ def _watched_run(watched: Any, script: Path, options: argparse.Namespace) -> Bas
     try:
         with watched:
             _KEPT.append(runpy.run_path(str(script), run_name="__main__"))
+    except EnoughCalls:
+        pass  # a second run of the command's, stopped after the calls it needed
     except SystemExit as exit_:
         raised = None if exit_.code in (None, 0) else exit_
         _KEPT.append(exit_)
@@ -167,3 +178,32 @@ def _checked(record: Any, script: Path, options: argparse.Namespace) -> Any:
     if again["reached_steady_state"]:
         return with_checked_advice(record, SYNC_ADVICE, AdviceCheck("verified", steady=again["steady_state"], steps=steps))
     return with_checked_advice(record, SYNC_ADVICE, AdviceCheck("not enough", since=again["since_step"], steps=steps))
+
+
+def _named(record: Any, script: Path, options: argparse.Namespace) -> Any:
+    """The record with the causes of the XLA programs a loop keeps compiling named at their lines, when torch_xla's
+    dump of its graphs tells them: the script run again, in a fresh process, up to a few steps past where the
+    programs began (torch_xla's dump of every synced graph on: costly, so never in the run that is judged)."""
+    import os
+    import subprocess
+    import tempfile
+
+    from neurondev.loops.program_causes import with_named_causes
+    from neurondev.xla.saved_graphs import ENVIRONMENT, changes, parse
+
+    steady = record.steady
+    if steady.kind not in ("keeps compiling", "recurring") or steady.side != "XLA" or not isinstance(steady.since, int):
+        return record
+    calls = steady.since + 3 * (steady.period or 1) + 1  # three more programs after the first: values to compare
+    print(f"neurondev: naming the causes: running the script again for {calls} steps with torch_xla's graph dump on", file=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="neurondev-graphs-") as folder:
+        dump = Path(folder) / "graphs.hlo"
+        environment = {**os.environ, **ENVIRONMENT, "XLA_SAVE_TENSORS_FILE": str(dump)}
+        command = [sys.executable, "-m", "neurondev", "watch", "--no-verify", "--stop-after-calls", str(calls), str(script)]
+        try:
+            subprocess.run([*command, *options.arguments], capture_output=True, timeout=options.verify_timeout, env=environment)
+        except subprocess.TimeoutExpired:
+            return record
+        written = sorted(Path(folder).glob("graphs.hlo*"))  # torch_xla names the file for its process: graphs.hlo.0
+        found = changes(parse("".join(path.read_text(errors="replace") for path in written)))
+    return with_named_causes(record, found)

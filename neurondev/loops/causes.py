@@ -315,5 +315,13 @@ def _buckets(sizes: list[int]) -> list[int]:
 
 
 ADVICE = ("python number", "cache growth", "changing size", "recompile limit", "flag", "library value")
-PROGRAM_ADVICE = ("lazy state growing", "stop check", "host read", "program per size", "xla programs")  # XLA's side: what its programs say
+PROGRAM_ADVICE = (
+    "lazy state growing",
+    "stop check",
+    "host read",
+    "program per size",
+    "number in program",
+    "size in program",
+    "xla programs",
+)  # XLA's side: what its programs say
 EXPECTED = ("first compile", "prompt to decode", "flag")  # compiles a loop is expected to make once each

@@ -89,10 +89,14 @@ class Mark:
     grad: bool | None = None  # a call's: whether gradients were on (a training call) or off (an evaluation)
 
 
+class EnoughCalls(BaseException):  # noqa: N818 (not an error: the end of a run asked for; BaseException: no except Exception stops it)
+    """The run has made the calls it was asked to make (``Recorder.stop_after``): raised at the next call, before it."""
+
+
 class Recorder:
     """Collects CompileEvents and Marks between ``start`` and ``stop`` (mutable: a Watch turns it into a frozen record)."""
 
-    def __init__(self, *, native: Any = None, analysis: Any = None, sync_each_step: bool = False) -> None:
+    def __init__(self, *, native: Any = None, analysis: Any = None, sync_each_step: bool = False, stop_after: int | None = None) -> None:
         self.events: list[CompileEvent] = []
         self.looked_at: list[CompileEvent] = []  # frames dynamo made no graph of (skipped, or traced into nothing): no compiles
         self.other_threads: list[CompileEvent] = []  # compiles of threads other than the watched one: not the loop's
@@ -103,6 +107,7 @@ class Recorder:
         self.native = native  # the native device's accounting, when one is on for the loop (or once the loop loads its device)
         self.analysis = analysis  # torch_xla's analysis log, when it is on
         self.sync_each_step = sync_each_step
+        self.stop_after = stop_after  # calls of compiled functions after which the run stops (the command's second runs)
         self._original: Callable[..., Any] | None = None
         self._previous_hook: Callable[[bool], bool] | None = None
         self._step_marker: Any = None
@@ -188,6 +193,8 @@ class Recorder:
     def _called(self, function: str, key: str | None) -> None:
         if not self._watched_thread():
             return
+        if self.stop_after is not None and sum(mark.kind == "call" for mark in self.marks) >= self.stop_after:
+            raise EnoughCalls(self.stop_after)  # before the call: the run ends as if the script had
         if self.sync_each_step and any(mark.kind == "call" for mark in self.marks):
             sync()  # the advice applied: the step before this call ends with a sync
         import torch

@@ -151,7 +151,8 @@ class WatchData:
         self._gaps["analysis"] = None if on else Gap("analysis to stderr" if state == "to stderr" else "analysis off", level=level)
         native, self._gaps["native"] = _native_accounting()
         log = analysis.open_log()
-        return Recorder(native=native, analysis=log, sync_each_step=self._options["sync_each_step"])
+        stop = self._options.get("stop_after")
+        return Recorder(native=native, analysis=log, sync_each_step=self._options["sync_each_step"], stop_after=stop)
 
     # --- what was recorded (the frozen record, or, while recording, what is there so far) ------------
     @property

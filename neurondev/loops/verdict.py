@@ -12,10 +12,13 @@ The rule, in terms a user can check by hand against the step table:
    - ``no step`` (nothing ran), ``one step`` (nothing to compare with): exit 0;
    - ``limit``: dynamo reached its recompile limit (the function runs uncompiled from there): exit 1;
    - ``nothing``: nothing new at all, or warm-up only: steady from the start, or after the warm-up: exit 0;
-   - ``keeps compiling``: the last two steps are both counted (new work step after step to the end): exit 1;
+   - ``keeps compiling``: the last two steps are both counted (new work step after step to the end), or the last three
+     counted steps are consecutive and one step follows (a quiet last step after new work step after step is the
+     loop's last: what the next iteration makes at its top never ran): exit 1;
    - ``recurring``: the last three counted steps are k > 1 apart, and the tail is shorter than k (the next would
      have come after the end): exit 1;
-   - ``steady``: the tail is at least the longest gap between counted steps (at least 1): steady after ck: exit 0;
+   - ``steady``: the tail is at least the longest gap between counted steps (at least 1; 2 after three in a row):
+     steady after ck: exit 0;
    - ``late``: a change late in the loop after a steady stretch (the last run of consecutive counted steps, ending at
      ck, follows at least two steps without counted work, no fewer than the run is long, nor than the steps from c1
      to the counted step before the run), with too few steps after it to know: exit 0, with its advice;
@@ -198,6 +201,8 @@ def _judged(work: Sequence[StepWork]) -> SteadyState:
     if last == n and n - 1 in counted:
         alike = [number for number in counted if _side([work[number - 1]]) == side]
         return SteadyState("keeps compiling", "never", side, _run_start(alike, 1), tail=0, counted=tuple(counted))
+    if tail == 1 and len(counted) >= 3 and counted[-3] == last - 2:  # one quiet step after work step after step
+        return SteadyState("keeps compiling", "never", side, _run_start(counted, 1), tail=tail, counted=tuple(counted))
     period = _period(counted)
     if period is not None and tail < period:
         return SteadyState("recurring", "never", side, _run_start(counted, period), period=period, tail=tail, counted=tuple(counted))

@@ -88,6 +88,16 @@ def _program_words(advice: Advice) -> str:
             f"{at}: dynamo's graph is dynamic and compiled once, and XLA compiles a program for each size it runs at: "
             "pad the sizes to a few buckets (16, 32, 64 ...), or batch them to fixed shapes; a sync per step would not help"
         )
+    if advice.cause == "number in program" and source is not None:
+        return (
+            f": a Python number at {source.where} (`{source.code}`) is a constant of each program ({advice.value}): a new program "
+            "for each value: keep it on the device (a tensor made once and updated there: position = position + 1)"
+        )
+    if advice.cause == "size in program" and source is not None:
+        return (
+            f": a tensor made at {source.where} (`{source.code}`) changes size step after step ({advice.value}): a new program "
+            "for each size: write into a preallocated buffer at an index (tokens.index_copy_(1, position, token))"
+        )
     if advice.cause == "host read" and source is not None:
         return (
             f": a host read of a lazy value at {source.where} (`{source.code}`) compiles and runs the pending graph there: "

@@ -1,5 +1,7 @@
-"""Real trainers under `neurondev watch`, each step checked against the runtime's own record: transformers' Trainer
-(with accelerate) on a tiny GPT-2, an evaluation per epoch, on XLA (PJRT CPU) and on the host device."""
+"""Real trainers and decoders under `neurondev watch`, each step checked against the runtime's own record: transformers'
+Trainer (with accelerate) on a tiny GPT-2, an evaluation per epoch, and nanoGPT's train.py in small, each on XLA (PJRT
+CPU) and on the host device; greedy
+decoding of a tiny Llama with generate() (a growing and a static cache) and with a loop of one's own, on XLA."""
 
 import json
 import os
@@ -13,12 +15,14 @@ import pytest
 TRAINERS = Path(__file__).parent / "trainers"
 
 
-def watched(script: str, backend: str, tmp_path: Path) -> tuple[subprocess.CompletedProcess, dict, dict]:
+def watched(
+    script: str, tmp_path: Path, backend: str, *arguments: str, options: tuple[str, ...] = ()
+) -> tuple[subprocess.CompletedProcess, dict, dict]:
     """The script run as a user runs it under the command (a fresh process, TORCH_LOGS=recompiles on): what it
     printed, the watch's JSON report, and the runtime's counts the script wrote down before each compiled call."""
     report = tmp_path / "watch.json"
-    command = [sys.executable, "-m", "neurondev", "watch", "--json", str(report), str(TRAINERS / script), backend]
-    environ = {**os.environ, "TORCH_LOGS": "recompiles", "TRAINER_OUTPUT": str(tmp_path / "out")}
+    command = [sys.executable, "-m", "neurondev", "watch", *options, "--json", str(report), str(TRAINERS / script), backend, *arguments]
+    environ = {**os.environ, "TORCH_LOGS": "recompiles", "OUT_DIR": str(tmp_path / "out")}
     # a native device where torch_xla is installed too: accelerate's own switch (else it would set XLA up)
     environ.update({"PJRT_DEVICE": "CPU"} if backend == "openxla" else {"USE_TORCH_XLA": "0"})
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=environ, cwd=tmp_path)
@@ -55,7 +59,7 @@ def check_against_dynamo(done: subprocess.CompletedProcess, report: dict, runtim
 def test_transformers_trainer_on_xla_is_steady_as_torch_xla_counts_its_programs_step_by_step(tmp_path):
     """The Trainer marks a step after each optimizer step on XLA: torch_xla compiles programs in the first two
     training calls and the first evaluation call, none after: steady, exit 0, each step's programs torch_xla's own."""
-    done, report, runtime = watched("hf_trainer.py", "openxla", tmp_path)
+    done, report, runtime = watched("hf_trainer.py", tmp_path, "openxla")
     assert done.returncode == 0, done.stderr[-3000:]
     check_against_dynamo(done, report, runtime)
     programs = per_call(runtime, "xla_compiles")
@@ -69,7 +73,7 @@ def test_transformers_trainer_on_xla_is_steady_as_torch_xla_counts_its_programs_
 def test_transformers_trainer_on_the_host_device_is_steady_and_its_copies_are_the_devices_own(tmp_path):
     """accelerate picks the host device as it would TorchNeuron's: dynamo compiles in the first training and
     evaluation calls only; each step's copies to the device (the batch) and to the host are the device's log."""
-    done, report, runtime = watched("hf_trainer.py", "aot_eager", tmp_path)
+    done, report, runtime = watched("hf_trainer.py", tmp_path, "aot_eager")
     assert done.returncode == 0, done.stderr[-3000:]
     check_against_dynamo(done, report, runtime)
     assert [step["copies_to_device"] for step in report["steps"]] == per_call(runtime, "to_device")
@@ -78,3 +82,117 @@ def test_transformers_trainer_on_the_host_device_is_steady_and_its_copies_are_th
     training = [step for step in report["steps"] if step["phase"] == "training"]
     assert all(step["syncs"] == 2 for step in training)  # logging_nan_inf_filter: torch.isnan(loss) or torch.isinf(loss)
     assert "sync(s) at trainer.py:" in report["summary"]
+
+
+NANOGPT_PHASES = (["evaluation"] * 4 + ["training"] * 8) * 3 + ["evaluation"] * 4  # estimate_loss every 4 iterations, 2 micro-steps
+
+
+@pytest.mark.xla
+@pytest.mark.slow
+def test_nanogpts_train_py_on_xla_is_steady_as_torch_xla_counts_it_its_learning_rate_no_cause(tmp_path):
+    """Gradient accumulation, get_lr(it) into each param group (a Python float every iteration: torch_xla passes it
+    as data, no new program), autocast, estimate_loss() every 4 iterations, checkpoints, a sync per iteration: dynamo
+    compiles the evaluation's graph and the training's, XLA its programs in the first iterations, nothing after."""
+    done, report, runtime = watched("nanogpt_train.py", tmp_path, "openxla", options=("--no-verify",))
+    assert done.returncode == 0 and report["verdict"] == "steady", done.stderr[-3000:]
+    assert [step["phase"] for step in report["steps"]] == NANOGPT_PHASES
+    assert [step["graphs"] for step in report["steps"]] == per_call(runtime, "graphs")
+    programs = per_call(runtime, "xla_compiles")
+    assert [step["xla_compiles"] for step in report["steps"]] == programs  # torch_xla's CompileTime, call by call
+    assert report["steady_state"] == max(i for i, count in enumerate(programs, 1) if count) and report["phase"] == "training"
+    recompiles = [c for c in report["compiles"] if c["kind"] == "recompile"]
+    assert len(recompiles) == len(logged_recompiles(done.stderr)) == 1 and recompiles[0]["step"] == 5  # the first training call
+    assert torch_load(tmp_path / "out" / "ckpt.pt")["iter_num"] in (0, 4, 8, 12)  # the script's checkpoint, as without the watch
+
+
+@pytest.mark.slow
+def test_nanogpts_train_py_on_the_host_device_is_steady_and_its_checkpoints_copies_are_the_devices_own(tmp_path):
+    """On the host device: each step's copies to the device (the batches) and to the host (torch.save's state dicts,
+    after an evaluation) are the device's own log, call by call; dynamo compiles twice, the verdict is steady."""
+    done, report, runtime = watched("nanogpt_train.py", tmp_path, "aot_eager", options=("--no-verify",))
+    assert done.returncode == 0 and report["verdict"] == "steady", done.stderr[-3000:]
+    assert [step["phase"] for step in report["steps"]] == NANOGPT_PHASES
+    assert [step["graphs"] for step in report["steps"]] == per_call(runtime, "graphs")
+    assert [step["copies_to_device"] for step in report["steps"]] == per_call(runtime, "to_device")
+    to_host = per_call(runtime, "to_host")
+    assert [step["copies_to_host"] for step in report["steps"]] == to_host and to_host[3] > 0  # the first checkpoint
+    assert all(report["steps"][i]["phase"] == "evaluation" for i, count in enumerate(to_host) if count)
+
+
+def torch_load(path: Path) -> dict:
+    import torch
+
+    return torch.load(path, map_location="cpu", weights_only=False)
+
+
+def statement(line: int) -> str:
+    return (TRAINERS / "llama_generate.py").read_text().splitlines()[line - 1]
+
+
+@pytest.mark.xla
+@pytest.mark.slow
+def test_generate_on_xla_recompiles_with_its_growing_cache_and_compiles_programs_with_a_static_one_as_the_runtime_says(tmp_path):
+    """generate() with transformers' growing cache: dynamo recompiles every token (each one TORCH_LOGS logged) and
+    ND404 says use a static cache; with the static cache dynamo compiles twice (prompt, then decode) and XLA still
+    compiles programs every token, as torch_xla counts them: generate's own ids grow (its stop check reads them)."""
+    done, report, runtime = watched("llama_generate.py", tmp_path, "openxla", "dynamic", options=("--no-verify",))
+    assert done.returncode == 1 and report["verdict"] == "keeps compiling", done.stderr[-3000:]
+    assert [step["graphs"] for step in report["steps"]] == per_call(runtime, "graphs") == [1] * 8
+    assert [step["xla_compiles"] for step in report["steps"]] == per_call(runtime, "xla_compiles")
+    recompiles = [(c["file"], c["line"]) for c in report["compiles"] if c["kind"] == "recompile"]
+    assert len(recompiles) == len(logged_recompiles(done.stderr)) == 7  # dynamo logs the forward's decorator, we its forward
+    failed = r"\[0/(\d+)\] \[__recompiles\]\s+- 0/(\d+): tensor '(\S+)' size mismatch at index \d+\. expected (\d+), actual (\d+)"
+    # each recompile's guard of the entry before it (dynamo lists every entry's): the size it had, the size it got
+    grown = {
+        (before, after) for new, old, name, before, after in re.findall(failed, done.stderr) if int(old) == int(new) - 1 and "keys" in name
+    }
+    assert {(c["before"], c["after"]) for c in report["compiles"] if c["cause"] == "cache growth"} == grown
+    assert [c["cause"] for c in report["compiles"]][1:] == ["prompt to decode"] + ["cache growth"] * 6
+    assert [advice["cause"] for advice in report["advice"]] == ["cache growth"]
+
+    done, report, runtime = watched("llama_generate.py", tmp_path, "openxla", "static", options=("--no-verify",))
+    assert done.returncode == 1 and report["verdict"] == "keeps compiling", done.stderr[-3000:]
+    assert [step["graphs"] for step in report["steps"]] == per_call(runtime, "graphs") == [1, 1] + [0] * 6
+    programs = per_call(runtime, "xla_compiles")
+    assert [step["xla_compiles"] for step in report["steps"]] == programs and all(programs[2:])  # torch_xla's, every token
+    found = {advice["cause"]: advice for advice in report["advice"]}
+    assert set(found) == {"lazy state growing", "stop check"}  # no sync in generate: its lazy graph grows, read each token
+    assert found["stop check"]["file"].endswith("transformers/generation/utils.py")
+
+
+@pytest.mark.xla
+@pytest.mark.slow
+def test_a_decode_loop_of_ones_own_over_a_static_cache_is_steady_on_xla_as_torch_xla_counts_it(tmp_path):
+    """The advice for generate followed: a loop of one's own over a static cache and a preallocated token buffer,
+    its position a device tensor, a sync per token: torch_xla compiles nothing after the first decode step."""
+    done, report, runtime = watched("llama_generate.py", tmp_path, "openxla", "own")
+    assert done.returncode == 0 and report["verdict"] == "steady", done.stderr[-3000:]
+    programs = per_call(runtime, "xla_compiles")
+    assert [step["xla_compiles"] for step in report["steps"]] == programs and not any(programs[3:])
+    assert report["steady_state"] == 3 and report["advice"] == []
+
+
+@pytest.mark.xla
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("loop", "cause", "values"),
+    [
+        ("own-arange", "number in program", "9 -> 10 -> 11 -> ... -> 13"),
+        ("own-cat", "size in program", "[1,9] -> [1,10] -> [1,11] -> ... -> [1,13]"),
+    ],
+)
+def test_what_makes_xla_compile_every_token_is_named_at_its_line_and_a_sync_per_step_is_found_not_enough_in_a_fresh_process(
+    tmp_path, loop, cause, values
+):
+    """A Python int made into the position each token (torch.arange(cur, cur + 1)), or the tokens concatenated onto a
+    growing tensor: torch_xla compiles new programs every token (its CompileTime), the user syncs already, so a sync
+    per step, run in a fresh process, is not enough; torch_xla's own dump of the graphs names the line and its values."""
+    done, report, runtime = watched("llama_generate.py", tmp_path, "openxla", loop)
+    assert done.returncode == 1 and report["verdict"] == "keeps compiling", done.stderr[-3000:]
+    programs = per_call(runtime, "xla_compiles")
+    assert [step["xla_compiles"] for step in report["steps"]] == programs and all(programs[2:])
+    (advice,) = report["advice"]
+    assert advice["cause"] == cause and advice["value"] == values and advice["verified"] is False
+    assert ("torch.arange(cur" if loop == "own-arange" else "torch.cat(") in statement(advice["line"])
+    (tried,) = report["tried"]
+    assert tried["check"]["kind"] == "not enough"  # the sync check ran again, in a process of its own

@@ -69,6 +69,8 @@ def one_sequence(history: list[StepWork]) -> tuple[str, int | str | None, int | 
         return "keeps compiling", None, None
     if len(counted) >= 3:
         a, b, c = counted[len(counted) - 3], counted[len(counted) - 2], counted[len(counted) - 1]
+        if c - b == 1 and b - a == 1 and tail == 1:
+            return "keeps compiling", None, None  # one quiet step after three in a row is the loop's last, no stretch
         if c - b == b - a and c - b > 1 and tail < c - b:
             return "recurring", None, c - b
     longest = 1

@@ -48,7 +48,13 @@ def test_xla_advice_says_how_its_programs_recur_and_what_triggers_them():
         and "sync per step would not" in per_size
     )
     assert "every 4 calls, most often" in advice_text(Advice("xla programs", recurring=Recurring((1,), 4, 4, "call"), analysed=False))
-    assert set(PROGRAM_ADVICE) == {"lazy state growing", "stop check", "host read", "program per size", "xla programs"}
+    number = advice_text(Advice("number in program", value="9 -> 10 -> 11", recurring=EVERY_STEP, source=READ))
+    assert "a Python number at train.py:12 (`p = lr * g`) is a constant of each program (9 -> 10 -> 11)" in number
+    assert "keep it on the device" in number
+    size = advice_text(Advice("size in program", value="[1,9] -> [1,10]", recurring=EVERY_STEP, source=READ))
+    assert "changes size step after step ([1,9] -> [1,10])" in size and "preallocated buffer at an index" in size
+    programs = {"lazy state growing", "stop check", "host read", "program per size", "number in program", "size in program"}
+    assert set(PROGRAM_ADVICE) == programs | {"xla programs"}
 
 
 def test_a_check_and_a_gap_of_every_kind_have_their_sentence():

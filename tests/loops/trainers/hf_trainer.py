@@ -5,11 +5,11 @@ Before each call of the compiled model, and once after training, the script writ
 dynamo's graphs (its counters), torch_xla's programs (its CompileTime metric) or the host device's log (its copies to
 the device and to the host). It prints them as one JSON line, the record a watch's steps are checked against."""
 
-import json
 import os
 import sys
 
 import torch
+from runtime_record import print_record, record_each_call
 from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
 
 backend = sys.argv[1] if len(sys.argv) > 1 else "openxla"
@@ -19,30 +19,11 @@ if backend != "openxla":  # the host device: a PrivateUse1 accelerator, which ac
     os.environ["ACCELERATE_TORCH_DEVICE"] = neurondev.host_device().type  # a device transformers does not list
 
 
-def runtime_counts() -> dict:
-    """The runtime's own counts so far: dynamo's, and torch_xla's or the host device's."""
-    from torch._dynamo.utils import counters
-
-    counts = {"graphs": counters["stats"]["unique_graphs"]}
-    if backend == "openxla":
-        import torch_xla.debug.metrics as metrics
-
-        counts["xla_compiles"] = (metrics.metric_data("CompileTime") or (0,))[0]
-    else:
-        from neurondev.devices.host.loader import extension
-
-        log = extension().events(0)
-        for direction in ("to_device", "to_host"):
-            counts[direction] = sum(kind == "copy" and not op and way == direction for kind, op, way, _ in log)
-    return counts
-
-
 torch.manual_seed(0)
 config = GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=64, n_positions=32, bos_token_id=0, eos_token_id=0)
 model = GPT2LMHeadModel(config)
 compiled = torch.compile(model, backend=backend)  # accelerate knows no 'openxla': the model compiled as a user does
-before_each_call = []
-compiled.register_forward_pre_hook(lambda module, args: before_each_call.append(runtime_counts()))
+record_each_call(compiled, backend)
 
 
 class Tokens(torch.utils.data.Dataset):
@@ -57,7 +38,7 @@ class Tokens(torch.utils.data.Dataset):
 
 
 arguments = TrainingArguments(
-    output_dir=os.environ.get("TRAINER_OUTPUT", "trainer-output"),
+    output_dir=os.environ.get("OUT_DIR", "out"),
     num_train_epochs=3,
     per_device_train_batch_size=4,
     per_device_eval_batch_size=4,
@@ -72,4 +53,4 @@ arguments = TrainingArguments(
 )
 trainer = Trainer(model=compiled, args=arguments, train_dataset=Tokens(12), eval_dataset=Tokens(8))
 trainer.train()
-print("runtime:", json.dumps({"before_each_call": before_each_call, "after": runtime_counts()}))
+print_record(backend)
