@@ -194,6 +194,8 @@ def _named(record: Any, script: Path, options: argparse.Namespace) -> Any:
     steady = record.steady
     if steady.kind not in ("keeps compiling", "recurring") or steady.side != "XLA" or not isinstance(steady.since, int):
         return record
+    if any(advice.verified for advice in record.advice):  # a sync per step made it steady: the cause is known, and fixed
+        return record
     calls = steady.since + 3 * (steady.period or 1) + 1  # three more programs after the first: values to compare
     print(f"neurondev: naming the causes: running the script again for {calls} steps with torch_xla's graph dump on", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="neurondev-graphs-") as folder:

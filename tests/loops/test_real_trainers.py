@@ -11,8 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 TRAINERS = Path(__file__).parent / "trainers"
+# the host device's trainers run with today's torch (TorchNeuron's 2.13: make test's second run), once
+TODAYS_TORCH = pytest.mark.skipif(
+    tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 13), reason="run by make test's second run, with torch 2.13"
+)
 
 
 def watched(
@@ -69,6 +74,7 @@ def test_transformers_trainer_on_xla_is_steady_as_torch_xla_counts_its_programs_
     assert report["exit_code"] == 0 and report["phase"] == "evaluation"
 
 
+@TODAYS_TORCH
 @pytest.mark.slow
 def test_transformers_trainer_on_the_host_device_is_steady_and_its_copies_are_the_devices_own(tmp_path):
     """accelerate picks the host device as it would TorchNeuron's: dynamo compiles in the first training and
@@ -105,6 +111,7 @@ def test_nanogpts_train_py_on_xla_is_steady_as_torch_xla_counts_it_its_learning_
     assert torch_load(tmp_path / "out" / "ckpt.pt")["iter_num"] in (0, 4, 8, 12)  # the script's checkpoint, as without the watch
 
 
+@TODAYS_TORCH
 @pytest.mark.slow
 def test_nanogpts_train_py_on_the_host_device_is_steady_and_its_checkpoints_copies_are_the_devices_own(tmp_path):
     """On the host device: each step's copies to the device (the batches) and to the host (torch.save's state dicts,
@@ -174,25 +181,19 @@ def test_a_decode_loop_of_ones_own_over_a_static_cache_is_steady_on_xla_as_torch
 
 @pytest.mark.xla
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    ("loop", "cause", "values"),
-    [
-        ("own-arange", "number in program", "9 -> 10 -> 11 -> ... -> 13"),
-        ("own-cat", "size in program", "[1,9] -> [1,10] -> [1,11] -> ... -> [1,13]"),
-    ],
-)
-def test_what_makes_xla_compile_every_token_is_named_at_its_line_and_a_sync_per_step_is_found_not_enough_in_a_fresh_process(
-    tmp_path, loop, cause, values
-):
-    """A Python int made into the position each token (torch.arange(cur, cur + 1)), or the tokens concatenated onto a
+def test_what_makes_xla_compile_every_token_is_named_at_its_line_and_a_sync_per_step_is_found_not_enough_in_a_fresh_process(tmp_path):
+    """A Python int made into the position each token (torch.arange(cur, cur + 1)), and the tokens concatenated onto a
     growing tensor: torch_xla compiles new programs every token (its CompileTime), the user syncs already, so a sync
-    per step, run in a fresh process, is not enough; torch_xla's own dump of the graphs names the line and its values."""
-    done, report, runtime = watched("llama_generate.py", tmp_path, "openxla", loop)
+    per step, run in a fresh process, is not enough; torch_xla's own dump of the graphs names each line and its values."""
+    done, report, runtime = watched("llama_generate.py", tmp_path, "openxla", "own-arange-cat")
     assert done.returncode == 1 and report["verdict"] == "keeps compiling", done.stderr[-3000:]
     programs = per_call(runtime, "xla_compiles")
     assert [step["xla_compiles"] for step in report["steps"]] == programs and all(programs[2:])
-    (advice,) = report["advice"]
-    assert advice["cause"] == cause and advice["value"] == values and advice["verified"] is False
-    assert ("torch.arange(cur" if loop == "own-arange" else "torch.cat(") in statement(advice["line"])
+    named = {advice["cause"]: advice for advice in report["advice"]}
+    assert set(named) == {"number in program", "size in program"} and not any(a["verified"] for a in report["advice"])
+    assert named["number in program"]["value"] == "9 -> 10 -> 11 -> ... -> 13"
+    assert "torch.arange(cur" in statement(named["number in program"]["line"])
+    assert named["size in program"]["value"] == "[1,9] -> [1,10] -> [1,11] -> ... -> [1,13]"
+    assert "torch.cat(" in statement(named["size in program"]["line"])
     (tried,) = report["tried"]
     assert tried["check"]["kind"] == "not enough"  # the sync check ran again, in a process of its own

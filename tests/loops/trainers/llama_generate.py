@@ -4,8 +4,8 @@
 The loop: generate() with a 'dynamic' cache (transformers' default, growing by one position a token) or a 'static'
 one (preallocated, written at an index: what ND404 advises); or the user's own decode loop over a static cache and a
 preallocated token buffer, its position a device tensor ('own': what the advice for generate's growing ids says), or
-a Python int made into one each step ('own-arange': torch.arange(cur, cur + 1)), or the tokens concatenated onto a
-growing tensor instead of a buffer ('own-cat'). Before each call of the compiled forward, and once after, the
+a Python int made into one each step and the tokens concatenated onto a growing tensor instead of a buffer
+('own-arange-cat': torch.arange(cur, cur + 1), torch.cat). Before each call of the compiled forward, and once after, the
 script writes down the runtime's own counts (dynamo's graphs, torch_xla's programs) and prints them as one JSON line."""
 
 import sys
@@ -63,7 +63,7 @@ def decode(prompt: torch.Tensor, new: int, *, arange: bool = False, cat: bool = 
 
 with torch.no_grad():
     if cache.startswith("own"):
-        generated = decode(prompt, 8, arange=cache == "own-arange", cat=cache == "own-cat")
+        generated = decode(prompt, 8, arange=cache == "own-arange-cat", cat=cache == "own-arange-cat")
     else:
         options = {"cache_implementation": "static"} if cache == "static" else {}
         generated = model.generate(prompt, max_new_tokens=8, do_sample=False, pad_token_id=0, disable_compile=True, **options)
