@@ -80,14 +80,17 @@ def run_demo(options: argparse.Namespace) -> int:
 
 
 def run_explain(options: argparse.Namespace) -> int:
-    from neurondev.gallery import catalogue as examples
-    from neurondev.results.explanation import explain
-
     if bool(options.function) == bool(options.example):
         raise UsageError("give either MODULE:FUNC (with --input for each argument) or --example NAME")
-    if options.example:
-        if options.input:
-            raise UsageError("--example brings its own inputs; drop --input")
+    if options.target is not None and not options.no_run:
+        _check_runnable(options.target)
+    if options.example and options.input:
+        raise UsageError("--example brings its own inputs; drop --input")
+    loaded = None if options.example else function_and_inputs(options)  # its specs and file checked before torch
+    from neurondev.gallery import catalogue as examples  # torch, from here: the usage errors above are said at once
+    from neurondev.results.explanation import explain
+
+    if loaded is None:
         try:
             example = examples.get(options.example)
         except KeyError as error:
@@ -95,9 +98,22 @@ def run_explain(options: argparse.Namespace) -> int:
         with example.open() as (fn, args, kwargs):
             explanation = explain(fn, *args, **kwargs, target=options.target, run=not options.no_run, quiet=True)
     else:
-        fn, args = function_and_inputs(options)
+        fn, args = loaded
         explanation = explain(fn, *args, target=options.target, run=not options.no_run, quiet=True)
     return _report(explanation, options)
+
+
+def _check_runnable(target: str) -> None:
+    """An XLA target asked for by name needs torch_xla installed: said before anything is traced (exit 2), as a native
+    device that is not loaded is, never a run that exits 0 having run nothing."""
+    import importlib.util
+
+    if target.split(":")[0] == "xla" and importlib.util.find_spec("torch_xla") is None:
+        raise UsageError(
+            f"--target {target} runs your program on an XLA device, and torch_xla is not installed here: install the "
+            "torch-xla that matches your torch (on Trainium, the Neuron SDK's torch-neuronx), or leave --target out to find "
+            "the pins on CPU (--no-run: no run at all)"
+        )
 
 
 def summary_and_files(result: Any, options: argparse.Namespace) -> None:
