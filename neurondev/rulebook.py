@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-import os
-from pathlib import Path
 from typing import Any, ClassVar
+
+from neurondev.site_url import docs_url
 
 __all__ = ["RULES", "SCENARIOS", "Rule", "Ruled", "docs_url", "rule_named", "rule_of", "rules", "selected"]
 
@@ -38,15 +38,6 @@ class Rule:
     def url(self) -> str:
         """The rule's page: ``docs_url()`` then ``rules/CODE.html``."""
         return f"{docs_url()}rules/{self.code}.html"
-
-
-def docs_url() -> str:
-    """Where the documentation site is, ending in '/': ``NEURONDEV_DOCS_URL`` when set (a served or hosted copy of the
-    site), else the site ``make docs`` (or ``neurondev docs``) builds in this checkout, as a ``file://`` URL."""
-    given = os.environ.get("NEURONDEV_DOCS_URL")
-    if given:
-        return given if given.endswith("/") else f"{given}/"
-    return (Path(__file__).resolve().parent.parent / "site").as_uri() + "/"
 
 
 _PIN_FIX = (

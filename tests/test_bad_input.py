@@ -3,6 +3,7 @@ says what to pass instead (also the matching built-in), never a raw traceback fr
 
 from __future__ import annotations
 
+import importlib.util
 import traceback
 import warnings
 from pathlib import Path
@@ -33,6 +34,11 @@ def seed_explanation():
 
 def one_input(x):
     return torch.zeros(4, device=x.device) + x
+
+
+def doubled_one_by_one(x):
+    for row in x:
+        yield row * 2
 
 
 def takes_run(x, run=False):
@@ -86,6 +92,8 @@ CATALOGUE = [
     ("capture-user-error", lambda: neurondev.capture(lambda x: x @ torch.randn(5, 5), torch.randn(3, 3)), neurondev.TraceError, RuntimeError, "tracing <lambda at test_bad_input.py"),
     ("capture-level", lambda: neurondev.capture(one_input, torch.randn(4), level="inductor"), neurondev.InvalidOptionError, ValueError, "'dynamo' (the graphs dynamo makes) or 'aten'"),
     ("explain-not-callable", lambda: neurondev.explain("f"), neurondev.NotCallableError, TypeError, "pass the function itself"),
+    ("explain-generator-function", lambda: neurondev.explain(doubled_one_by_one, torch.randn(4)), neurondev.NotCallableError, TypeError, "is a generator function: calling it runs none of its code"),
+    ("capture-generator-function", lambda: neurondev.capture(doubled_one_by_one, torch.randn(4)), neurondev.NotCallableError, TypeError, "lambda x: list(doubled_one_by_one(x))"),
     ("explain-int-target", lambda: neurondev.explain(one_input, torch.randn(4), target=0), neurondev.InvalidTargetError, ValueError, "CUDA index"),
     ("explain-target-meta", lambda: neurondev.explain(one_input, torch.randn(4), target="meta"), neurondev.InvalidTargetError, ValueError, "pass target='xla' (or 'xla:N')"),
     ("explain-target-cuda", lambda: neurondev.explain(one_input, torch.randn(4), target="cuda"), neurondev.InvalidTargetError, ValueError, "torch sees no CUDA device here"),
@@ -290,3 +298,29 @@ def test_the_command_refuses_bad_input_before_it_runs_anything(argv, phrase, cap
 
     assert cli.main(argv) == 2
     assert phrase in capsys.readouterr().err
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("torch_xla") is not None, reason="torch_xla is installed: make test's second run (today's torch) has none"
+)
+def test_explain_on_xla_where_torch_xla_is_not_installed_is_a_usage_error_before_anything_runs(capsys):
+    from neurondev import cli
+
+    assert cli.main(["explain", "neurondev/gallery/patterns.py:seed_function", "--input", "randn(64)", "--target", "xla"]) == 2
+    error = capsys.readouterr().err
+    assert "--target xla runs your program on an XLA device, and torch_xla is not installed here" in error
+    assert "leave --target out to find the pins on CPU" in error
+
+
+@pytest.mark.parametrize(
+    "given", ["javascript:alert(1)", "https://docs.example/\n<script>", "data:text/html,x", 'https://x/" onmouseover="a']
+)
+def test_a_docs_url_that_is_no_web_or_file_address_is_refused_before_it_reaches_a_link(monkeypatch, given):
+    from neurondev import rulebook
+
+    monkeypatch.setenv("NEURONDEV_DOCS_URL", given)
+    with pytest.raises(neurondev.InvalidOptionError, match="NEURONDEV_DOCS_URL is an http, https or file URL"):
+        rulebook.docs_url()
+    for fine in ("https://docs.example/neurondev", "file:///srv/site/", "../"):  # a relative path: a site beside the page
+        monkeypatch.setenv("NEURONDEV_DOCS_URL", fine)
+        assert rulebook.rule_named("ND101").url.startswith(fine)

@@ -27,7 +27,15 @@ ORDER = (
     "gallery",
     "cli",
 )
-BASE = ("neurondev.errors", "neurondev._compat", "neurondev._version", "neurondev._paths", "neurondev._build", "neurondev.rulebook")
+BASE = (
+    "neurondev.errors",
+    "neurondev._compat",
+    "neurondev._version",
+    "neurondev._paths",
+    "neurondev._build",
+    "neurondev.site_url",
+    "neurondev.rulebook",
+)
 TOP = ("neurondev", "neurondev.__main__", "neurondev.testing", "neurondev.examples", "neurondev.widgets", "neurondev.rule_runs")
 
 

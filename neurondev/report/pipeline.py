@@ -40,7 +40,7 @@ from neurondev.report.stages import (
 )
 from neurondev.report.verdicts import Verdict
 from neurondev.runs.program import ProgramSubject
-from neurondev.trace.callables import original_of, required_inputs
+from neurondev.trace.callables import original_of, refuse_generator, required_inputs
 from neurondev.trace.capture import Capture, capture
 from neurondev.trace.copies import kept_global_state
 from neurondev.trace.generators import reachable_generators
@@ -92,6 +92,7 @@ def explain(
             f"explain needs a function or an nn.Module, got {type(fn).__name__}; "
             "pass the function itself: neurondev.explain(f, x), not neurondev.explain(f(x))"
         )
+    refuse_generator(fn, "explain")
     if not args and not kwargs and required_inputs(fn) != []:  # names to fill, or a signature we cannot read
         return functools.wraps(fn)(lambda *a, **k: _explain(fn, options, (a, k)))
     return _explain(fn, options, (args, kwargs))

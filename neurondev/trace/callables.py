@@ -17,10 +17,7 @@ from neurondev.errors import (
 from neurondev.trace.capture_notes import CaptureNote
 from neurondev.trace.source import display_name
 
-__all__ = ["check_callable", "check_inputs", "original_of", "required_inputs", "unwrap_compiled"]
-
-
-__all__ = ["check_inputs", "original_of", "required_inputs"]
+__all__ = ["check_callable", "check_inputs", "original_of", "refuse_generator", "required_inputs", "unwrap_compiled"]
 
 
 def original_of(fn: Any) -> Any:
@@ -48,6 +45,18 @@ def check_callable(fn: Any) -> None:
         raise NotCallableError(
             f"capture needs a function or an nn.Module to trace, got {type(fn).__name__}; "
             "pass the function itself, e.g. neurondev.capture(f, x) rather than neurondev.capture(f(x))"
+        )
+    refuse_generator(fn, "capture")
+
+
+def refuse_generator(fn: Any, verb: str) -> None:
+    """NotCallableError when ``fn`` is a generator function: calling it runs none of its code (it makes a generator),
+    so there is no tensor to trace or run."""
+    if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+        name = getattr(fn, "__qualname__", type(fn).__name__)
+        raise NotCallableError(
+            f"{name} is a generator function: calling it runs none of its code, it returns a generator; {verb} needs a "
+            f"function that returns its tensors: pass one that runs it, e.g. neurondev.{verb}(lambda x: list({name}(x)), x)"
         )
 
 
