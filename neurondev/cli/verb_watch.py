@@ -149,10 +149,20 @@ def _watched_run(watched: Any, script: Path, options: argparse.Namespace) -> Bas
     except BaseException as error:  # the script's own error: shown, and the report still written
         raised = error
         _KEPT.append(error)  # its traceback holds the script's globals
-        traceback.print_exc()
+        _print_scripts_traceback(error, script, debug=getattr(options, "debug", False))
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
     return raised
+
+
+def _print_scripts_traceback(error: BaseException, script: Path, *, debug: bool) -> None:
+    """The script's error as `python script.py` shows it: its traceback from the script's own first frame (neurondev's
+    and runpy's frames above it left out, unless --debug)."""
+    where = error.__traceback__
+    own = str(script.resolve())
+    while not debug and where is not None and str(Path(where.tb_frame.f_code.co_filename).resolve()) != own:
+        where = where.tb_next
+    traceback.print_exception(type(error), error, where if where is not None else error.__traceback__)
 
 
 def _checked(record: Any, script: Path, options: argparse.Namespace) -> Any:

@@ -195,6 +195,9 @@ def test_a_script_that_raises_still_writes_its_report_and_exits_2(device, tmp_pa
     assert cli.main(["watch", "--json", str(tmp_path / "w.json"), str(path), "2", "1.0"]) == 2
     captured = capsys.readouterr()
     assert "RuntimeError: the script broke" in captured.err and "losses 2" in captured.out
+    start = captured.err.index("Traceback")  # as `python train.py` shows it: the script's frames only
+    traceback = captured.err[start : captured.err.index("RuntimeError: the script broke", start)]
+    assert traceback.splitlines()[1].startswith(f'  File "{path.resolve()}"') and "runpy" not in traceback and "neurondev" not in traceback
     assert "The watched code raised RuntimeError at train.py:" in captured.out
     report = json.loads((tmp_path / "w.json").read_text())
     assert report["compiles"] and report["raised"]["exception"] == "RuntimeError"
