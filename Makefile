@@ -35,6 +35,7 @@ bench: setup
 	$(PY) benchmarks/bench_native.py
 	$(PY) benchmarks/bench_watch.py
 	$(PY) benchmarks/bench_native_device.py
+	$(PY) benchmarks/bench_usage.py
 
 # Mutation testing (mutmut) of the modules that decide what a user is told, each module's score after it; slow (an
 # hour or more here), so not part of make test. docs/where.md keeps the last scores.

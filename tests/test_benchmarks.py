@@ -51,3 +51,8 @@ def test_the_native_device_benchmark_runs_and_prints_accounted_against_plain_and
 def test_each_xla_benchmark_runs_to_its_end_and_prints_its_ratio(name, words):
     out = run(name)
     assert words in out and RATIO.search(out)
+
+
+def test_the_usage_error_benchmark_runs_and_prints_each_case_against_python_and_torch():
+    out = run("bench_usage.py")
+    assert "explain: input spec cut short" in out and RATIO.search(out.splitlines()[-1])

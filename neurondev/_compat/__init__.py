@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
-
 __all__ = ["CHECKED_WITH", "TESTED_ALONE", "TESTED_IPYTHON", "TESTED_PAIR", "hook", "torch_at_least"]
 
 # The one list of the versions tested here (requirements/ pins them; tests/test_suite_setup.py checks they agree):
@@ -27,6 +25,8 @@ def hook(owner: Any, name: str, what: str) -> Any:
     """``owner.name``, a private hook; TorchInternalsError naming it and the versions checked when it is gone."""
     found = getattr(owner, name, None)
     if found is None:
+        import torch
+
         from neurondev.errors import TorchInternalsError
 
         checked = f"torch {' and '.join(CHECKED_WITH['torch'])}, torch-xla {CHECKED_WITH['torch_xla']}"
@@ -39,5 +39,7 @@ def hook(owner: Any, name: str, what: str) -> Any:
 
 def torch_at_least(wanted: tuple[int, int], version: str | None = None) -> bool:
     """Whether this torch (or ``version``) is ``wanted`` (major, minor) or newer."""
+    import torch
+
     major, minor = (int(part) for part in (version or torch.__version__).split("+")[0].split(".")[:2])
     return (major, minor) >= wanted

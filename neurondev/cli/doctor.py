@@ -11,7 +11,6 @@ import shutil
 
 from neurondev._compat import TESTED_ALONE, TESTED_PAIR
 from neurondev.cli.usage import EXIT_CLEAN, EXIT_FINDINGS
-from neurondev.render.sentences import runtime_info_text, runtime_text
 
 __all__ = ["Check", "add_doctor_command", "checks", "pair_verdict", "run_doctor"]
 
@@ -76,6 +75,7 @@ def _torch_xla() -> Check:
 
 def _default_device() -> Check:
     from neurondev.devices.runtimes import default_target
+    from neurondev.render.sentences import runtime_text
 
     choice = default_target()
     if choice.target is None:
@@ -88,6 +88,7 @@ def _default_device() -> Check:
 def _runtime() -> Check:
     from neurondev import xla
     from neurondev.errors import XlaUnavailableError
+    from neurondev.render.sentences import runtime_info_text
 
     if _version("torch-xla") is None:
         return Check("XLA device", False, "torch-xla is not installed", "pip install 'torch-xla' of your torch's minor", needed=False)

@@ -13,7 +13,7 @@ from typing import Any
 
 from neurondev.cli.usage import UsageError
 
-__all__ = ["function_and_inputs", "load_callable"]
+__all__ = ["check_before_torch", "function_and_inputs", "load_callable"]
 
 
 def function_and_inputs(options: argparse.Namespace) -> tuple[Callable, tuple]:
@@ -21,6 +21,7 @@ def function_and_inputs(options: argparse.Namespace) -> tuple[Callable, tuple]:
     With ``--meta`` a Module class is built on the meta device and the inputs are meta (shapes only)."""
     from neurondev.cli.specs import parse_input
 
+    check_before_torch(options)
     meta = getattr(options, "meta", False)
     fn = load_callable(options.function, meta=meta)
     if meta and not isinstance(fn, __import__("torch").nn.Module):
@@ -33,6 +34,20 @@ def function_and_inputs(options: argparse.Namespace) -> tuple[Callable, tuple]:
         args = tuple(arg.to("meta") for arg in args)
     _check_inputs_given(fn, args, options.function)
     return fn, args
+
+
+def check_before_torch(options: argparse.Namespace) -> None:
+    """The usage errors said before anything imports torch (under a second): each --input spec read, the file of
+    path/to/file.py:FUNC there."""
+    from neurondev.cli.specs import check_spec
+
+    for spec in options.input:
+        check_spec(spec)
+    module_part, _, name = options.function.rpartition(":")
+    if not module_part or not name:
+        raise UsageError(f"{options.function!r} is not MODULE:FUNC: write e.g. mypkg.model:forward or path/to/file.py:f")
+    if module_part.endswith(".py") and not Path(module_part).is_file():
+        raise UsageError(f"no file {module_part}")
 
 
 def _check_inputs_given(fn: Callable, args: tuple, name: str) -> None:

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from neurondev.cli.loading import function_and_inputs
+from neurondev.cli.loading import check_before_torch, function_and_inputs
 from neurondev.cli.usage import EXIT_CLEAN, EXIT_FINDINGS, TARGET_HELP
 
 __all__ = ["add_check_command", "run_check"]
@@ -50,6 +50,7 @@ def _codes(given: list[str] | None) -> tuple[str, ...] | None:
 
 def run_check(options: argparse.Namespace) -> int:
     """Under torchrun each rank beats from its start, so that rank 0 names at once a rank that ended without a result."""
+    check_before_torch(options)  # said at once, before torch is imported (a rank's session imports it)
     from neurondev.results.jobs import RankSession, job
 
     where = job()
@@ -63,11 +64,11 @@ def run_check(options: argparse.Namespace) -> int:
 
 
 def _check_here(options: argparse.Namespace, session: Any) -> int:
+    fn, args = function_and_inputs(options)  # its specs and file checked before torch is imported
     from neurondev.errors import DevicePinsError
     from neurondev.render.json import SCHEMA, check_finding
     from neurondev.results.explanation import check
 
-    fn, args = function_and_inputs(options)
     try:
         check(
             fn,

@@ -30,13 +30,13 @@ def add_fix_command(commands: argparse._SubParsersAction) -> argparse.ArgumentPa
 
 def run_fix(options: argparse.Namespace) -> int:
     """0: every pin in the user's code has a verified fix (shown or written); 1: some remain; 2: an error."""
+    if options.force and not options.write:
+        raise UsageError("--force goes with --write (it lets --write change a file with uncommitted git changes)")
+    fn, args = function_and_inputs(options)  # its specs and file checked before torch is imported
     from neurondev.render.sentences import describe
     from neurondev.report.fixes.patch import write_fixes
     from neurondev.results.explanation import explain
 
-    if options.force and not options.write:
-        raise UsageError("--force goes with --write (it lets --write change a file with uncommitted git changes)")
-    fn, args = function_and_inputs(options)
     explanation = explain(fn, *args, target=options.target, run=False, quiet=True)
     fixes = explanation.fixes
     for fix in fixes:

@@ -264,3 +264,26 @@ def test_a_module_class_on_meta_and_the_model_explorer_files(folder, neurondev):
     assert (folder / "me" / "graphs.json").is_file() and (folder / "me" / "overlay-pins.json").is_file()
     assert "model explorer: " in result.stdout and "--node_data_paths=" in result.stdout
     assert "then, on the findings: http://127.0.0.1:8080/?data=" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("explain", "f.py:f", "--input", "randn(4,"),
+        ("explain", "no_such_file.py:f", "--input", "randn(4)"),
+        ("check", "no_such_file.py:f"),
+        ("fix", "no_such_file.py:f", "--input", "randn(4)"),
+        ("watch", "no_such_script.py"),
+    ],
+    ids=["spec-cut-short", "explain-no-file", "check-no-file", "fix-no-file", "watch-no-script"],
+)
+def test_a_usage_error_is_said_before_torch_is_imported(tmp_path, args):
+    """Under a second from the shell (benchmarks/bench_usage.py times it): the command line is checked before
+    anything imports torch (its import alone takes seconds), as Python's own import log shows."""
+    code = "import runpy, sys; sys.argv = ['neurondev', *sys.argv[1:]]; runpy.run_module('neurondev', run_name='__main__')"
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code, *args], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert done.returncode == 2 and "neurondev: error:" in done.stderr
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "neurondev.cli.command" in imported and "torch" not in imported
