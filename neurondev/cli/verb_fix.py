@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from neurondev.cli.loading import function_and_inputs
@@ -32,12 +33,14 @@ def run_fix(options: argparse.Namespace) -> int:
     """0: every pin in the user's code has a verified fix (shown or written); 1: some remain; 2: an error."""
     if options.force and not options.write:
         raise UsageError("--force goes with --write (it lets --write change a file with uncommitted git changes)")
+    read = _as_read(options.function)
     fn, args = function_and_inputs(options)  # its specs and file checked before torch is imported
     from neurondev.render.sentences import describe
     from neurondev.report.fixes.patch import write_fixes
     from neurondev.results.explanation import explain
 
     explanation = explain(fn, *args, target=options.target, run=False, quiet=True)
+    _unchanged(read)
     fixes = explanation.fixes
     for fix in fixes:
         print(describe(fix), file=sys.stderr)
@@ -54,6 +57,22 @@ def run_fix(options: argparse.Namespace) -> int:
     in_user_code = {(pin.file, pin.line) for pin in explanation.pins if pin.source is not None and not pin.output_transfer}
     print(_fix_verdict(fixes, remaining, bool(in_user_code)), file=sys.stderr)
     return EXIT_FINDINGS if remaining else EXIT_CLEAN
+
+
+def _as_read(function: str) -> tuple[Path, bytes] | None:
+    """The bytes of FILE.py in FILE.py:FUNC as they are when the command starts (None for a module's dotted name)."""
+    module_part = function.rpartition(":")[0]
+    path = Path(module_part)
+    return (path, path.read_bytes()) if module_part.endswith(".py") and path.is_file() else None
+
+
+def _unchanged(read: tuple[Path, bytes] | None) -> None:
+    """SourceChangedError (exit 2) when the file changed while it was explained: its lines, and so the fixes' places
+    and advice, would be the new file's, traced from the old one."""
+    from neurondev.errors import SourceChangedError
+
+    if read is not None and (not read[0].is_file() or read[0].read_bytes() != read[1]):
+        raise SourceChangedError(f"{read[0]} changed since it was read: nothing was written; run neurondev fix again")
 
 
 def _fix_verdict(fixes: Sequence[Any], remaining: Sequence[Any], pins: bool) -> str:

@@ -112,7 +112,8 @@ def _watch_rank(watched: Any, where: Any, script: Path, options: argparse.Namesp
     try:
         raised = _watched_run(watched, script, options)
         own = _own_exit(watched.record, raised)
-        report.post(ended(raised, own))
+        exited = raised is None and bool(_KEPT) and isinstance(_KEPT[-1], SystemExit)  # sys.exit(0) mid-script: not its end
+        report.post(ended(_KEPT[-1] if exited else raised, own))
         job = report.write(timeout=options.ranks_timeout)
     finally:
         stop.close()

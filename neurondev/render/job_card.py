@@ -65,17 +65,29 @@ def divergence_text(divergence: RankDivergence) -> str:
 def ranks_summary(merged: Mapping[str, Any], divergences: tuple[RankDivergence, ...]) -> str:
     """Rank 0's summary of the job: one line per rank, then each divergence."""
     lines = [f"Watched {len(merged['ranks'])} of {merged.get('world_size', len(merged['ranks']))} rank(s) of a torchrun job:"]
+    missing = merged.get("missing") or []
+    for gone in missing:  # first: nothing below is about them
+        lines.append(f"  rank {gone['rank']} sent no record ({absent_text(gone)})")
     for data in merged["ranks"]:
         lines.append(f"  rank {data['rank']}{ended_text(data.get('ended'))}: {data['summary']}")
-    for gone in merged.get("missing") or []:
-        lines.append(f"  rank {gone['rank']}: no record ({absent_text(gone)})")
     if not divergences:
-        lines.append("The ranks do not diverge: each ran the same steps, compiled the same graphs, and copied, synced and fell back alike.")
+        lines.append(_alike(merged, missing))
     else:
         rule = rule_named("ND412")
         lines.append(f"The ranks diverge [{rule.code}, {rule.url}]:")
         lines.extend(f"  {divergence_text(d)}" for d in divergences)
     return "\n".join(lines)
+
+
+def _alike(merged: Mapping[str, Any], missing: list[Any]) -> str:
+    """That the ranks compared do not diverge, naming them when some sent nothing (no claim about those)."""
+    said = "each ran the same steps, compiled the same graphs, and copied, synced and fell back alike."
+    if not missing:
+        return f"The ranks do not diverge: {said}"
+    reported = [data["rank"] for data in merged["ranks"]]
+    if len(reported) < 2:
+        return f"Only {_ranks(tuple(reported)) if reported else 'no rank'} reported: no ranks to compare."
+    return f"The ranks that reported ({', '.join(map(str, reported))}) do not diverge: {said}"
 
 
 def ended_text(ended: Mapping[str, Any] | None) -> str:
@@ -86,7 +98,7 @@ def ended_text(ended: Mapping[str, Any] | None) -> str:
         return f" (stopped by torchrun: {ended.get('signal')}, the record up to then)"
     if ended["how"] == "raised":
         return f" (raised {ended.get('exception')}, exit {ended.get('code')})"
-    return f" (exited with code {ended.get('code')})"
+    return f" (exited with code {ended.get('code')}: sys.exit before the script's end)"
 
 
 _ABSENT = {
@@ -116,9 +128,9 @@ def ranks_card(merged: Mapping[str, Any], divergences: tuple[RankDivergence, ...
         items = "".join(f"<li>{_e(divergence_text(d))}</li>" for d in divergences)
         said = f'<h4>Where the ranks diverge (<a href="{_e(rule.url)}">{rule.code}</a>)</h4><ul class="nd-divergence">{items}</ul>'
     else:
-        said = '<p class="nd-good">The ranks do not diverge.</p>'
+        said = f'<p class="{"nd-bad" if merged.get("missing") else "nd-good"}">{_e(_alike(merged, merged.get("missing") or []))}</p>'
     gone = "".join(f"<li>rank {m['rank']}: no record ({_e(absent_text(m))})</li>" for m in merged.get("missing") or [])
-    said += f'<h4>Ranks that sent no record</h4><ul class="nd-missing">{gone}</ul>' if gone else ""
+    said = (f'<h4>Ranks that sent no record</h4><ul class="nd-missing">{gone}</ul>' if gone else "") + said
     failed = [data for data in merged["ranks"] if (data.get("ended") or {}).get("how", "finished") != "finished"]
     css = "nd-bad" if any(d.compiles for d in divergences) or failed or merged.get("missing") else "nd-good"
     return (

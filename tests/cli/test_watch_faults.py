@@ -69,7 +69,7 @@ def test_a_job_that_ends_well_ends_the_same_and_every_rank_reports(tmp_path, cas
     )  # plainly 0 (measured as the matrix was built)
     assert (plain, watched) == (0, 0)
     assert ended(job) == {0: "finished", 1: "finished"} and job["missing"] == [] and job["divergence"] == []
-    assert job["diverges_in_compiles"] is False and "The ranks do not diverge." in card
+    assert job["diverges_in_compiles"] is False and "The ranks do not diverge: each ran the same steps" in card
     for data in job["ranks"]:  # neurondev's own frames are never among the compiles (torch.compile over DDP met them)
         assert not [row for row in data["compiles"] if "/neurondev/" in row["file"] and "/gallery/" not in row["file"]], data["compiles"]
 
@@ -101,7 +101,8 @@ def test_ranks_blocked_in_cpp_when_one_raises_are_stopped_by_torchrun_and_still_
 def test_a_rank_that_exits_with_a_code_is_named_with_it(tmp_path):
     plain, watched, job, card = both(2, "exits", tmp_path)
     assert plain == 1 and watched == 1
-    assert job["ranks"][1]["ended"] == {"how": "exited", "code": 3} and "(exited with code 3)" in card
+    assert job["ranks"][1]["ended"] == {"how": "exited", "code": 3} and "(exited with code 3: sys.exit before the script's end)" in card
+    assert job["ranks"][0]["ended"] == {"how": "exited", "code": 0}  # sys.exit(0) mid-loop: not 'finished'
 
 
 @pytest.mark.ddp_teardown

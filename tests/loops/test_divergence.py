@@ -62,8 +62,14 @@ def test_a_rank_that_sent_nothing_is_named_missing_with_why():
         {"rank": 2, "why": "ended", "seconds": None, "pid": 77},
     ]
     said = ranks_summary(data, found)
-    assert "rank 2: no record (its process ended without one: killed by a signal, or os._exit; pid 77)" in said
-    assert said.startswith("Watched 1 of 3 rank(s)")
+    assert "rank 2 sent no record (its process ended without one: killed by a signal, or os._exit; pid 77)" in said
+    lines = said.splitlines()
+    assert said.startswith("Watched 1 of 3 rank(s)") and lines[1].startswith("  rank 1 sent no record")  # the missing first
+    assert lines[-1] == "Only rank 0 reported: no ranks to compare." and "do not diverge" not in said
+    two, none = merged(
+        [rank(0, [compile_row("first", 1)]) | {"summary": "s"}, rank(1, [compile_row("first", 1)]) | {"summary": "s"}, None], []
+    )
+    assert ranks_summary(two, none).splitlines()[-1].startswith("The ranks that reported (0, 1) do not diverge:")
 
 
 def test_ranks_that_compile_another_graph_at_the_same_step_diverge_by_hash_and_the_same_graphs_do_not():

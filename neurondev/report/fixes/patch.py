@@ -161,12 +161,19 @@ def write_fixes(fixes: Iterable[Fix], *, force: bool = False) -> list[Written]:
         if dirty:
             names = ", ".join(Path(file).name for file in dirty)
             raise UncommittedChangesError(f"{names} has uncommitted changes under git: commit or stash them first, or pass --force")
+    for file in texts:
+        if not os.access(file, os.W_OK) or not os.access(Path(file).parent, os.W_OK):
+            raise InvalidOptionError(f"{file} (or its folder, for the backup) cannot be written: nothing was written; make it writable")
     written = []
     for file, (source, after) in texts.items():
         path = Path(file)
         backup = path.with_name(path.name + BACKUP_SUFFIX)
         shutil.copy2(path, backup)
-        path.write_bytes(source.encoded(after))
+        try:
+            path.write_bytes(source.encoded(after))
+        except OSError:
+            backup.unlink(missing_ok=True)  # no stray backup beside a file left as it was
+            raise
         linecache.checkcache(file)
         written.append(Written(path, backup, sum(1 for f in fixes if f.file == file and f.verified)))
     return written

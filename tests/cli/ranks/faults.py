@@ -2,7 +2,7 @@
 
 Cases: clean (DDP, every rank alike); raises (rank 1 raises at step 3 while the others wait in DDP's all-reduce);
 blocked (rank 1 raises at step 3 while rank 0 waits in C++ for a key rank 1 never sets: torchrun stops it with SIGTERM);
-exits (rank 1 calls sys.exit(3) at step 3); killed (rank 1 is SIGKILLed at step 3); early (no DDP: rank 1 stops
+exits (rank 1 calls sys.exit(3) at step 3, rank 0 sys.exit(0)); killed (rank 1 is SIGKILLed at step 3); early (no DDP: rank 1 stops
 2 steps early); ragged (DDP and Adam: the last rank's last batch is 4 rows where the others have 6, and the group
 is destroyed at the end); one-destroys (only rank 0 destroys the group); no-group (no process group at all);
 branch (the rank, a Python int, decides a branch of the compiled function: the ranks compile different graphs);
@@ -68,6 +68,8 @@ def main():
             if rank == 1:
                 raise RuntimeError("rank 1 failed at step 3")
             wait_forever()
+        if CASE == "exits" and rank == 0 and step == 3:
+            sys.exit(0)  # a clean exit mid-loop: said as exited, not as the script's end
         if rank == 1 and step == 3:
             if CASE == "raises":
                 raise RuntimeError("rank 1 failed at step 3")

@@ -103,3 +103,17 @@ def test_patching_a_file_deleted_since_it_was_traced_is_a_named_error(tmp_path):
     path.unlink()
     with pytest.raises(neurondev.SourceChangedError, match="changed since it was traced"):
         explanation.patch()
+
+
+def test_fix_write_of_a_file_that_changed_while_it_was_explained_writes_nothing_and_exits_2(tmp_path, capsys):
+    """The module rewrites itself when imported (an editor saving it while neurondev reads it): the lines the trace
+    names would be the new file's. Nothing is written, no backup is left, and the command says to run it again."""
+    path = copied("crlf_code.py", tmp_path)
+    original = path.read_bytes()
+    path.write_bytes(
+        original + b"from pathlib import Path\r\nPath(__file__).write_bytes(Path(__file__).read_bytes() + b'# saved\\r\\n')\r\n"
+    )
+    before = path.read_bytes()
+    assert cli.main(["fix", f"{path}:buffer", "--input", "randn(3, 4)", "--write", "--force"]) == 2
+    assert "changed since it was read: nothing was written; run neurondev fix again" in capsys.readouterr().err
+    assert path.read_bytes() == before + b"# saved\r\n" and not list(tmp_path.glob("*.neurondev-backup"))
