@@ -23,7 +23,8 @@ def add_watch_command(commands: argparse._SubParsersAction) -> argparse.Argument
         description="Runs SCRIPT.py as __main__ (options before it are the watch's; everything after it is the script's own "
         "sys.argv, as with python -m cProfile), with torch_xla's analysis of each XLA compile on. Exit 0 when compiling reached a "
         "steady state, a late recompile or one step, 1 when compiles (dynamo's or XLA's) go on, recur or reach dynamo's limit (the loops page's rule), 2 on usage errors or "
-        "when the script raises (the report is still written), or the script's own sys.exit code. Advice to sync each step is "
+        "when the script raises (the report is still written) or runs its loop in worker processes it starts "
+        "(torch.multiprocessing.spawn: not watched), or the script's own sys.exit code. Advice to sync each step is "
         "checked by running the script again with the sync applied, and XLA programs that keep coming are named at their lines "
         "by a short run with torch_xla's graph dump on (--no-verify skips both).",
     )
@@ -93,6 +94,9 @@ def _own_exit(record: Any, raised: BaseException | None) -> int:
     if raised is not None and record.raised is not None and record.raised.exit_code is not None:
         return int(record.raised.exit_code)
     if raised is not None:
+        return EXIT_ERROR
+    if record.workers and len(record.steps) <= 1:  # the loop ran in processes the watch does not see: no verdict to pass
+        print("neurondev: the script's loop ran in worker processes it started (see above): nothing of it was watched", file=sys.stderr)
         return EXIT_ERROR
     return record.steady.exit_code
 

@@ -10,6 +10,7 @@ from neurondev.loops.causes import Advice, AdviceCheck, Cause, advice_for, by_wh
 from neurondev.loops.recorder import CompileEvent, Recorder
 from neurondev.loops.steps import Step, cut, outside, step_kind
 from neurondev.loops.verdict import SteadyState, program_advice, steady_state
+from neurondev.loops.workers import Workers
 from neurondev.runs.counts import Counts
 from neurondev.runs.run_records import Seen
 from neurondev.trace.source import Located, SourceLine, is_program_file, source_line
@@ -187,6 +188,7 @@ class WatchRecord:
     outside: tuple[Step, ...] = ()  # before the loop (number 0) and after it (-1): reported, never judged
     looked_at: tuple[CompileEvent, ...] = ()  # frames dynamo made no graph of: not compiles, one line in the summary
     other_threads: tuple[CompileEvent, ...] = ()  # compiles of other threads than the watched one: not the loop's
+    workers: tuple[Workers, ...] = ()  # worker processes the script started (torch.multiprocessing): not watched
 
     @property
     def steady_state(self) -> int | str:
@@ -294,7 +296,7 @@ def snapshot(recorder: Recorder, *, name: str, watched_function: bool, gaps: dic
     return WatchRecord(
         name, watched_function, kind, compiles, steps, steady, advice, seconds, xla_total, native_total,
         gaps.get("xla"), gaps.get("analysis"), gaps.get("native"), raised, recorder.sync_each_step, outside=around,
-        looked_at=tuple(recorder.looked_at), other_threads=tuple(recorder.other_threads),
+        looked_at=tuple(recorder.looked_at), other_threads=tuple(recorder.other_threads), workers=tuple(recorder.workers),
     )  # fmt: skip
 
 

@@ -35,6 +35,7 @@ from neurondev._compat import dynamo as dynamo_internals
 from neurondev._compat import torch_xla_hooks
 from neurondev.loops.frames import graph_hash, in_torch, known_as, metrics_after, user_call, value_now, wrapped_name
 from neurondev.loops.sync_points import after_import, optimizer_steps, settled, sync, unwrap_step_marker, wrap_step_marker, xla_counts
+from neurondev.loops.workers import Workers, hear_workers
 from neurondev.trace.source import in_neurondev
 
 __all__ = ["CompileEvent", "Mark", "Recorder", "active"]
@@ -117,6 +118,8 @@ class Recorder:
         self._put_back_graphs: Callable[[], None] | None = None
         self._attribution: Any = None  # lines on or off, when the native device counts by itself (its own log)
         self._graph_hashes: list[str] = []
+        self.workers: list[Workers] = []  # worker processes the script started (torch.multiprocessing): not watched
+        self._put_back_workers: Callable[[], None] | None = None
         self._wrapper_code = dynamo_internals.compile_wrapper_code()
 
     # --- the hooks ------------------------------------------------------------------------------
@@ -133,6 +136,7 @@ class Recorder:
             self._put_back_import = after_import("torch_xla", self._torch_xla_loaded)
         self._optimizer_hook = optimizer_steps(self.optimizer_stepped)
         self._put_back_graphs = dynamo_internals.observe_backend_graphs(lambda gm: self._graph_hashes.append(graph_hash(gm)))
+        self._put_back_workers = hear_workers(self.workers.append)
         _active = self
         self.mark("start")
 
@@ -151,6 +155,8 @@ class Recorder:
         self._optimizer_hook.remove()
         if self._put_back_graphs is not None:
             self._put_back_graphs()
+        if self._put_back_workers is not None:
+            self._put_back_workers()
         _active = None
 
     def mark(self, kind: str, function: str | None = None, key: str | None = None, grad: bool | None = None) -> None:

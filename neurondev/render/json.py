@@ -141,7 +141,7 @@ def watch_dict(record: WatchRecord) -> dict[str, Any]:
     program every k steps), how steps were cut (``step_kind``), ``advice`` (each its cause, facts, line, ``check`` and
     ``verified``, with ``text`` and ``check_text``), ``tried`` (advice run again with its fix and not enough),
     ``summary``, the frames dynamo looked at and made no graph of (``looked_at``: not compiles), the compiles of
-    other threads (``other_threads``: not the loop's), what the figures leave out (``xla_gap``, ``analysis_gap``, ``native_gap``: kind, facts, text),
+    other threads (``other_threads``: not the loop's), the worker processes it started (``workers``: not watched), what the figures leave out (``xla_gap``, ``analysis_gap``, ``native_gap``: kind, facts, text),
     ``raised``, ``seconds``."""
     from neurondev.render.watch import watch_summary
 
@@ -161,6 +161,7 @@ def watch_dict(record: WatchRecord) -> dict[str, Any]:
         "calls": record.call_rows(),
         "looked_at": [{"function": e.function, "file": e.file, "line": e.line} for e in record.looked_at],
         "other_threads": [{"function": e.function, "file": e.file, "line": e.line, "graphs": e.graphs} for e in record.other_threads],
+        "workers": [{"count": w.count, "function": w.function, "method": w.method, **_where(w.source)} for w in record.workers],
         "verdict": record.steady.kind,
         "exit_code": record.steady.exit_code,
         "counted_steps": list(record.steady.counted),
@@ -198,3 +199,7 @@ def _gap(gap: Gap | None) -> dict[str, Any] | None:
 def _skip(skip: Skip | None, stage: str) -> dict[str, Any] | None:
     """Why a stage did not run: its kind and facts, the sentence beside them."""
     return None if skip is None else {**skip.to_dict(), "text": skip_text(skip, stage)}
+
+
+def _where(source: Any) -> dict[str, Any]:
+    return {"file": source.file, "line": source.line} if source is not None else {"file": None, "line": None}

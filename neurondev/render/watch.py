@@ -11,7 +11,7 @@ from neurondev.loops.record import device_lines
 from neurondev.loops.verdict import not_steady
 from neurondev.render.card_style import escape as _e
 from neurondev.render.sentences import cause_words
-from neurondev.render.watch_words import advice_check_text, advice_text, gap_text, never_steady_text
+from neurondev.render.watch_words import advice_check_text, advice_text, gap_text, never_steady_text, workers_text
 from neurondev.report.findings import watch_findings
 from neurondev.trace.source import is_user_file
 
@@ -64,7 +64,7 @@ def watch_summary(record: WatchRecord) -> str:
         shown = ", ".join(files[:4]) + (", ..." if len(files) > 4 else "")
         parts.append(f"{len(library)} compile(s) of library frames after graph breaks ({shown})")
     text = f"Watched {_subject(record)}: " + ("; ".join(parts) if parts else "nothing compiled by dynamo") + ". "
-    text += _looked_at(record) + _other_threads(record)
+    text += _looked_at(record) + _other_threads(record) + workers_text(record.workers)
     text += _xla_total(record) + _native_total(record) + steady_text(record)
     named = _causes_said_once(read)
     if named:

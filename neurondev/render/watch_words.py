@@ -3,10 +3,13 @@ their kinds and facts (the records hold no sentence)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from neurondev.loops.causes import Advice, AdviceCheck, Cause, Recurring
 from neurondev.loops.record import Gap
 from neurondev.loops.steps import XlaProgram
 from neurondev.loops.verdict import NotSteady
+from neurondev.loops.workers import Workers
 from neurondev.render.describe import at_line, describe
 
 __all__ = [
@@ -17,6 +20,7 @@ __all__ = [
     "gap_text",
     "never_steady_text",
     "recurring_text",
+    "workers_text",
     "xla_program_text",
 ]
 
@@ -198,3 +202,17 @@ describe.register(NotSteady)(never_steady_text)
 @describe.register
 def xla_program_text(program: XlaProgram) -> str:
     return f"a new XLA program ({program.kind}): {program.cause}{at_line(program)}"
+
+
+def workers_text(workers: Sequence[Workers]) -> str:
+    """The worker processes the script started, said as not watched, with what to do instead (empty: none)."""
+    if not workers:
+        return ""
+    count = sum(started.count for started in workers)
+    first = workers[0]
+    at = f" at {first.source.where}" if first.source is not None else ""
+    return (
+        f"The script started {count} worker process(es) with torch.multiprocessing ({first.method}: {first.function}{at}): what they "
+        "compile is not watched here (their own processes): run neurondev.watch() inside the worker function, or start the "
+        "workers with torchrun, whose ranks neurondev watch follows. "
+    )
