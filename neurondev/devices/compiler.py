@@ -197,17 +197,32 @@ def _uploading(inner: Callable, gm: torch.fx.GraphModule, example_inputs: list[A
 
 
 def _result_nodes(gm: torch.fx.GraphModule, positions: tuple[int, ...]) -> dict[int, torch.fx.Node]:
-    """The node that makes each result at ``positions`` (in the flattened output)."""
+    """The node that brought each result at ``positions`` (in the flattened output) to the host: the first node,
+    from the result back, that takes a device value (``h = (x * 2).to("cpu")``, not the ``h + 1`` returned)."""
     output = next(node for node in reversed(gm.graph.nodes) if node.op == "output")
     leaves, _ = tree_flatten(output.args[0])
-    return {i: leaf for i, leaf in enumerate(leaves) if i in positions and isinstance(leaf, torch.fx.Node)}
+    return {i: _where_it_left(leaf) for i, leaf in enumerate(leaves) if i in positions and isinstance(leaf, torch.fx.Node)}
+
+
+def _where_it_left(result: torch.fx.Node) -> torch.fx.Node:
+    """The node nearest ``result`` (itself included) with a tensor input dynamo traced off the host; ``result`` when
+    every value before it was on the host (a tensor made there)."""
+    seen, frontier = {result}, [result]
+    while frontier:
+        node = frontier.pop(0)
+        inputs = [value for value in node.all_input_nodes if isinstance(value.meta.get("example_value"), torch.Tensor)]
+        if any(not on_host(value.meta["example_value"]) for value in inputs):
+            return node
+        frontier += [value for value in inputs if value not in seen]
+        seen.update(inputs)
+    return result
 
 
 def _results_where_written(compiled: Callable, positions: tuple[int, ...], makers: dict[int, torch.fx.Node]) -> Callable:
     """``compiled`` giving back on the host the results the program as written leaves there (``x.cpu() * 2``, a
     returned ``x.new_zeros(..., device="cpu")``): the pass may move the work before them to the device, never the
-    result itself, so swapping the backend changes no result's device. Each copy is the line of the node that made
-    the result (``h = (x * 2).to("cpu")``), not of whoever called the compiled code."""
+    result itself, so swapping the backend changes no result's device. Each copy is the line of the node that took
+    the value to the host (``h = (x * 2).to("cpu")``, though ``h + 1`` is returned), not of whoever called the compiled code."""
     if not positions:
         return compiled
 

@@ -72,6 +72,9 @@ def test_the_api_reference_holds_the_signatures_docstrings_and_the_commands_thei
     text = _text(api)
     assert "neurondev.explain(fn, *args, target=None" in text and "neurondev.check(fn, *args" in text
     assert "select" in api and "DevicePinsError" in api and "neurondev.watch(" in text
+    members = re.findall(r'id="(neurondev\.[\w.]+)"', api)
+    assert "neurondev.Explanation.patch" in members and not [m for m in members if "._" in m]  # public names only: no dunder
+    assert " at 0x" not in api  # no object's address: the page is the same build after build
     # the result classes' public methods, inherited from their displays and data, each with its own entry
     entries = ("transfer_table", "fallback_table", "pin_table", "save_html", "summary")
     assert all(re.search(rf"\b{method}\([^)]*\)\s*¶", text) for method in entries), "an Explanation method without its entry"

@@ -371,11 +371,15 @@ def test_a_printed_device_tensor_is_a_copy_to_the_host_on_its_line_as_the_device
 
 def test_your_programs_copies_through_the_neurondev_backend_are_on_your_lines_not_the_callers(device):
     """The backend gives a result back on the host where the program as written leaves it: that copy was put on the
-    line that called explain; it is the line of the result's own node (the pass moved the work before it to the
-    device, so the copy is at the result: h + 1, which the program computes on the host as written)."""
+    line that called explain, then on the returned h + 1's; it is the line that asks for the host, h = (x * 2).to("cpu")
+    (the pass moved the work after it to the device, so the copy comes at the result, but that line is the one to
+    change), as the other two scenarios name it."""
     from tests.native import programs
 
-    for fn, text, direction in ((programs.to_host, "return h + 1", "to host"), (programs.as_tensor, "torch.as_tensor", "to device")):
+    for fn, text, direction in (
+        (programs.to_host, 'h = (x * 2).to("cpu")', "to host"),
+        (programs.as_tensor, "torch.as_tensor", "to device"),
+    ):
         table = neurondev.explain(fn, torch.randn(4), target=device, quiet=True).transfer_table()
         rewritten = table[table["scenario"] == "your program, neurondev backend"]
         assert rewritten[["direction", "calls", "bytes", "line"]].values.tolist() == [[direction, 1, 16, line_of(fn, text)]]
