@@ -10,6 +10,7 @@ the tested pair's torch 2.9 (``ddp_teardown``)."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import signal
@@ -101,7 +102,10 @@ def test_ranks_blocked_in_cpp_when_one_raises_are_stopped_by_torchrun_and_still_
 def test_a_rank_that_exits_with_a_code_is_named_with_it(tmp_path):
     plain, watched, job, card = both(2, "exits", tmp_path)
     assert plain == 1 and watched == 1
-    assert job["ranks"][1]["ended"] == {"how": "exited", "code": 3} and "(exited with code 3: sys.exit before the script's end)" in card
+    assert job["ranks"][1]["ended"] == {
+        "how": "exited",
+        "code": 3,
+    } and "(exited with code 3: sys.exit before the script's end)" in html.unescape(card)
     assert job["ranks"][0]["ended"] == {"how": "exited", "code": 0}  # sys.exit(0) mid-loop: not 'finished'
 
 

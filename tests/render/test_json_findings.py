@@ -184,6 +184,7 @@ def test_each_key_of_a_watchs_json_is_its_records(tmp_path):
         "calls": as_json(record.call_rows()),
         "looked_at": [],
         "other_threads": [],
+        "workers": [],
         "verdict": record.steady.kind,
         "exit_code": record.steady.exit_code,
         "counted_steps": list(record.steady.counted),
