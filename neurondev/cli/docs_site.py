@@ -23,7 +23,7 @@ def add_docs_command(commands: argparse._SubParsersAction) -> argparse.ArgumentP
         "docs",
         help="the documentation site: build it if missing, then open it (or a rule's page) or serve it",
         description="Opens site/index.html (or rules/CODE.html) in your browser, building the site with mkdocs first when this "
-        "checkout has none. --serve serves it on 127.0.0.1 instead, until Ctrl-C (search works either way). Set NEURONDEV_DOCS_URL "
+        "checkout has none. --serve serves it on 127.0.0.1 instead (search needs http://: from disk the search box says so), until Ctrl-C. Set NEURONDEV_DOCS_URL "
         "to where you serve it, and every finding's url points there.",
     )
     docs.add_argument("rule", nargs="?", metavar="CODE", help="a rule's page (ND101) rather than the front page")
