@@ -55,7 +55,7 @@ def check_against_dynamo(done: subprocess.CompletedProcess, report: dict, runtim
     logged = set(logged_recompiles(done.stderr))
     assert rows and rows <= logged  # the others dynamo logged are transformers' decorators, traced into no graph
     assert all("/transformers/" in file for file, _ in logged - rows) and report["looked_at"]
-    assert [step["phase"] for step in report["steps"]] == (["training"] * 3 + ["evaluation"] * 2) * 3
+    assert [step["phase"] for step in report["steps"]] == (["training"] * 3 + ["evaluation"] * 2) * 2
     assert all(c["cause"] == "other" and c["step"] == 4 for c in report["compiles"] if c["kind"] == "recompile")  # grad mode off
 
 
@@ -90,7 +90,7 @@ def test_transformers_trainer_on_the_host_device_is_steady_and_its_copies_are_th
     assert "sync(s) at trainer.py:" in report["summary"]
 
 
-NANOGPT_PHASES = (["evaluation"] * 4 + ["training"] * 8) * 3 + ["evaluation"] * 4  # estimate_loss every 4 iterations, 2 micro-steps
+NANOGPT_PHASES = (["evaluation"] * 4 + ["training"] * 8) * 2 + ["evaluation"] * 4  # estimate_loss every 4 iterations, 2 micro-steps
 
 
 @pytest.mark.xla
@@ -108,7 +108,7 @@ def test_nanogpts_train_py_on_xla_is_steady_as_torch_xla_counts_it_its_learning_
     assert report["steady_state"] == max(i for i, count in enumerate(programs, 1) if count) and report["phase"] == "training"
     recompiles = [c for c in report["compiles"] if c["kind"] == "recompile"]
     assert len(recompiles) == len(logged_recompiles(done.stderr)) == 1 and recompiles[0]["step"] == 5  # the first training call
-    assert torch_load(tmp_path / "out" / "ckpt.pt")["iter_num"] in (0, 4, 8, 12)  # the script's checkpoint, as without the watch
+    assert torch_load(tmp_path / "out" / "ckpt.pt")["iter_num"] in (0, 4, 8)  # the script's checkpoint, as without the watch
 
 
 @TODAYS_TORCH

@@ -39,7 +39,7 @@ class Tokens(torch.utils.data.Dataset):
 
 arguments = TrainingArguments(
     output_dir=os.environ.get("OUT_DIR", "out"),
-    num_train_epochs=3,
+    num_train_epochs=2,
     per_device_train_batch_size=4,
     per_device_eval_batch_size=4,
     eval_strategy="epoch",

@@ -27,9 +27,9 @@ else:  # the host device: a PrivateUse1 accelerator, as TorchNeuron's
 
 # the configuration, as train.py's globals
 out_dir = os.environ.get("OUT_DIR", "out")
-eval_interval, eval_iters, max_iters = 4, 2, 12
+eval_interval, eval_iters, max_iters = 4, 2, 8
 gradient_accumulation_steps, batch_size, block_size = 2, 4, 16
-learning_rate, min_lr, warmup_iters, lr_decay_iters = 1e-3, 1e-4, 3, 12
+learning_rate, min_lr, warmup_iters, lr_decay_iters = 1e-3, 1e-4, 3, 8
 vocab_size, n_embd, n_head = 64, 32, 2
 
 
