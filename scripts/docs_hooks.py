@@ -80,7 +80,11 @@ def related_rules() -> dict[str, list[str]]:
 
 
 def _sentence(text: str) -> str:
-    return f"{text[0].upper()}{text[1:]}" + ("" if text.endswith((".", ")")) else ".")
+    """The text as a sentence: a capital when it begins with a word, never when it begins with code (device=x.device,
+    torch.compile: a capital would change what a reader types)."""
+    first = text.split(" ", 1)[0]
+    start = text[0].upper() if first.isalpha() else text[0]
+    return f"{start}{text[1:]}" + ("" if text.endswith((".", ")")) else ".")
 
 
 def _example(rule: Any) -> list[str]:

@@ -324,3 +324,16 @@ def test_a_docs_url_that_is_no_web_or_file_address_is_refused_before_it_reaches_
     for fine in ("https://docs.example/neurondev", "file:///srv/site/", "../"):  # a relative path: a site beside the page
         monkeypatch.setenv("NEURONDEV_DOCS_URL", fine)
         assert rulebook.rule_named("ND101").url.startswith(fine)
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("torch_xla") is not None, reason="torch_xla is installed: make test's second run (today's torch) has none"
+)
+def test_strict_fallbacks_where_no_device_ran_the_program_say_so_and_where_to_run_it():
+    from neurondev.gallery.patterns import seed_function
+
+    with pytest.raises(neurondev.DevicePinsError) as failed:
+        neurondev.check(seed_function, torch.randn(64), select=("ND206",), fallbacks="error")
+    said = str(failed.value)
+    assert said.startswith("seed_function did not run on the device: its fallbacks were not checked") and "fell back" not in said
+    assert "write instead: nothing in your code: run the check where the device is" in said

@@ -20,7 +20,14 @@ def add_check_command(commands: argparse._SubParsersAction) -> argparse.Argument
     guard = commands.add_parser("check", help="a CI guard: exit 1 when MODULE:FUNC has device pins not allowed")
     guard.add_argument("function", metavar="MODULE:FUNC")
     guard.add_argument("--input", action="append", default=[], metavar="SPEC", help=f"an example input, in order: {SPEC_HELP}")
-    guard.add_argument("--allow", action="append", default=[], metavar="RULE", help="a node name, file:line or glob to allow")
+    guard.add_argument(
+        "--allow",
+        action="append",
+        default=[],
+        metavar="PLACE",
+        help="a place whose findings are allowed: a graph node's name, file.py:LINE, or a glob of them (models/*.py:*); "
+        "rule codes go to --ignore",
+    )
     guard.add_argument("--target", default=None, help=TARGET_HELP)
     guard.add_argument(
         "--select", action="append", default=None, metavar="CODES", help="rule codes or prefixes to check, comma-separated: ND1,ND205"

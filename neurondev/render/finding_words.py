@@ -13,6 +13,12 @@ from neurondev.rulebook import rule_named
 __all__ = ["finding_detail", "finding_fix", "finding_text", "unseen_text"]
 
 
+_NOT_RUN_FIX = (
+    "nothing in your code: run the check where the device is (its runtime installed: torch-xla, or torch-neuronx on "
+    "Trainium), or on the host test device (target='hostdev'); or leave the rule out"
+)
+
+
 @describe.register
 def finding_text(finding: Finding) -> str:
     rule = f" [{finding.rule}]" if finding.rule else ""
@@ -70,10 +76,10 @@ def finding_detail(finding: Finding) -> str:
 
 
 def finding_fix(finding: Finding) -> str:
-    """What to write instead ('' where nothing is to be written: a program that did not run)."""
+    """What to write instead (for a program that did not run: nothing in the code, where to run it)."""
     found: Any = finding.found
     if finding.why == "not run":
-        return ""
+        return _NOT_RUN_FIX
     if finding.why == "unseen":
         return _UNSEEN_FIX
     if finding.kind == "pin":

@@ -253,7 +253,10 @@ def _message(explanation: ExplanationData, findings: list[Finding], *, suggest: 
     parts = []
     for kind, heading in _HEADINGS.items():
         of_kind = [f for f in findings if f.kind == kind]
-        if of_kind:
+        if of_kind and kind == "fallback" and all(f.why == "not run" for f in of_kind):  # nothing fell back: nothing ran
+            parts.append(f"{explanation.name} did not run on the device: its fallbacks were not checked (fallbacks='error'):")
+            parts += [describe(f) for f in of_kind]
+        elif of_kind:
             parts.append(f"{len(of_kind)} " + heading.format(name=explanation.name, place=explanation.place))
             parts += [describe(f) + (_suggestion(explanation, f) if suggest else "") for f in of_kind]
     lined = [f for f in findings if f.source is not None]

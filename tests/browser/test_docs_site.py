@@ -65,6 +65,8 @@ def test_a_rule_page_shows_what_its_example_made_neurondev_say_and_how_to_select
     assert "neurondev.watch()" in (site / "rules" / "ND405.html").read_text()  # a loop's rule comes from watch, not check
     assert "torchrun --nproc-per-node 2 -m neurondev watch docs/rules/examples/ND412.py" in (site / "rules" / "ND412.html").read_text()
     assert "needs torch-neuronx" in (site / "rules" / "ND206.html").read_text()  # shown, not run: said so
+    what = _text((site / "rules" / "ND101.html").read_text())  # code keeps its case: a capital would change what is typed
+    assert "device=x.device frozen to the trace device" in what and "Device=x.device" not in what
 
 
 def test_the_api_reference_holds_the_signatures_docstrings_and_the_commands_their_help(site):

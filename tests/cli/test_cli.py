@@ -287,3 +287,10 @@ def test_a_usage_error_is_said_before_torch_is_imported(tmp_path, args):
     assert done.returncode == 2 and "neurondev: error:" in done.stderr
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
     assert "neurondev.cli.command" in imported and "torch" not in imported
+
+
+def test_check_help_says_allow_takes_places_and_sends_rule_codes_to_ignore(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["check", "--help"])
+    said = " ".join(capsys.readouterr().out.split())
+    assert "--allow PLACE" in said and "file.py:LINE, or a glob of them" in said and "rule codes go to --ignore" in said
