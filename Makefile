@@ -20,12 +20,13 @@ docs: setup
 
 # The whole suite with the tested XLA pair (torch 2.9.0 + torch-xla 2.9.0), then every test that needs no XLA
 # device with today's torch (2.13.0, TorchNeuron's; no torch-xla there) but how DDP-over-gloo jobs end (torch 2.13's gloo
-# races there without neurondev: the ddp_teardown marker). Bytecode is cached even where
+# races there without neurondev: the ddp_teardown marker). The heaviest host-device tests, which both torches pass, run
+# once, in the second run (the todays_torch marker). Bytecode is cached even where
 # PYTHONDONTWRITEBYTECODE is set: the suite starts ~30 Pythons (workers, notebook kernels, subprocesses)
 # that would each compile neurondev and rewrite its asserts again. The site's strict build is a test of its own
 # (tests/browser/test_docs_site.py builds it as `make docs` and `neurondev docs` do), so it is not built twice.
 test: lint
-	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -m "not todays_torch"
 	PYTHONDONTWRITEBYTECODE= $(CURRENT) -m pytest -m "not xla and not docs and not ddp_teardown"
 
 bench: setup

@@ -11,13 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 TRAINERS = Path(__file__).parent / "trainers"
-# the host device's trainers run with today's torch (TorchNeuron's 2.13: make test's second run), once
-TODAYS_TORCH = pytest.mark.skipif(
-    tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 13), reason="run by make test's second run, with torch 2.13"
-)
 
 
 def watched(
@@ -74,7 +69,7 @@ def test_transformers_trainer_on_xla_is_steady_as_torch_xla_counts_its_programs_
     assert report["exit_code"] == 0 and report["phase"] == "evaluation"
 
 
-@TODAYS_TORCH
+@pytest.mark.todays_torch  # the host device's trainers run once, with today's torch (make test's second run)
 @pytest.mark.slow
 def test_transformers_trainer_on_the_host_device_is_steady_and_its_copies_are_the_devices_own(tmp_path):
     """accelerate picks the host device as it would TorchNeuron's: dynamo compiles in the first training and
@@ -111,7 +106,7 @@ def test_nanogpts_train_py_on_xla_is_steady_as_torch_xla_counts_it_its_learning_
     assert torch_load(tmp_path / "out" / "ckpt.pt")["iter_num"] in (0, 4, 8)  # the script's checkpoint, as without the watch
 
 
-@TODAYS_TORCH
+@pytest.mark.todays_torch  # the host device's trainers run once, with today's torch (make test's second run)
 @pytest.mark.slow
 def test_nanogpts_train_py_on_the_host_device_is_steady_and_its_checkpoints_copies_are_the_devices_own(tmp_path):
     """On the host device: each step's copies to the device (the batches) and to the host (torch.save's state dicts,
