@@ -24,6 +24,7 @@ from neurondev.rulebook import Ruled
 from neurondev.trace.source import Located, SourceLine, is_program_file, is_user_file, source_line
 
 __all__ = [
+    "GRAD_MODE",
     "ADVICE",
     "CHECK_KINDS",
     "EXPECTED",
@@ -168,6 +169,8 @@ def cause_of(event: CompileEvent) -> Cause:
         return Cause("first compile" if not index else "other", None, None, None)
     text, frames = guard_reason(reason)
     guard = _PREFIX.sub("", text).strip()
+    if guard.startswith("GLOBAL_STATE changed: grad_mode"):  # gradients on, then off: training, then evaluation
+        return Cause("flag", GRAD_MODE, None, None)
     tensor = _TENSOR.search(guard)
     if tensor is not None:
         return _tensor_cause(tensor)
@@ -299,7 +302,7 @@ def advice_for(cause: Cause, function: str, sizes: list[int], *, on_xla: bool = 
     """What to write instead for a cause of ``function``'s compiles (None for a cause that needs none: a first
     compile, generate's prompt to decode, a guard of no known kind, sizes that are the buckets already); ``sizes``: a
     changing value's sizes; ``on_xla``: XLA runs the loop (its one program per size is said)."""
-    if cause.kind not in ADVICE:
+    if cause.kind not in ADVICE or cause.value == GRAD_MODE:  # training and evaluation: a graph each, nothing to change
         return None
     seen = tuple(sorted(set(sizes))) if cause.kind == "changing size" else ()
     buckets = tuple(_buckets(list(seen))) if seen else ()
@@ -314,6 +317,7 @@ def _buckets(sizes: list[int]) -> list[int]:
     return buckets or sizes
 
 
+GRAD_MODE = "torch.is_grad_enabled()"  # the flag dynamo guards as GLOBAL_STATE: gradients on (training) or off (evaluation)
 ADVICE = ("python number", "cache growth", "changing size", "recompile limit", "flag", "library value")
 PROGRAM_ADVICE = (
     "lazy state growing",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from neurondev.loops.causes import Advice, AdviceCheck, Cause, Recurring
+from neurondev.loops.causes import GRAD_MODE, Advice, AdviceCheck, Cause, Recurring
 from neurondev.loops.record import Gap
 from neurondev.loops.steps import XlaProgram
 from neurondev.loops.verdict import NotSteady
@@ -179,6 +179,8 @@ def cause_words(cause: Cause) -> str:
         return (
             _DECODE_WORDS if cause.kind == "prompt to decode" else f"len({name}) was {before} when traced: the call passes other values now"
         )
+    if cause.kind == "flag" and cause.value == GRAD_MODE:
+        return "gradients turned on or off (training and evaluation calls): one graph each, compiled once each (expected)"
     if cause.kind == "flag":
         return f"{name} was {before} when traced{now}: a flag (train/eval, a switch) gives one graph per value"
     if cause.kind == "library value":

@@ -152,3 +152,18 @@ def test_two_functions_of_one_name_are_two_parts_of_the_summary_each_with_where_
     for fn in (add, double):
         where = f"<lambda> (test_watch_any_torch.py:{fn.__code__.co_firstlineno})"
         assert f"{where} compiled 2 time(s) (1 first, 1 recompile)" in summary, summary
+
+
+def test_gradients_turned_off_for_evaluation_are_a_flag_with_one_graph_each_and_no_advice():
+    """A step compiled with gradients on, then called under torch.no_grad() (an evaluation): dynamo's guard on its
+    global state (GLOBAL_STATE changed: grad_mode) is the flag of the two phases, expected once, nothing to change."""
+    from neurondev.loops.causes import GRAD_MODE
+
+    step = torch.compile(lambda x: x * 2, backend="eager")
+    with neurondev.watch() as watched:
+        for grad in (True, True, False, False):
+            with torch.set_grad_enabled(grad):
+                step(torch.ones(2))
+    causes = [c.cause for c in watched.record.compiles]
+    assert [(c.kind, c.value) for c in causes] == [("first compile", None), ("flag", GRAD_MODE)]
+    assert watched.record.advice == () and "gradients turned on or off (training and evaluation calls)" in watched.summary()
