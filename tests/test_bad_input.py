@@ -333,7 +333,7 @@ def test_strict_fallbacks_where_no_device_ran_the_program_say_so_and_where_to_ru
     from neurondev.gallery.patterns import seed_function
 
     with pytest.raises(neurondev.DevicePinsError) as failed:
-        neurondev.check(seed_function, torch.randn(64), select=("ND206",), fallbacks="error")
+        neurondev.check(seed_function, torch.randn(64), target="xla", select=("ND206",), fallbacks="error")
     said = str(failed.value)
     assert said.startswith("seed_function did not run on the device: its fallbacks were not checked") and "fell back" not in said
     assert "write instead: nothing in your code: run the check where the device is" in said
