@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 from neurondev.cli.loading import check_before_torch, function_and_inputs
-from neurondev.cli.usage import EXIT_CLEAN, EXIT_FINDINGS, TARGET_HELP
+from neurondev.cli.usage import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, TARGET_HELP, UsageError
 
 __all__ = ["add_check_command", "run_check"]
 
@@ -71,7 +72,12 @@ def run_check(options: argparse.Namespace) -> int:
 
 
 def _check_here(options: argparse.Namespace, session: Any) -> int:
-    fn, args = function_and_inputs(options)  # its specs and file checked before torch is imported
+    try:
+        fn, args = function_and_inputs(options)  # its specs and file checked before torch is imported
+    except UsageError as error:
+        if session is None:
+            raise
+        return _failed_rank(error, options, session)
     from neurondev.errors import DevicePinsError
     from neurondev.render.json import SCHEMA, check_finding
     from neurondev.results.explanation import check
@@ -92,6 +98,19 @@ def _check_here(options: argparse.Namespace, session: Any) -> int:
         findings = [check_finding(f) for f in error.findings]
         return _checked_result({"schema": SCHEMA, "clean": False, "findings": findings}, str(error), options, session)
     return _checked_result({"schema": SCHEMA, "clean": True, "findings": []}, _passed(options), options, session)
+
+
+def _failed_rank(error: UsageError, options: argparse.Namespace, session: Any) -> int:
+    """A rank whose module did not load (its import raised there): its error posted as its result, so that rank 0
+    names it among the ranks that failed; the rank itself says it in one line and exits 2."""
+    from neurondev.render.json import SCHEMA
+
+    result = {"schema": SCHEMA, "clean": False, "findings": [], "error": str(error)}
+    code = _checked_result(result, f"error: {error}", options, session)
+    if session.where.rank != 0:
+        print(f"neurondev: error: {error}", file=sys.stderr)
+        session.read_by_rank_0(timeout=600.0)  # its exit would have torchrun stop rank 0 before it names this rank
+    return max(code, EXIT_ERROR)
 
 
 def _passed(options: argparse.Namespace) -> str:

@@ -74,6 +74,16 @@ class RankSession:
         self.exchange.remove([f"{kind}/{rank}" for kind in ("record", "started", "beat") for rank in range(self.where.world)])
         return found
 
+    def read_by_rank_0(self, *, timeout: float) -> bool:
+        """Wait (up to ``timeout`` seconds) until rank 0 has collected this rank's record (it removes what it read): a
+        rank that failed at once exits only then, or torchrun would stop rank 0 before it reports. True when read."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.exchange.read(f"record/{self.where.rank}") is None:
+                return True
+            time.sleep(0.2)
+        return False
+
     def close(self) -> None:
         self._beat.stop()
 

@@ -36,6 +36,18 @@ def test_neurondev_check_fails_the_job_naming_the_rank_that_failed(tmp_path):
     assert "neurondev check: failed on rank(s) 1" in done.stdout
 
 
+def test_a_rank_whose_import_fails_is_named_among_the_failed_ranks_with_its_error(tmp_path):
+    (tmp_path / "broken.py").write_text(
+        "import os\nif os.environ['RANK'] == '1':\n    raise ImportError('no module named fast_kernels on this rank')\n"
+        "def step(x):\n    return x + 1\n"
+    )
+    done = torchrun(tmp_path, "-m", "neurondev", "check", "broken.py:step", "--input", "randn(8)", "--target", "hostdev")
+    assert done.returncode != 0
+    assert "rank 0: broken.py:step: passes" in done.stdout
+    assert "rank 1: error: importing broken.py raised ImportError: no module named fast_kernels on this rank" in done.stdout
+    assert "neurondev check: failed on rank(s) 1" in done.stdout
+
+
 # docs/how-to/ranks.md's command, with the model.py its docs test makes: run here, on both torches, not there too.
 DOCS_COMMAND = "torchrun --nproc-per-node 2 -m neurondev check model.py:step --input 'randn(8)' --target hostdev"
 
