@@ -211,6 +211,8 @@ def _named(record: Any, script: Path, options: argparse.Namespace) -> Any:
         return record
     if any(advice.verified for advice in record.advice):  # a sync per step made it steady: the cause is known, and fixed
         return record
+    if record.step_kind not in ("call", "compiled call"):  # the second run stops after calls: a loop cut otherwise would dump to its end
+        return record
     calls = steady.since + 3 * (steady.period or 1) + 1  # three more programs after the first: values to compare
     print(f"neurondev: naming the causes: running the script again for {calls} steps with torch_xla's graph dump on", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="neurondev-graphs-") as folder:

@@ -105,6 +105,7 @@ class Recorder:
         self.marks: list[Mark] = []
         self.thread = threading.get_ident()  # the thread that opened the watch (or called the watched function)
         self.hits = 0
+        self.calls = 0  # calls of compiled functions on the watched thread (each a 'call' mark): counted, not searched for
         self.native = native  # the native device's accounting, when one is on for the loop (or once the loop loads its device)
         self.analysis = analysis  # torch_xla's analysis log, when it is on
         self.sync_each_step = sync_each_step
@@ -199,12 +200,13 @@ class Recorder:
     def _called(self, function: str, key: str | None) -> None:
         if not self._watched_thread():
             return
-        if self.stop_after is not None and sum(mark.kind == "call" for mark in self.marks) >= self.stop_after:
+        if self.stop_after is not None and self.calls >= self.stop_after:
             raise EnoughCalls(self.stop_after)  # before the call: the run ends as if the script had
-        if self.sync_each_step and any(mark.kind == "call" for mark in self.marks):
+        if self.sync_each_step and self.calls:
             sync()  # the advice applied: the step before this call ends with a sync
         import torch
 
+        self.calls += 1
         self.mark("call", function, key, torch.is_grad_enabled())
 
     def optimizer_stepped(self) -> None:
