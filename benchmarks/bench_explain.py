@@ -17,6 +17,7 @@ source line) of the same config with 2 layers and random weights.
 
     .venv/bin/python benchmarks/bench_explain.py              # everything
     .venv/bin/python benchmarks/bench_explain.py --only llama32
+    .venv/bin/python benchmarks/bench_explain.py --only memory    # peak memory per input byte, 10^6 to 10^8 elements
 """
 
 from __future__ import annotations
@@ -176,17 +177,59 @@ def long_graphs(sizes: list[int]) -> None:
     print(f"  50,000 nodes in {times[-1]:.2f} s (target < 10 s)")
 
 
+def pinned(x: torch.Tensor) -> torch.Tensor:
+    return torch.ones(x.shape, device=x.device) + x
+
+
+def memory_child(elements: int, side: str) -> None:
+    """The peak memory of one explain (or the floor) of ``pinned`` on an int64 input of ``elements``, above this
+    process's peak after the same call on 10 elements (its baseline: torch, the XLA client, compiled code)."""
+
+    def call(x: torch.Tensor) -> None:
+        if side == "explain":
+            neurondev.explain(pinned, x, quiet=True)
+        else:
+            floor(pinned, (x,), {})
+
+    call(torch.randint(0, 10, (10,)))
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    call(torch.randint(0, 10, (elements,)))
+    print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) * 1024)
+
+
+def memory(sizes: list[int]) -> None:
+    """Peak memory above the baseline per byte of input: explain beside the floor, each size and side in a process
+    of its own. Goal (issue 64): explain at most 4x."""
+
+    def above(elements: int, side: str) -> int:
+        done = subprocess.run([sys.executable, __file__, "--memory-child", str(elements), side], capture_output=True, text=True, check=True)
+        return int(done.stdout.split()[-1])
+
+    print("peak memory above the baseline / input bytes (int64 input, float32 output; goal: explain <= 4x)")
+    for elements in sizes:
+        size = elements * 8
+        explain_x, floor_x = (above(elements, side) / size for side in ("explain", "floor"))
+        ratio = f"{explain_x / floor_x:.2f}" if floor_x > 0 else "- (the floor stayed within its baseline)"
+        print(f"{elements:>11,} elements ({size / 1e6:>5.0f} MB): explain {explain_x:.1f}x, floor {floor_x:.1f}x, explain/floor {ratio}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", choices=[*MODELS, "meta-8b", "long-graphs"], help="one measurement, in this process")
+    parser.add_argument("--only", choices=[*MODELS, "meta-8b", "long-graphs", "memory"], help="one measurement, in this process")
+    parser.add_argument("--memory-child", nargs=2, metavar=("ELEMENTS", "SIDE"), help=argparse.SUPPRESS)
     parser.add_argument(
         "--tiny", action="store_true", help="once, at the smallest size: the suite runs this, so no rename breaks a benchmark unseen"
     )
     options = parser.parse_args()
-    if options.tiny:
+    if options.memory_child:
+        memory_child(int(options.memory_child[0]), options.memory_child[1])
+    elif options.tiny:
         MODELS["seed"] = (MODELS["seed"][0], 1)
         compare("seed")
         long_graphs([200])
+        memory([10**6])
+    elif options.only == "memory":
+        memory([10**6, 10**7, 10**8])
     elif options.only == "meta-8b":
         meta_8b()
     elif options.only == "long-graphs":
@@ -194,7 +237,7 @@ def main() -> None:
     elif options.only:
         compare(options.only)
     else:  # each in a process of its own: its peak memory is its own
-        for name in [*MODELS, "meta-8b", "long-graphs"]:
+        for name in [*MODELS, "meta-8b", "long-graphs", "memory"]:
             subprocess.run([sys.executable, __file__, "--only", name], check=True)
 
 

@@ -18,6 +18,7 @@ from neurondev.errors import (
     InvalidOptionError,
     InvalidSubjectError,
     InvalidTargetError,
+    LargeInputWarning,
     MissingInputsError,
     ModelExplorerUnavailableError,
     NestedWatchError,
@@ -109,6 +110,7 @@ __all__ = [
     "RankRunError",
     "XlaInputError",
     "XlaUnavailableError",
+    "LargeInputWarning",
     "NoGraphWarning",
 ]
 

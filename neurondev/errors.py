@@ -36,6 +36,7 @@ __all__ = [
     "HostDeviceError",
     "ObserverError",
     "DeviceUnavailableError",
+    "LargeInputWarning",
     "NoGraphWarning",
     "warn_user",
 ]
@@ -170,6 +171,11 @@ class DeviceUnavailableError(NeurondevError, RuntimeError):
 
 class NoGraphWarning(UserWarning):
     """A capture recorded no graph: the reason is in the message and in ``Capture.notes``."""
+
+
+class LargeInputWarning(UserWarning):
+    """explain's copies of the inputs would take more memory than is wise (over 1 GB, or over half of what is free):
+    said before anything is copied, with the size, the estimate and a smaller input to pass instead."""
 
 
 def warn_user(message: str, category: type[Warning]) -> None:

@@ -25,6 +25,7 @@ __all__ = [
     "dynamo_break_of",
     "dynamo_config",
     "dynamo_failure",
+    "forgotten_backend",
     "graphs_made",
     "guard_reason",
     "is_recompile_limit",
@@ -98,6 +99,29 @@ def reset_code(code: Any) -> None:
     from torch._C._dynamo.eval_frame import reset_code as reset
 
     reset(code)
+
+
+@contextlib.contextmanager
+def forgotten_backend(backend: Any) -> Iterator[None]:
+    """After the block, ``backend`` is out of dynamo's record of every backend torch.compile was given (``cached_backends``,
+    kept only for ``torch._dynamo.reset`` to reset them, never cleared otherwise): a backend neurondev made for
+    one trace would hold what it recorded (the copies of the inputs, the graphs, a model's copy) for the
+    process's life, one more copy per explain."""
+    try:
+        yield
+    finally:
+        _forget(backend)
+
+
+def _forget(backend: Any) -> None:
+    from torch._dynamo import eval_frame
+
+    cached = getattr(eval_frame, "cached_backends", None)
+    if not isinstance(cached, dict):
+        return
+    for key, value in list(cached.items()):
+        if value is backend or getattr(value, "compiler_fn", None) is backend:
+            del cached[key]
 
 
 def compile_attempts_class() -> Any:

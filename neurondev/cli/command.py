@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import traceback
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 
 from neurondev.cli.usage import EXIT_ERROR, UsageError
 
@@ -20,7 +22,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     try:
         _check_report_paths(options)
-        return options.run(options)
+        with _warnings_as_lines():
+            return options.run(options)
     except UsageError as error:
         return _fail(str(error), options)
     except Exception as error:  # any other failure: one line unless --debug
@@ -28,6 +31,27 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         kind = "" if isinstance(error, NeurondevError) else f"{type(error).__name__}: "
         return _fail(f"{kind}{error}", options)
+
+
+@contextlib.contextmanager
+def _warnings_as_lines() -> Iterator[None]:
+    """neurondev's own warnings (a large input, no graph) as one line each on stderr, as its errors are, not with
+    the frame Python's warnings would name (runpy's, under the command)."""
+    from neurondev.errors import LargeInputWarning, NoGraphWarning
+
+    shown = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], *args: object, **kwargs: object) -> None:
+        if issubclass(category, (LargeInputWarning, NoGraphWarning)):
+            print(f"neurondev: warning: {message}", file=sys.stderr)
+        else:
+            shown(message, category, *args, **kwargs)  # type: ignore[arg-type]
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = shown
 
 
 def _check_report_paths(options: argparse.Namespace) -> None:

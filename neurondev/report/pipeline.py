@@ -21,6 +21,7 @@ import torch
 import torch.fx
 
 from neurondev.errors import InvalidOptionError, NotCallableError
+from neurondev.report.input_memory import say_input_memory
 from neurondev.report.model import ExplanationData, Section, SectionKey
 from neurondev.report.options import ExplainOptions, default, refuse_shadowing
 from neurondev.report.progress import Stages
@@ -141,6 +142,8 @@ def _explain(subject: Any, options: ExplainOptions, call: tuple[tuple, dict] | N
     names += ("trace on the device",) if options.native and not options.program else ()
     name = subject.name if isinstance(subject, Capture) else getattr(subject, "__name__", type(subject).__name__)
     shown = names if call is not None else tuple(n for n in names if n not in ("trace", "verify fixes", "your program on the device"))
+    if call is not None:
+        say_input_memory(subject, *call)
     generators = () if call is None else reachable_generators(subject, *call)
     with kept_global_state(generators), Stages(shown, quiet=options.quiet, name=name) as stages:
         # XLA starts first: autograd sizes its device queues when it first runs, and a CPU trace that

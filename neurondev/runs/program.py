@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 import torch
 import torch.fx
 
-from neurondev._compat.dynamo import dynamo_break_of
+from neurondev._compat.dynamo import dynamo_break_of, forgotten_backend
 from neurondev._compat.fx_internals import concrete
 from neurondev.fx.graphs import copy_graph
 from neurondev.runs.counts import Counts
@@ -98,7 +98,7 @@ def run_program(
         compiled = torch.compile(_entry(fn), backend=recorder)
         if rng_state is not None:
             torch.set_rng_state(rng_state)
-        with quiet_dynamo(), kept_dynamo_caches(), warnings.catch_warnings(record=True) as caught:
+        with quiet_dynamo(), kept_dynamo_caches(), warnings.catch_warnings(record=True) as caught, forgotten_backend(recorder):
             warnings.simplefilter("always")
             judge = lambda outputs, state: _random(  # noqa: E731
                 _judge(outputs, state, reference, reference_state, not_comparable, rtol, atol), random

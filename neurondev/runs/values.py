@@ -147,26 +147,83 @@ def _tensor_structure(path: str, index: int, a: Any, e: Any) -> Mismatch | None:
 
 
 def _figures(tensors: list[tuple[str, Any, Any]], rtol: float | None, atol: float | None, left_out: tuple[LeftOut, ...]) -> Comparison:
-    abs_error = rel_error = 0.0
-    off = total = 0
+    total = _Figures()
     detail = None
     for path, a, e in tensors:
         leaf_rtol, leaf_atol = _tolerances(a, e, rtol, atol)
-        try:
-            torch.testing.assert_close(a, e, rtol=leaf_rtol, atol=leaf_atol, equal_nan=True)
-        except AssertionError as mismatch:
-            detail = detail or f"output{path}: {mismatch}"
-        a, e = _widened(a), _widened(e)
-        diff = _difference(a, e)
-        total += diff.numel()
-        if diff.numel() == 0:
-            continue
-        abs_error = max(abs_error, float(diff.max()))
-        relative = torch.nan_to_num(diff / e.abs().clamp_min(1e-12), nan=float("inf"), posinf=float("inf"))
-        rel_error = max(rel_error, float(relative.max()))
-        off += int((~torch.isclose(a, e, rtol=leaf_rtol, atol=leaf_atol, equal_nan=True)).sum())
-    status = "differ" if detail is not None else "equal" if abs_error == 0 else "within tolerance"
-    return Comparison(status, abs_error, rel_error, off, total, rtol, atol, detail, None, left_out)
+        leaf = _leaf_figures(a.reshape(-1), e.reshape(-1), leaf_rtol, leaf_atol)
+        if leaf.off and detail is None:
+            detail = f"output{path}: {_mismatch_message(leaf, tuple(a.shape), leaf_rtol, leaf_atol)}"
+        total = total.joined(leaf)
+    status = "differ" if detail is not None else "equal" if total.abs_error == 0 else "within tolerance"
+    return Comparison(status, total.abs_error, total.rel_error, total.off, total.elements, rtol, atol, detail, None, left_out)
+
+
+_CHUNK = 1 << 20  # elements compared at a time: the comparison's memory is a few chunks, not a few outputs
+
+
+@dataclasses.dataclass(frozen=True)
+class _Figures:
+    """Running figures of one or more flat tensors: the greatest differences with their flat index, elements off."""
+
+    abs_error: float = 0.0
+    abs_at: int = 0
+    rel_error: float = 0.0
+    rel_at: int = 0
+    off: int = 0
+    elements: int = 0
+
+    def joined(self, other: _Figures, offset: int = 0) -> _Figures:
+        larger_abs, larger_rel = other.abs_error > self.abs_error, other.rel_error > self.rel_error
+        return _Figures(
+            other.abs_error if larger_abs else self.abs_error,
+            other.abs_at + offset if larger_abs else self.abs_at,
+            other.rel_error if larger_rel else self.rel_error,
+            other.rel_at + offset if larger_rel else self.rel_at,
+            self.off + other.off,
+            self.elements + other.elements,
+        )
+
+
+def _leaf_figures(a: torch.Tensor, e: torch.Tensor, rtol: float, atol: float) -> _Figures:
+    """The figures of two flat tensors of one dtype, a chunk at a time; closeness is assert_close's (isclose in
+    the tensors' own dtype), the differences are measured widened (float64 or complex128)."""
+    figures = _Figures()
+    for start in range(0, a.numel(), _CHUNK):
+        ac, ec = a[start : start + _CHUNK], e[start : start + _CHUNK]
+        off = int((~torch.isclose(ac, ec, rtol=rtol, atol=atol, equal_nan=True)).sum())
+        wa, we = _widened(ac), _widened(ec)
+        diff = _difference(wa, we)
+        relative = torch.nan_to_num(diff / we.abs().clamp_min(1e-12), nan=float("inf"), posinf=float("inf"))
+        worst, worst_relative = int(diff.argmax()), int(relative.argmax())
+        chunk = _Figures(float(diff[worst]), worst, float(relative[worst_relative]), worst_relative, off, diff.numel())
+        figures = figures.joined(chunk, start)
+    return figures
+
+
+def _mismatch_message(figures: _Figures, shape: tuple[int, ...], rtol: float, atol: float) -> str:
+    """assert_close's message, from figures measured a chunk at a time."""
+    equality = rtol == 0 and atol == 0
+    share = 100 * figures.off / max(figures.elements, 1)
+    lines = [
+        f"Tensor-likes are not {'equal' if equality else 'close'}!",
+        "",
+        f"Mismatched elements: {figures.off} / {figures.elements} ({share:.1f}%)",
+        f"Greatest absolute difference: {figures.abs_error} at index {_index(figures.abs_at, shape)}"
+        + ("" if equality else f" (up to {atol} allowed)"),
+        f"Greatest relative difference: {figures.rel_error} at index {_index(figures.rel_at, shape)}"
+        + ("" if equality else f" (up to {rtol} allowed)"),
+    ]
+    return "\n".join(lines)
+
+
+def _index(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The index of element ``flat`` of a tensor of ``shape`` (row-major)."""
+    index = []
+    for size in reversed(shape):
+        flat, at = divmod(flat, size) if size else (flat, 0)
+        index.append(at)
+    return tuple(reversed(index))
 
 
 def _values(tree: Any) -> Iterator[tuple[str, Any]]:

@@ -14,7 +14,7 @@ import torch
 import torch.fx
 
 from neurondev._compat.default_device import without_default_device
-from neurondev._compat.dynamo import dynamo_break_of
+from neurondev._compat.dynamo import dynamo_break_of, forgotten_backend
 from neurondev._compat.fx_internals import concrete, tree_leaves
 from neurondev.errors import (
     CaptureInputError,
@@ -186,7 +186,7 @@ def _trace(
         traced_fn, copied_args, copied_kwargs = traced_copies(fn, args, kwargs, device, moved, notes, namespaces)
         recorder.owners = (traced_fn, copied_args, copied_kwargs)
         try:
-            with quiet_dynamo(), kept_dynamo_caches(), _made_on(device):
+            with quiet_dynamo(), kept_dynamo_caches(), _made_on(device), forgotten_backend(recorder):
                 output = _compiled_entry(traced_fn, recorder)(*copied_args, **copied_kwargs)
                 if recorder.aten is not None and not recorder.aten.has_backward:
                     run_backward(output)  # the function did not back-propagate itself

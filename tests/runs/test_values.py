@@ -74,3 +74,24 @@ def test_complex_sparse_and_plain_values_compare_or_name_what_differs():
     sparse = torch.eye(3).to_sparse()
     assert compare_outputs(sparse, sparse.clone()).status == "equal"
     assert describe(compare_outputs((torch.ones(1), 3), (torch.ones(1), 4))) == "values DIFFER at output[1]: 3 vs 4"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.complex64])
+def test_a_comparison_in_chunks_gives_assert_closes_verdict_and_the_same_figures(monkeypatch, dtype):
+    """Large outputs are compared a chunk at a time (memory a few chunks, not a few outputs): the verdict and the
+    count of elements off are assert_close's, the greatest difference and its index the same as one chunk gives."""
+    import neurondev.runs.values as values
+
+    generator = torch.Generator().manual_seed(0)
+    expected = (torch.randn(6, 7, generator=generator) * 100).to(dtype)
+    actual = expected.clone()
+    actual[4, 5] += 3
+    actual[1, 2] += 1
+    whole = compare_outputs(actual, expected)
+    monkeypatch.setattr(values, "_CHUNK", 5)
+    chunked = compare_outputs(actual, expected)
+    assert chunked == whole and chunked.elements == 42
+    with pytest.raises(AssertionError) as told:
+        torch.testing.assert_close(actual, expected)
+    assert f"Mismatched elements: {chunked.elements_off} / 42" in str(told.value)
+    assert "at index (4, 5)" in (chunked.detail or "")
