@@ -11,7 +11,7 @@ from typing import Any
 
 from neurondev.errors import InvalidOptionError
 
-__all__ = ["output_file", "output_folder", "scratch_folder", "serving_port"]
+__all__ = ["SCRATCH", "remove_scratch", "output_file", "output_folder", "scratch_folder", "serving_port"]
 
 
 def output_file(path: Any, *, what: str, example: str) -> Path:
@@ -52,9 +52,22 @@ def serving_port(port: Any) -> int:
     return port
 
 
+SCRATCH = "NEURONDEV_SCRATCH"  # a folder the watch command's supervising process removes, whatever ends its child
+_SCRATCH: list[Path] = []
+
+
 def scratch_folder(prefix: str) -> Path:
     """A new temporary folder for neurondev's own files (torch_xla's analysis, Model Explorer's graphs), removed with
-    what is in it when Python exits: nothing of ours is left in the temporary directory."""
-    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    what is in it when Python exits (or by ``remove_scratch`` before a process ends without its exit handlers): nothing
+    of ours is left in the temporary directory. Under the watch command, inside the folder its supervisor removes."""
+    inside = os.environ.get(SCRATCH)
+    folder = Path(tempfile.mkdtemp(prefix=prefix, dir=inside if inside and Path(inside).is_dir() else None))
+    _SCRATCH.append(folder)
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     return folder
+
+
+def remove_scratch() -> None:
+    """Remove every scratch folder now: a process about to end by ``os._exit`` (its exit handlers never run)."""
+    for folder in _SCRATCH:
+        shutil.rmtree(folder, ignore_errors=True)

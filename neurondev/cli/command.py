@@ -17,6 +17,7 @@ __all__ = ["build_parser", "main"]
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     options = parser.parse_args(argv)
+    options.as_command = argv is None  # the command itself (its own process), not main() called from a caller's process
     if not getattr(options, "command", None):
         parser.print_help()
         return EXIT_ERROR

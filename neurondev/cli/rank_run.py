@@ -121,8 +121,11 @@ class OnTerminate:
 def _end_by(signum: int) -> None:
     """End this process by ``signum`` with the default action, from any thread (Python lets only the main thread set
     a handler, so libc's ``signal`` puts the default back)."""
+    from neurondev._paths import remove_scratch
+
     sys.stdout.flush()
     sys.stderr.flush()
+    remove_scratch()  # the exit handlers that would remove neurondev's scratch folders never run after a signal
     try:
         import ctypes
 

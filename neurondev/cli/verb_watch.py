@@ -65,12 +65,21 @@ def run_watch(options: argparse.Namespace) -> int:
         raise UsageError(
             f"--ranks-timeout is a number of seconds above 0, got {options.ranks_timeout}; leave it out to wait while a rank runs"
         )
+    from neurondev.cli.watch_supervisor import Journal, child_journal, supervised
     from neurondev.results.jobs import job
+
+    where = job()
+    if where is None and getattr(options, "as_command", False):  # the command (not main() called in a process of the caller's)
+        code = supervised(options)
+        if code is not None:
+            return code
     from neurondev.results.watched import watch
 
     watched = watch(sync_each_step=options.sync_each_step)
     watched._options["stop_after"] = options.stop_after_calls
-    where = job()
+    journal = child_journal()
+    if journal is not None:
+        watched._options["on_mark"] = Journal(journal, lambda: watched.record)
     if where is not None:  # a rank of a torchrun job: rank 0 reports for all of them
         return _watch_rank(watched, where, script, options)
     raised = _watched_run(watched, script, options)

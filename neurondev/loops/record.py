@@ -154,13 +154,15 @@ class Compile:
 @dataclasses.dataclass(frozen=True)
 class Raised(Located):
     """The watched code raised: the exception's type and first line, the line of the program it came from,
-    how many compiles were made before, and the exit code of a script's own ``sys.exit(code)``."""
+    how many compiles were made before, and the exit code of a script's own ``sys.exit(code)``; ``signal``: the number of
+    the signal that killed the script's process (the watch command's record of it, ``exception`` its name)."""
 
     exception: str
     message: str
     compiles: int
     source: SourceLine | None = None
     exit_code: int | None = None
+    signal: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)

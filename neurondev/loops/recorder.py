@@ -122,6 +122,7 @@ class Recorder:
         self.workers: list[Workers] = []  # worker processes the script started (torch.multiprocessing): not watched
         self._put_back_workers: Callable[[], None] | None = None
         self._wrapper_code = dynamo_internals.compile_wrapper_code()
+        self.on_mark: Callable[[], None] | None = None  # called after each step's mark (the command's journal of the record)
 
     # --- the hooks ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -174,6 +175,8 @@ class Recorder:
             Mark(kind, time.perf_counter(), len(self.events), self.hits, xla_counts(), native, offset, function, seen, key, grad)
         )
         self._attribute(kind, function, native)
+        if self.on_mark is not None and kind not in ("start", "stop"):
+            self.on_mark()
 
     def _attribute(self, kind: str, function: str | None, native: Any) -> None:
         """A device that counts by itself is told, at each mark, whether the next stretch's costs come with their lines."""

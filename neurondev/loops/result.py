@@ -47,7 +47,7 @@ class WatchData:
             if not isinstance(value, bool):
                 raise InvalidOptionError(f"{name} is True or False, got {value!r}")
         self._fn = fn
-        self._options = {"sync_each_step": sync_each_step, "xla_analysis": xla_analysis}
+        self._options: dict[str, Any] = {"sync_each_step": sync_each_step, "xla_analysis": xla_analysis}
         self._recorder: Recorder | None = None
         self._unhook: Callable[[], None] = _nothing
         self._gaps: dict[str, Gap | None] = {}
@@ -152,7 +152,9 @@ class WatchData:
         native, self._gaps["native"] = _native_accounting()
         log = analysis.open_log()
         stop = self._options.get("stop_after")
-        return Recorder(native=native, analysis=log, sync_each_step=self._options["sync_each_step"], stop_after=stop)
+        recorder = Recorder(native=native, analysis=log, sync_each_step=self._options["sync_each_step"], stop_after=stop)
+        recorder.on_mark = self._options.get("on_mark")
+        return recorder
 
     # --- what was recorded (the frozen record, or, while recording, what is there so far) ------------
     @property

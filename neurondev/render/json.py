@@ -180,7 +180,9 @@ def watch_dict(record: WatchRecord) -> dict[str, Any]:
         "xla_gap": _gap(record.xla_gap),
         "analysis_gap": _gap(record.analysis_gap),
         "native_gap": _gap(record.native_gap),
-        "raised": None if raised is None else {"exception": raised.exception, "message": raised.message, **raised.source_dict()},
+        "raised": None
+        if raised is None
+        else {"exception": raised.exception, "message": raised.message, "signal": raised.signal, **raised.source_dict()},
         "seconds": record.seconds,
         "findings": findings_list(watch_findings(record)),
     }

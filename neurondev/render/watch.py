@@ -101,6 +101,11 @@ def steady_text(record: WatchRecord) -> str:
     """The verdict in words: steady after which step, never (who keeps compiling from when), one step, or the error."""
     unit = _unit(record)
     raised = record.raised
+    if raised is not None and raised.signal is not None:
+        return (
+            f"The script was killed by {raised.exception} (signal {raised.signal}) after {len(record.steps)} {unit}(s) and "
+            f"{raised.compiles} compile(s): the record is up to there."
+        )
     if raised is not None and raised.exit_code is None:
         where = f" at {raised.where}" if raised.source is not None else ""
         return f"The watched code raised {raised.exception}{where} after {raised.compiles} compile(s) ({raised.message}): the record is up to there."

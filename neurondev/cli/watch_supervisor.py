@@ -1,0 +1,125 @@
+"""The watch command's script in a child process it watches over: a script killed by a signal (SIGKILL, the kernel's
+out-of-memory killer, a crash in native code) still leaves its record, the steps up to its last, and how it ended."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import os
+import pickle
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Journal", "child_journal", "supervised"]
+
+_CHILD: list[Path] = []  # in the child: where it keeps its record so far (never in the environment: its own runs would share it)
+_SHARE = 0.05  # the journal's writes take at most this share of the run's time
+
+
+def supervised(options: argparse.Namespace) -> int | None:
+    """Fork: the child returns None and runs the watch; the parent waits and returns the child's exit code, or, when a
+    signal killed it, reports the record the child kept and returns 128 + the signal, as a shell does. None also
+    where there is no fork (Windows) or in a child already."""
+    if not hasattr(os, "fork") or _CHILD:
+        return None
+    folder = Path(tempfile.mkdtemp(prefix="neurondev-watch-"))
+    journal = folder / "record.pickle"
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        from neurondev._paths import SCRATCH
+
+        os.environ[SCRATCH] = str(folder)  # neurondev's own scratch folders, removed with this one
+        _CHILD.append(journal)
+        _end_with_parent()
+        return None
+    try:
+        code = os.waitstatus_to_exitcode(_wait(pid))
+        return code if code >= 0 else _killed(-code, journal, options)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def child_journal() -> Path | None:
+    """In the supervised child: the file its record so far goes to; None elsewhere."""
+    return _CHILD[-1] if _CHILD else None
+
+
+class Journal:
+    """Called at each step's mark in the child: the record so far, pickled to ``path`` (replaced whole, never half
+    written), at most ``_SHARE`` of the time since the last write; stops, and says why, when the record cannot be kept."""
+
+    def __init__(self, path: Path, record_of: Any) -> None:
+        self.path, self.record_of = Path(path), record_of
+        self.next_at = 0.0
+
+    def __call__(self) -> None:
+        start = time.perf_counter()
+        if start < self.next_at:
+            return
+        kept = self.path.with_suffix(".next")
+        try:
+            kept.write_bytes(pickle.dumps(self.record_of()))
+            os.replace(kept, self.path)
+        except (pickle.PicklingError, TypeError, AttributeError, OSError) as error:
+            self.next_at = float("inf")
+            print(f"neurondev: the record is not kept as the script runs ({type(error).__name__}: {error})", file=sys.stderr)
+            return
+        took = time.perf_counter() - start
+        self.next_at = time.perf_counter() + took / _SHARE
+
+
+def _wait(pid: int) -> int:
+    """The child's wait status. Ctrl-C reaches the child (one process group) and is the script's to handle; SIGTERM
+    and SIGHUP sent to this process are passed on to it."""
+
+    def forward(signum: int, frame: Any) -> None:
+        with contextlib.suppress(ProcessLookupError):  # the child has ended already
+            os.kill(pid, signum)
+
+    previous = {number: signal.signal(number, forward) for number in (signal.SIGTERM, signal.SIGHUP)}
+    previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        return os.waitpid(pid, 0)[1]
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def _end_with_parent() -> None:
+    """Linux: the child gets SIGTERM when this process dies (killed itself), as a script run directly would."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _killed(signum: int, journal: Path, options: argparse.Namespace) -> int:
+    """The report of a script a signal killed: the record its child kept, how it ended, and 128 + the signal."""
+    name = signal.Signals(signum).name
+    if not journal.is_file():
+        print(f"neurondev: the script was killed by {name} (signal {signum}) before its first step: nothing was recorded", file=sys.stderr)
+        return 128 + signum
+    from neurondev.cli.verb_explain import summary_and_files
+    from neurondev.loops.record import Raised
+    from neurondev.results.watched import Watch
+
+    age = time.time() - journal.stat().st_mtime
+    record = pickle.loads(journal.read_bytes())
+    ended = Raised(name, f"killed by {name} (signal {signum})", len(record.compiles), signal=signum)
+    summary_and_files(Watch.of(dataclasses.replace(record, raised=ended)), options)
+    print(
+        f"neurondev: the script was killed by {name} (signal {signum}): the record above is up to its step {len(record.steps)}, "
+        f"kept {age:.1f} s before it ended (kept at most every {1 / _SHARE:.0f} times the time keeping it takes)",
+        file=sys.stderr,
+    )
+    return 128 + signum
