@@ -17,9 +17,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["OnTerminate", "RankReport", "ended"]
+__all__ = ["REPORT_DEADLINE", "OnTerminate", "RankReport", "ended"]
 
 _TERMINATED_COLLECT_SECONDS = 15.0  # torchrun kills a rank 30 s after its SIGTERM: rank 0 writes before that
+REPORT_DEADLINE = 20.0  # seconds after SIGTERM a rank ends by it, reported or not (an orphan rank has no agent to kill it)
 
 
 def ended(raised: BaseException | None, code: int) -> dict[str, Any]:
@@ -104,6 +105,9 @@ class OnTerminate:
     def _terminate(self, signum: int) -> None:
         if not self._once.acquire(blocking=False):
             return  # the other thread reports and ends the process
+        deadline = threading.Timer(REPORT_DEADLINE, _end_by, args=(signum,))  # a report blocked (the store gone) never holds the rank
+        deadline.daemon = True
+        deadline.start()
         try:
             self._report(signum)
         except Exception as error:  # the report is a courtesy: the rank still ends as torchrun asked

@@ -69,8 +69,8 @@ def run_watch(options: argparse.Namespace) -> int:
     from neurondev.results.jobs import job
 
     where = job()
-    if where is None and getattr(options, "as_command", False):  # the command (not main() called in a process of the caller's)
-        code = supervised(options)
+    if getattr(options, "as_command", False):  # the command (not main() called in a process of the caller's)
+        code = supervised(options, rank=where is not None)
         if code is not None:
             return code
     from neurondev.results.watched import watch
@@ -78,7 +78,7 @@ def run_watch(options: argparse.Namespace) -> int:
     watched = watch(sync_each_step=options.sync_each_step)
     watched._options["stop_after"] = options.stop_after_calls
     journal = child_journal()
-    if journal is not None:
+    if journal is not None and where is None:  # a rank's record goes to rank 0 by the job's exchange
         watched._options["on_mark"] = Journal(journal, lambda: watched.record)
     if where is not None:  # a rank of a torchrun job: rank 0 reports for all of them
         return _watch_rank(watched, where, script, options)
@@ -120,7 +120,7 @@ def _watch_rank(watched: Any, where: Any, script: Path, options: argparse.Namesp
 
     output = Path(options.json or options.html or "neurondev-watch.json")
     session = RankSession(where, output.resolve().parent)
-    report = RankReport(session, lambda: watched.record, lambda job: summary_and_files(job, options))
+    report = RankReport(session, lambda: watched.record, lambda job: summary_and_files(_numbered(job, options), options))
     stop = OnTerminate(report.terminated)
     try:
         raised = _watched_run(watched, script, options)
@@ -132,6 +132,14 @@ def _watch_rank(watched: Any, where: Any, script: Path, options: argparse.Namesp
         stop.close()
         session.close()
     return EXIT_FINDINGS if job is not None and job.diverges_in_compiles else own
+
+
+def _numbered(job: Any, options: argparse.Namespace) -> Any:
+    """The job's report with its attempt (torchrun's restarts) and the earlier attempts' reports its --json holds."""
+    from neurondev.results.attempts import numbered
+    from neurondev.results.jobs import Ranks
+
+    return Ranks(numbered(job.data, options.json), job.divergence)
 
 
 _KEPT: list[Any] = []  # the scripts' globals, alive until the interpreter ends, as a script's own are

@@ -22,10 +22,11 @@ _CHILD: list[Path] = []  # in the child: where it keeps its record so far (never
 _SHARE = 0.05  # the journal's writes take at most this share of the run's time
 
 
-def supervised(options: argparse.Namespace) -> int | None:
+def supervised(options: argparse.Namespace, *, rank: bool = False) -> int | None:
     """Fork: the child returns None and runs the watch; the parent waits and returns the child's exit code, or, when a
-    signal killed it, reports the record the child kept and returns 128 + the signal, as a shell does. None also
-    where there is no fork (Windows) or in a child already."""
+    signal killed it, reports the record the child kept and returns 128 + the signal, as a shell does. ``rank``: a
+    rank of a torchrun job, whose record goes to rank 0 by the job's exchange (a killed one is named missing there).
+    None also where there is no fork (Windows) or in a child already."""
     if not hasattr(os, "fork") or _CHILD:
         return None
     folder = Path(tempfile.mkdtemp(prefix="neurondev-watch-"))
@@ -41,8 +42,13 @@ def supervised(options: argparse.Namespace) -> int | None:
         _end_with_parent()
         return None
     try:
-        code = os.waitstatus_to_exitcode(_wait(pid))
-        return code if code >= 0 else _killed(-code, journal, options)
+        code = os.waitstatus_to_exitcode(_Waiting(pid).status())
+        if code >= 0:
+            return code
+        if rank:
+            print(f"neurondev: this rank's script was killed by {signal.Signals(-code).name} (signal {-code})", file=sys.stderr)
+            return 128 - code
+        return _killed(-code, journal, options)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -76,29 +82,50 @@ class Journal:
         self.next_at = time.perf_counter() + took / _SHARE
 
 
-def _wait(pid: int) -> int:
-    """The child's wait status. Ctrl-C reaches the child (one process group) and is the script's to handle; SIGTERM
-    and SIGHUP sent to this process are passed on to it."""
+class _Waiting:
+    """The parent's wait for its child. Ctrl-C reaches the child (one process group) and is the script's to handle;
+    SIGTERM and SIGHUP sent to this process are passed on to it, and a child that has not ended ``DEADLINE`` seconds
+    later (held in native code with Python's lock, where no Python handler runs) is killed: a stop is a stop, never a
+    hang."""
 
-    def forward(signum: int, frame: Any) -> None:
+    DEADLINE = 25.0  # the child's own report has 20 s (rank_run.REPORT_DEADLINE); torchrun kills a rank after 30 s
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.asked: float | None = None  # when a stop was passed on
+
+    def status(self) -> int:
+        handlers = {number: signal.signal(number, self._forward) for number in (signal.SIGTERM, signal.SIGHUP)}
+        handlers[signal.SIGINT] = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            while True:
+                done, status = os.waitpid(self.pid, os.WNOHANG)
+                if done:
+                    return status
+                if self.asked is not None and time.monotonic() - self.asked > self.DEADLINE:
+                    print(f"neurondev: the script did not stop within {self.DEADLINE:.0f} s of the signal: killed", file=sys.stderr)
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(self.pid, signal.SIGKILL)
+                    self.asked = float("inf")
+                time.sleep(0.05)
+        finally:
+            for number, handler in handlers.items():
+                signal.signal(number, handler)
+
+    def _forward(self, signum: int, frame: Any) -> None:
         with contextlib.suppress(ProcessLookupError):  # the child has ended already
-            os.kill(pid, signum)
-
-    previous = {number: signal.signal(number, forward) for number in (signal.SIGTERM, signal.SIGHUP)}
-    previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        return os.waitpid(pid, 0)[1]
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
+            os.kill(self.pid, signum)
+        if self.asked is None:
+            self.asked = time.monotonic()
 
 
 def _end_with_parent() -> None:
-    """Linux: the child gets SIGTERM when this process dies (killed itself), as a script run directly would."""
+    """Linux: the child is killed when this process is (SIGKILL, which nothing outlives), as a script run directly
+    would be."""
     try:
         import ctypes
 
-        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
 

@@ -64,7 +64,9 @@ def divergence_text(divergence: RankDivergence) -> str:
 
 def ranks_summary(merged: Mapping[str, Any], divergences: tuple[RankDivergence, ...]) -> str:
     """Rank 0's summary of the job: one line per rank, then each divergence."""
-    lines = [f"Watched {len(merged['ranks'])} of {merged.get('world_size', len(merged['ranks']))} rank(s) of a torchrun job:"]
+    lines = [
+        f"Watched {len(merged['ranks'])} of {merged.get('world_size', len(merged['ranks']))} rank(s) of a torchrun job{attempt_text(merged)}:"
+    ]
     missing = merged.get("missing") or []
     for gone in missing:  # first: nothing below is about them
         lines.append(f"  rank {gone['rank']} sent no record ({absent_text(gone)})")
@@ -77,6 +79,27 @@ def ranks_summary(merged: Mapping[str, Any], divergences: tuple[RankDivergence, 
         lines.append(f"The ranks diverge [{rule.code}, {rule.url}]:")
         lines.extend(f"  {divergence_text(d)}" for d in divergences)
     return "\n".join(lines)
+
+
+def attempt_text(merged: Mapping[str, Any]) -> str:
+    """Which attempt of a job torchrun restarted this is, with how each earlier one ended ('' for a first attempt)."""
+    attempt = merged.get("attempt") or 0
+    if not attempt:
+        return ""
+    earlier = [f"attempt {e.get('attempt')}: {_attempt_ending(e)}" for e in merged.get("earlier_attempts") or []]
+    kept = f"; {', '.join(earlier)} (in the JSON's earlier_attempts)" if earlier else "; no report of the earlier attempts"
+    return f" (attempt {attempt}, after {attempt} restart(s) by torchrun{kept})"
+
+
+def _attempt_ending(job: Mapping[str, Any]) -> str:
+    """How an attempt ended, by its ranks: those that did not finish, each with how."""
+    unfinished = [
+        f"rank {data['rank']}{ended_text(data.get('ended'))}"
+        for data in job.get("ranks", [])
+        if (data.get("ended") or {}).get("how") != "finished"
+    ]
+    gone = [f"rank {m['rank']} sent no record" for m in job.get("missing", [])]
+    return ", ".join([*gone, *unfinished]) or "every rank finished"
 
 
 def _alike(merged: Mapping[str, Any], missing: list[Any]) -> str:
@@ -135,7 +158,7 @@ def ranks_card(merged: Mapping[str, Any], divergences: tuple[RankDivergence, ...
     css = "nd-bad" if any(d.compiles for d in divergences) or failed or merged.get("missing") else "nd-good"
     return (
         f'<style>{CSS}</style><div class="neurondev-card nd-ranks"><h3>neurondev watch: {len(merged["ranks"])} of '
-        f"{merged.get('world_size', len(merged['ranks']))} ranks reported</h3>"
+        f"{merged.get('world_size', len(merged['ranks']))} ranks reported{_e(attempt_text(merged))}</h3>"
         f'<p class="nd-headline"><span class="{css}">{_e(_headline(divergences, merged))}</span></p>'
         f'<table class="nd-table nd-ranks-table"><tr><th></th>{header}</tr>{rows}</table>{said}</div>'
     )

@@ -10,6 +10,7 @@ the tested pair's torch 2.9 (``ddp_teardown``)."""
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import os
@@ -24,10 +25,10 @@ FAULTS = Path(__file__).parent / "ranks" / "faults.py"
 HARD_TIMEOUT = 120  # a job that has not ended by then hung
 
 
-def run_job(procs: int, case: str, folder: Path, *, watched: bool) -> tuple[int, dict | None, str | None]:
+def run_job(procs: int, case: str, folder: Path, *, watched: bool, restarts: int = 0) -> tuple[int, dict | None, str | None]:
     """The job's exit code, and when watched, rank 0's JSON and card (None when not written)."""
     report, card = folder / f"{case}.json", folder / f"{case}.html"
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={procs}"]
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={procs}", f"--max-restarts={restarts}"]
     command += ["-m", "neurondev", "watch", "--json", str(report), "--html", str(card)] if watched else []
     command += [str(FAULTS), case]
     environ = {k: v for k, v in os.environ.items() if k != "PJRT_DEVICE"} | {"OMP_NUM_THREADS": "1"}
@@ -168,3 +169,68 @@ def test_a_rank_that_syncs_where_the_others_do_not_is_named_at_each_step(tmp_pat
 
 def _line(text: str) -> int:
     return next(number for number, line in enumerate(FAULTS.read_text().splitlines(), 1) if text in line)
+
+
+def test_a_job_torchrun_restarts_recovers_as_without_and_the_json_keeps_each_attempt_numbered(tmp_path):
+    """rank 1 fails in the first attempt only; torchrun (--max-restarts 1) starts the job again, which finishes. The
+    second attempt's rank 0 writes the job's JSON with the first attempt's report (written to the same file) inside."""
+    plain = run_job(2, "restart", tmp_path, watched=False, restarts=1)[0]
+    code, job, card = run_job(2, "restart", tmp_path, watched=True, restarts=1)
+    assert plain == code == 0
+    assert job["attempt"] == 1 and ended(job) == {0: "finished", 1: "finished"}
+    (first,) = job["earlier_attempts"]
+    assert first["attempt"] == 0 and first["run_id"] == job["run_id"] and ended(first)[1] == "raised"
+    assert "(attempt 1, after 1 restart(s) by torchrun; attempt 0: " in card and "rank 1 (raised RuntimeError, exit 2)" in card
+
+
+def test_ranks_held_in_native_code_whose_torchrun_agent_is_gone_end_on_sigterm_within_the_deadline(tmp_path):
+    """Each rank blocks holding Python's lock (no Python handler can run, neurondev's neither); torchrun's agent is
+    killed, leaving them orphans. SIGTERM to the process torchrun started ends each: the watch command passes it on,
+    then kills the script that did not stop, as SIGTERM ends a plain rank at once."""
+    import time
+
+    from neurondev.cli.watch_supervisor import _Waiting
+
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2"]
+    command += ["-m", "neurondev", "watch", "--json", "stuck.json", str(FAULTS), "stuck"]
+    environ = {k: v for k, v in os.environ.items() if k != "PJRT_DEVICE"} | {"OMP_NUM_THREADS": "1"}
+    agent = subprocess.Popen(
+        command, cwd=tmp_path, env=environ, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    pids = [tmp_path / f"pids.{rank}" for rank in range(2)]
+    try:
+        deadline = time.monotonic() + HARD_TIMEOUT
+        while not all(path.is_file() and path.read_text() for path in pids):
+            assert time.monotonic() < deadline and agent.poll() is None, "the ranks never reached their step 3"
+            time.sleep(0.2)
+        scripts = [int(path.read_text().split()[0]) for path in pids]
+        started = _children(agent.pid)  # the processes torchrun started, one per rank
+        assert len(started) == 2
+        agent.kill()  # the agent and its store gone: the ranks are orphans
+        agent.wait()
+        for pid in started:
+            os.kill(pid, signal.SIGTERM)
+        stop = time.monotonic()
+        while any(_alive(pid) for pid in (*scripts, *started)):
+            assert time.monotonic() - stop < _Waiting.DEADLINE + 15, "a watched rank outlived its SIGTERM"
+            time.sleep(0.2)
+    finally:
+        for pid in (*locals().get("scripts", ()), *locals().get("started", ())):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(agent.pid, signal.SIGKILL)
+
+
+def _children(pid: int) -> list[int]:
+    tasks = Path(f"/proc/{pid}/task").iterdir()
+    return [int(child) for task in tasks for child in (task / "children").read_text().split()]
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, ended but not yet reaped by its new parent, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

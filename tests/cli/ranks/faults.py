@@ -6,7 +6,10 @@ exits (rank 1 calls sys.exit(3) at step 3, rank 0 sys.exit(0)); killed (rank 1 i
 2 steps early); ragged (DDP and Adam: the last rank's last batch is 4 rows where the others have 6, and the group
 is destroyed at the end); one-destroys (only rank 0 destroys the group); no-group (no process group at all);
 branch (the rank, a Python int, decides a branch of the compiled function: the ranks compile different graphs);
-item (hostdev, no group: rank 0 reads the loss with .item() every step, the others never); compiled-ddp (torch.compile over DDP).
+item (hostdev, no group: rank 0 reads the loss with .item() every step, the others never); compiled-ddp (torch.compile over DDP);
+restart (no group: rank 1 raises at step 3 of torchrun's first attempt only; run with --max-restarts 1); stuck (no
+group: at step 3 every rank writes its pid, then blocks forever in native code holding Python's lock,
+as a DDP teardown that deadlocks does: no Python signal handler can run).
 """
 
 import os
@@ -37,12 +40,25 @@ def wait_forever():
     store.wait(["never set"], datetime.timedelta(hours=1))
 
 
+def stuck_holding_the_gil(rank):
+    """A mutex locked twice by one thread, called through ctypes.PyDLL (which keeps Python's lock): blocked for good."""
+    import ctypes
+    from pathlib import Path
+
+    Path(f"pids.{rank}").write_text(f"{os.getpid()}")
+    libc = ctypes.PyDLL(None)
+    mutex = ctypes.create_string_buffer(64)
+    libc.pthread_mutex_init(mutex, None)
+    libc.pthread_mutex_lock(mutex)
+    libc.pthread_mutex_lock(mutex)
+
+
 def main():
     import torch.distributed as dist
 
     rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     here = device()
-    if CASE not in ("no-group", "item"):
+    if CASE not in ("no-group", "item", "restart", "stuck"):
         dist.init_process_group("gloo")
     torch.manual_seed(0)
     model = torch.nn.Linear(8, 1).to(here)
@@ -68,9 +84,13 @@ def main():
             if rank == 1:
                 raise RuntimeError("rank 1 failed at step 3")
             wait_forever()
+        if CASE == "stuck" and step == 3:
+            stuck_holding_the_gil(rank)
         if CASE == "exits" and rank == 0 and step == 3:
             sys.exit(0)  # a clean exit mid-loop: said as exited, not as the script's end
         if rank == 1 and step == 3:
+            if CASE == "restart" and os.environ["TORCHELASTIC_RESTART_COUNT"] == "0":
+                raise RuntimeError("rank 1 failed at step 3 of the first attempt")
             if CASE == "raises":
                 raise RuntimeError("rank 1 failed at step 3")
             if CASE == "exits":
@@ -86,7 +106,7 @@ def main():
     if CASE == "one-destroys":
         if rank == 0:
             dist.destroy_process_group()
-    elif CASE not in ("no-group", "item"):
+    elif CASE not in ("no-group", "item", "restart", "stuck"):
         dist.destroy_process_group()
 
 
