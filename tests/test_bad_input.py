@@ -253,6 +253,13 @@ def test_watch_misuse_is_named():
         watched.across_ranks(__file__)
     alone = watched.across_ranks()  # no torchrun: a job of one rank, nothing written
     assert [data["rank"] for data in alone.to_dict()["ranks"]] == [0] and alone.divergence == ()
+    with pytest.raises(neurondev.InvalidOptionError, match="is a folder: give a file name"):
+        watched.save_trace("/tmp")
+    with pytest.raises(neurondev.InvalidOptionError, match="a path .*got int 5"):
+        watched.save_trace(5)
+    with pytest.raises(neurondev.InvalidOptionError, match="this watch has recorded nothing yet"):
+        neurondev.watch().cost_table()
+    assert list(watched.cost_table()["seconds"]) == []  # nothing ran in the block: no cost, no error
 
 
 def test_an_accounting_that_does_not_exist_is_named_with_the_two_there_are(monkeypatch):
@@ -269,6 +276,7 @@ def test_an_accounting_that_does_not_exist_is_named_with_the_two_there_are(monke
         (["watch", "no_such_script.py"], "no script no_such_script.py"),
         (["watch", "--ranks-timeout", "0", __file__], "--ranks-timeout is a number of seconds above 0"),
         (["watch", "--stop-after-calls", "0", __file__], "--stop-after-calls is a number of calls above 0"),
+        (["watch", "--trace", "/no/such/folder/t.json", "train.py"], "the folder /no/such/folder does not exist"),
         (
             ["explain", "neurondev/gallery/patterns.py:seed_function", "--input", "randn(64)", "--model-explorer", __file__],
             "is a file, not a folder",
@@ -286,6 +294,7 @@ def test_an_accounting_that_does_not_exist_is_named_with_the_two_there_are(monke
         "watch-no-script",
         "watch-ranks-timeout-0",
         "watch-stop-after-no-calls",
+        "watch-trace-folder",
         "explain-model-explorer-onto-a-file",
         "explain-meta-on-a-function",
         "check-select-ruff-code",

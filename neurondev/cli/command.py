@@ -61,7 +61,7 @@ def _check_report_paths(options: argparse.Namespace) -> None:
     from neurondev.errors import InvalidOptionError
 
     try:
-        for flag in ("html", "json"):
+        for flag in ("html", "json", "trace"):
             value = getattr(options, flag, None)
             if isinstance(value, str):
                 output_file(value, what=f"--{flag}", example=f"report.{flag}")

@@ -31,6 +31,9 @@ def add_watch_command(commands: argparse._SubParsersAction) -> argparse.Argument
     looking.add_argument("--html", help="write the card here")
     looking.add_argument("--json", help="write the record as JSON here")
     looking.add_argument(
+        "--trace", help="write the loop as a Chrome trace-event file here (Perfetto, chrome://tracing, Holistic Trace Analysis)"
+    )
+    looking.add_argument(
         "--no-verify", action="store_true", help="do not run the script again (to check a sync advice, to name what XLA compiles)"
     )
     looking.add_argument(
@@ -90,11 +93,17 @@ def run_watch(options: argparse.Namespace) -> int:
     from neurondev.results.watched import Watch
 
     summary_and_files(Watch.of(record), options)
+    _trace(Watch.of(record), options)
     if raised is not None and record.raised is not None and record.raised.exit_code is not None:
         print(f"neurondev: the script exited with code {record.raised.exit_code}", file=sys.stderr)
     elif raised is not None:
         print(f"neurondev: the script raised {type(raised).__name__}: the record above is up to that point", file=sys.stderr)
     return _own_exit(record, raised)
+
+
+def _trace(watched: Any, options: argparse.Namespace) -> None:
+    if getattr(options, "trace", None):
+        print(f"trace: {watched.save_trace(options.trace)}")
 
 
 def _own_exit(record: Any, raised: BaseException | None) -> int:

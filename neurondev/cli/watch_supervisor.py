@@ -143,7 +143,10 @@ def _killed(signum: int, journal: Path, options: argparse.Namespace) -> int:
     age = time.time() - journal.stat().st_mtime
     record = pickle.loads(journal.read_bytes())
     ended = Raised(name, f"killed by {name} (signal {signum})", len(record.compiles), signal=signum)
-    summary_and_files(Watch.of(dataclasses.replace(record, raised=ended)), options)
+    watched = Watch.of(dataclasses.replace(record, raised=ended))
+    summary_and_files(watched, options)
+    if getattr(options, "trace", None):
+        print(f"trace: {watched.save_trace(options.trace)}")
     print(
         f"neurondev: the script was killed by {name} (signal {signum}): the record above is up to its step {len(record.steps)}, "
         f"kept {age:.1f} s before it ended (kept at most every {1 / _SHARE:.0f} times the time keeping it takes)",

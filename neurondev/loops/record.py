@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 import traceback
 from typing import Any
 
 from neurondev.loops.causes import Advice, AdviceCheck, Cause, advice_for, by_what_sizes_do, cause_of
+from neurondev.loops.columns import CALL_COLUMNS, COMPILE_COLUMNS, STEP_COLUMNS
 from neurondev.loops.recorder import CompileEvent, Recorder
 from neurondev.loops.steps import Step, cut, outside, step_kind
 from neurondev.loops.verdict import SteadyState, program_advice, steady_state
@@ -51,65 +53,6 @@ class Gap:
 
 SYNC_ADVICE = ("lazy state growing", "xla programs")  # advice whose mechanical fix is a torch_xla.sync() per step
 
-COMPILE_COLUMNS = (
-    "function",
-    "file",
-    "line",
-    "index",
-    "kind",
-    "cause",
-    "value",
-    "before",
-    "after",
-    "measure",
-    "dim",
-    "xla_compiles",
-    "read_at",
-    "step",
-    "call",
-    "outside",
-    "graphs",
-    "graph_hashes",
-)
-STEP_COLUMNS = (
-    "step",
-    "function",
-    "phase",
-    "dynamo_compiles",
-    "graphs",
-    "cache_hits",
-    "xla_compiles",
-    "compile_seconds",
-    "cached_programs",
-    "executions",
-    "transfers_to_host",
-    "transfers_to_device",
-    "copies_to_host",
-    "copies_to_device",
-    "syncs",
-    "fallbacks",
-    "device_lines",
-    "lined",
-    "xla_triggers",
-    "xla_programs",
-    "seconds",
-)
-CALL_COLUMNS = (
-    "call",
-    "compiled",
-    "graphs",
-    "xla_compiles",
-    "executions",
-    "transfers_to_host",
-    "transfers_to_device",
-    "copies_to_host",
-    "copies_to_device",
-    "syncs",
-    "fallbacks",
-    "device_lines",
-    "seconds",
-)
-
 
 @dataclasses.dataclass(frozen=True)
 class Compile:
@@ -148,6 +91,7 @@ class Compile:
             "outside": self.outside,
             "graphs": event.graphs,
             "graph_hashes": list(event.graph_hashes),
+            "seconds": event.seconds,
         }
 
 
@@ -191,6 +135,8 @@ class WatchRecord:
     looked_at: tuple[CompileEvent, ...] = ()  # frames dynamo made no graph of: not compiles, one line in the summary
     other_threads: tuple[CompileEvent, ...] = ()  # compiles of other threads than the watched one: not the loop's
     workers: tuple[Workers, ...] = ()  # worker processes the script started (torch.multiprocessing): not watched
+    epoch: float = 0.0  # a step's ``started`` plus this: seconds since the epoch, the clock of dynamo's and torch_xla's times
+    xla_samples: tuple[tuple[str, float, float], ...] = ()  # torch_xla's timed samples in the watch: (what, ended, seconds)
 
     @property
     def steady_state(self) -> int | str:
@@ -208,7 +154,7 @@ class WatchRecord:
         return max((step.number for step in self.steps if phase is None or step.phase == phase), default=len(self.steps))
 
     def step_rows(self) -> list[dict[str, Any]]:
-        return [_step_row(step) for step in self.steps]
+        return [_step_row(step, self.compiles) for step in self.steps]
 
     def call_rows(self) -> list[dict[str, Any]]:
         """The steps as a watched function's calls (its own columns)."""
@@ -231,8 +177,9 @@ class WatchRecord:
         ]
 
 
-def _step_row(step: Step) -> dict[str, Any]:
+def _step_row(step: Step, compiles: tuple[Compile, ...]) -> dict[str, Any]:
     xla = step.xla
+    timed = [compiles[i].event.seconds for i in step.compiles if i < len(compiles)]
     triggers = "; ".join(f"{p.kind} at {p.where}" if p.source else p.kind for p in step.programs)
     return {
         "step": step.number,
@@ -250,6 +197,9 @@ def _step_row(step: Step) -> dict[str, Any]:
         **_native_columns(step),
         "xla_triggers": triggers or None,
         "xla_programs": [program.graph_hash for program in step.programs] or None,
+        "dynamo_seconds": sum(t for t in timed if t is not None),
+        "execute_seconds": xla.execute_seconds if xla else None,
+        "transfer_seconds": xla.transfer_seconds if xla else None,
         "seconds": step.seconds,
     }
 
@@ -299,7 +249,17 @@ def snapshot(recorder: Recorder, *, name: str, watched_function: bool, gaps: dic
         name, watched_function, kind, compiles, steps, steady, advice, seconds, xla_total, native_total,
         gaps.get("xla"), gaps.get("analysis"), gaps.get("native"), raised, recorder.sync_each_step, outside=around,
         looked_at=tuple(recorder.looked_at), other_threads=tuple(recorder.other_threads), workers=tuple(recorder.workers),
+        epoch=recorder.epoch, xla_samples=_xla_samples(marks, recorder.epoch),
     )  # fmt: skip
+
+
+def _xla_samples(marks: tuple[Any, ...], epoch: float) -> tuple[tuple[str, float, float], ...]:
+    """torch_xla's timed samples between the first and the last mark (none when torch_xla never counted there)."""
+    if len(marks) < 2 or marks[-1].xla is None or "torch_xla" not in sys.modules:
+        return ()
+    from neurondev.xla.counters import samples_between
+
+    return samples_between(marks[0].at + epoch, marks[-1].at + epoch)
 
 
 def _read(

@@ -33,6 +33,7 @@ from typing import Any
 
 from neurondev._compat import dynamo as dynamo_internals
 from neurondev._compat import torch_xla_hooks
+from neurondev.loops.annotations import BlockRange, profiler_range
 from neurondev.loops.frames import graph_hash, in_torch, known_as, metrics_after, user_call, value_now, wrapped_name
 from neurondev.loops.sync_points import after_import, optimizer_steps, settled, sync, unwrap_step_marker, wrap_step_marker, xla_counts
 from neurondev.loops.workers import Workers, hear_workers
@@ -68,6 +69,8 @@ class CompileEvent:
     graph_hashes: tuple[str, ...] = ()  # each graph dynamo made, by the hash of its code: what the compile made
     call_file: str | None = None  # the user's line that called the compiled code (a library's function compiled)
     call_line: int | None = None
+    seconds: float | None = None  # dynamo's own clock of the whole frame's compile (its CompilationMetrics)
+    started: float | None = None  # when dynamo began it, by its clock (seconds since the epoch)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,7 +125,13 @@ class Recorder:
         self.workers: list[Workers] = []  # worker processes the script started (torch.multiprocessing): not watched
         self._put_back_workers: Callable[[], None] | None = None
         self._wrapper_code = dynamo_internals.compile_wrapper_code()
-        self.on_mark: Callable[[], None] | None = None  # called after each step's mark (the command's journal of the record)
+        self.epoch = (
+            time.time() - time.perf_counter()
+        )  # a mark's ``at`` plus this: seconds since the epoch (dynamo's and torch_xla's clocks)
+        self.on_mark: Callable[[], None] | None = None
+        self._block = BlockRange(
+            "neurondev: watched block"
+        )  # a range of the user's torch.profiler trace, when one records  # called after each step's mark (the command's journal of the record)
 
     # --- the hooks ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -140,11 +149,13 @@ class Recorder:
         self._put_back_graphs = dynamo_internals.observe_backend_graphs(lambda gm: self._graph_hashes.append(graph_hash(gm)))
         self._put_back_workers = hear_workers(self.workers.append)
         _active = self
+        self._block.start()
         self.mark("start")
 
     def stop(self) -> None:
         global _active
         self.mark("stop")
+        self._block.stop()
         if self._attribution is not None:
             self._attribution.accounting.attributing = True  # the accounting as it was
         dynamo_internals.compile_attempts_class().__call__ = self._original
@@ -235,7 +246,10 @@ class Recorder:
         hashed, (call_file, call_line) = len(self._graph_hashes), user_call(sys._getframe(1))
         error: BaseException | None = None
         try:
-            return run()
+            with profiler_range(
+                lambda: f"neurondev: dynamo compile of {known_as(frame)[0]} ({_short(frame.f_code.co_filename)}:{frame.f_lineno})"
+            ):
+                return run()
         except BaseException as raised:
             error = raised
             raise
@@ -290,7 +304,25 @@ class Recorder:
             failed = f"{type(error).__name__}: {(str(error).strip().splitlines() or [''])[0][:200]}"
         index = getattr(metric, "cache_size", None)
         now, owner = value_now(reason, frame)
-        return CompileEvent(function, file, line, index, reason, graphs, limit, failed, now, owner, top, frame.f_lineno)
+        event = CompileEvent(function, file, line, index, reason, graphs, limit, failed, now, owner, top, frame.f_lineno)
+        return dataclasses.replace(event, seconds=_compile_seconds(metric), started=_started(metric))
+
+
+def _short(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+def _compile_seconds(metric: Any) -> float | None:
+    seconds = getattr(metric, "entire_frame_compile_time_s", None)
+    return float(seconds) if isinstance(seconds, (int, float)) else None
+
+
+def _started(metric: Any) -> float | None:
+    micros = getattr(metric, "start_time_us", None)
+    if isinstance(micros, (int, float)):
+        return micros / 1e6
+    seconds = getattr(metric, "start_time", None)
+    return float(seconds) if isinstance(seconds, (int, float)) else None
 
 
 def _observing(recorder: Recorder, original: Callable[..., Any]) -> Callable[..., Any]:

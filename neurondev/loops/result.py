@@ -191,6 +191,15 @@ class WatchData:
 
         return pandas.DataFrame(self.record.step_rows(), columns=list(STEP_COLUMNS))
 
+    def cost_table(self) -> Any:
+        """A pandas DataFrame, one row per line and cause (``COST_COLUMNS``), the costliest first: the rule, where, the
+        cause, whose clock timed it (dynamo's or torch_xla's), events, seconds, share of the watched wall time, per step."""
+        import pandas
+
+        from neurondev.loops.costs import COST_COLUMNS, costs
+
+        return pandas.DataFrame([cost.row() for cost in costs(self.record)], columns=list(COST_COLUMNS))
+
     @property
     def calls(self) -> Any:
         """A pandas DataFrame, one row per call of the watched function (``CALL_COLUMNS``); empty for a block."""

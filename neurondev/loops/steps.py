@@ -71,6 +71,7 @@ class Step:
     seconds: float
     seen: Seen | None = None  # a native device's copies, syncs and fallbacks in the step, by line
     phase: str | None = None  # a call's: 'training' (gradients on) or 'evaluation' (off); None for other steps
+    started: float | None = None  # its first mark's moment (time.perf_counter; the record's ``epoch`` makes it a date)
 
     @property
     def dynamo_compiles(self) -> int:
@@ -218,6 +219,7 @@ def _step(
         _programs(analysis, first.analysis, last.analysis),
         last.at - first.at,
         _seen(device_events, first, last),
+        started=first.at,
     )
 
 

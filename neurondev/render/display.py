@@ -116,9 +116,20 @@ class WatchDisplay(WatchData):
         path.write_text(watch_report(self.record), encoding="utf-8")
         return path
 
+    def save_trace(self, path: str | Path) -> Path:
+        """Write the loop as a Chrome trace-event file (Perfetto, chrome://tracing, TensorBoard's trace viewer, Holistic
+        Trace Analysis): the steps, dynamo's compiles and torch_xla's timed compiles, executions and transfers, each a
+        slice at the moment the runtime's clock gave it, named with its rule, cause and line."""
+        from neurondev.render.trace_events import trace_events
+
+        path = output_file(path, what="save_trace's path", example="trace.json")
+        path.write_text(json.dumps(plain(trace_events(self.record)), allow_nan=False), encoding="utf-8")
+        return path
+
     def to_dict(self) -> dict[str, Any]:
         """Plain data: ``compiles``, ``steps`` and ``calls`` (rows as the tables have them), ``steady_state``,
-        ``advice`` ([{cause, text, file, line, code, where}]), ``summary``, the notes, ``raised``, ``seconds``."""
+        ``advice`` ([{cause, text, file, line, code, where}]), ``costs`` (seconds per line and cause, the runtime's
+        clocks), ``summary``, the notes, ``raised``, ``seconds``."""
         return plain(watch_dict(self.record))
 
     def to_json(self, **options: Any) -> str:

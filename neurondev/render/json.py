@@ -143,6 +143,7 @@ def watch_dict(record: WatchRecord) -> dict[str, Any]:
     ``summary``, the frames dynamo looked at and made no graph of (``looked_at``: not compiles), the compiles of
     other threads (``other_threads``: not the loop's), the worker processes it started (``workers``: not watched), what the figures leave out (``xla_gap``, ``analysis_gap``, ``native_gap``: kind, facts, text),
     ``raised``, ``seconds``."""
+    from neurondev.loops.costs import costs
     from neurondev.render.watch import watch_summary
 
     raised = record.raised
@@ -184,6 +185,7 @@ def watch_dict(record: WatchRecord) -> dict[str, Any]:
         if raised is None
         else {"exception": raised.exception, "message": raised.message, "signal": raised.signal, **raised.source_dict()},
         "seconds": record.seconds,
+        "costs": [cost.row() for cost in costs(record)],
         "findings": findings_list(watch_findings(record)),
     }
 

@@ -11,6 +11,7 @@ from neurondev.loops.record import device_lines
 from neurondev.loops.verdict import not_steady
 from neurondev.render.card_style import escape as _e
 from neurondev.render.sentences import cause_words
+from neurondev.render.time_spent import costliest_text, costs_section
 from neurondev.render.watch_words import advice_check_text, advice_text, gap_text, never_steady_text, workers_text
 from neurondev.report.findings import watch_findings
 from neurondev.trace.source import is_user_file
@@ -64,6 +65,7 @@ def watch_summary(record: WatchRecord) -> str:
         shown = ", ".join(files[:4]) + (", ..." if len(files) > 4 else "")
         parts.append(f"{len(library)} compile(s) of library frames after graph breaks ({shown})")
     text = f"Watched {_subject(record)}: " + ("; ".join(parts) if parts else "nothing compiled by dynamo") + ". "
+    text += costliest_text(record)
     text += _looked_at(record) + _other_threads(record) + workers_text(record.workers)
     text += _xla_total(record) + _native_total(record) + steady_text(record)
     named = _causes_said_once(read)
@@ -380,7 +382,7 @@ def watch_card(record: WatchRecord) -> str:
     notes = "".join(f'<p class="nd-note">{_e(gap_text(gap))}</p>' for gap in (record.xla_gap, record.native_gap) if gap)
     return (
         f'<style>{CSS}</style><div class="neurondev-card nd-watch"><h3>neurondev watch: {_e(record.name)}</h3>'
-        f'<p class="nd-headline"><span class="{css}">{_e(watch_summary(record))}</span></p>{notes}'
+        f'<p class="nd-headline"><span class="{css}">{_e(watch_summary(record))}</span></p>{notes}{costs_section(record)}'
         f"<h4>Per {_unit(record)}</h4>{chart_svg(record)}"
         f"<h4>Dynamo's compiles ({len(record.compiles)})</h4>{_compiles_table(record)}{_programs_table(record)}{_advice(record)}"
         f"{findings_table(watch_findings(record))}</div>"

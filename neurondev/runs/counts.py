@@ -18,7 +18,9 @@ class Counts:
     values (``.item()``), ``fallbacks`` the ops its backend ran on the CPU and ``fallback_bytes`` what
     those copied; it has no lazy program to execute or compile (0). ``compile_seconds`` is the time XLA
     spent compiling, ``cached_compiles`` the programs it found in its cache instead (XLA); ``collective_copies``
-    how many of the native copies a collective made (a process group moving device tensors through the host).
+    how many of the native copies a collective made (a process group moving device tensors through the host);
+    ``execute_seconds`` and ``transfer_seconds``: torch_xla's own clocks of its executions and of its transfers to
+    the host (``ExecuteTime``, ``TransferFromDeviceTime``).
     """
 
     executions: int = 0
@@ -33,6 +35,8 @@ class Counts:
     compile_seconds: float = 0.0
     cached_compiles: int = 0
     collective_copies: int = 0
+    execute_seconds: float = 0.0
+    transfer_seconds: float = 0.0
 
     def __sub__(self, other: Counts) -> Counts:
         earlier = dict(other.fallbacks)
@@ -51,6 +55,8 @@ class Counts:
             self.compile_seconds - other.compile_seconds,
             max(self.cached_compiles - other.cached_compiles, 0),
             self.collective_copies - other.collective_copies,
+            self.execute_seconds - other.execute_seconds,
+            self.transfer_seconds - other.transfer_seconds,
         )
 
     @property

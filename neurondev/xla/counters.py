@@ -10,7 +10,7 @@ from neurondev._compat.torch_xla_hooks import patched_xla_counter_increment
 from neurondev.runs.counts import Counts
 from neurondev.xla.runtime import load_torch_xla
 
-__all__ = ["Counts", "counts", "keep_counters", "settle", "sync"]
+__all__ = ["TIMED", "Counts", "counts", "keep_counters", "samples_between", "settle", "sync"]
 
 
 def sync() -> None:
@@ -94,7 +94,10 @@ def counts() -> Counts:
         data = metrics.metric_data(name)
         return int(data[0]) if data else 0
 
-    compiled = metrics.metric_data("CompileTime")
+    def seconds(name: str) -> float:
+        data = metrics.metric_data(name)
+        return float(data[1]) / 1e9 if data else 0.0
+
     fallbacks = tuple((name, int(metrics.counter_value(name))) for name in metrics.counter_names() if name.startswith("aten::"))
     return Counts(
         samples("ExecuteTime"),
@@ -102,6 +105,26 @@ def counts() -> Counts:
         samples("TransferFromDeviceTime"),
         samples("TransferToDeviceTime"),
         fallbacks,
-        compile_seconds=float(compiled[1]) / 1e9 if compiled else 0.0,
+        compile_seconds=seconds("CompileTime"),
         cached_compiles=int(metrics.counter_value("CachedCompile") or 0),
+        execute_seconds=seconds("ExecuteTime"),
+        transfer_seconds=seconds("TransferFromDeviceTime"),
     )
+
+
+TIMED = {"CompileTime": "XLA compile", "ExecuteTime": "XLA execution", "TransferFromDeviceTime": "transfer to host"}
+
+
+def samples_between(start: float, end: float) -> tuple[tuple[str, float, float], ...]:
+    """torch_xla's own samples of its compiles, executions and transfers to the host that ended between ``start`` and
+    ``end`` (seconds since the epoch): (what, when it ended, seconds), in time order. torch_xla keeps the latest
+    samples of each metric only (a long run's earliest are gone; its totals stay whole)."""
+    import torch_xla.debug.metrics as metrics
+
+    found = []
+    for name, what in TIMED.items():
+        data = metrics.metric_data(name)
+        for when, nanoseconds in data[2] if data else ():
+            if start <= when <= end:
+                found.append((what, float(when), float(nanoseconds) / 1e9))
+    return tuple(sorted(found, key=lambda sample: sample[1]))

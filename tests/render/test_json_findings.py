@@ -162,6 +162,7 @@ def test_a_watched_functions_verdict_counts_its_calls():
 def test_each_key_of_a_watchs_json_is_its_records(tmp_path):
     """Every key of a watch's JSON is its record's, through JSON, and the loop's facts: three sizes, three compiles
     (the first and two recompiles), three steps, keeps compiling from step 2, no gap on the native side, nothing raised."""
+    from neurondev.loops.costs import costs
     from neurondev.render.json import watch_dict
     from neurondev.render.watch import watch_summary
     from neurondev.render.watch_words import gap_text
@@ -205,6 +206,7 @@ def test_each_key_of_a_watchs_json_is_its_records(tmp_path):
         "native_gap": gap(record.native_gap),
         "raised": None,
         "seconds": record.seconds,
+        "costs": as_json([cost.row() for cost in costs(record)]),
         "findings": data["findings"],
     }
     assert len(data["compiles"]) == 3 and [row["step"] for row in data["steps"]] == [1, 2, 3]
