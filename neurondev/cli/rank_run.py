@@ -36,8 +36,9 @@ class RankReport:
     """What one rank posts, and, on rank 0, the job's report it writes: each once, from whichever thread comes first
     (the script's end, or torchrun's SIGTERM)."""
 
-    def __init__(self, session: Any, record_of: Callable[[], Any], write: Callable[[Any], None]) -> None:
+    def __init__(self, session: Any, record_of: Callable[[], Any], write: Callable[[Any], None], *, trace: bool = False) -> None:
         self.session, self._record_of, self._write = session, record_of, write
+        self._trace = trace  # the rank's trace events go with its record (rank 0 writes the job's trace)
         self._posting, self._writing = threading.Lock(), threading.Lock()
         self._posted = self._written = False
 
@@ -46,7 +47,13 @@ class RankReport:
 
         with self._posting:
             if not self._posted:
-                self.session.post({"rank": self.session.where.rank, **plain(watch_dict(self._record_of())), "ended": ending})
+                record, rank = self._record_of(), self.session.where.rank
+                data = {"rank": rank, **plain(watch_dict(record)), "ended": ending}
+                if self._trace:
+                    from neurondev.render.trace_events import trace_events
+
+                    data["trace"] = plain(trace_events(record, pid=rank, process=f"rank {rank}")["traceEvents"])
+                self.session.post(data)
                 self._posted = True
 
     def write(self, *, timeout: float | None, wait: float | None = None) -> Any:

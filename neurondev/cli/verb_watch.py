@@ -129,7 +129,7 @@ def _watch_rank(watched: Any, where: Any, script: Path, options: argparse.Namesp
 
     output = Path(options.json or options.html or "neurondev-watch.json")
     session = RankSession(where, output.resolve().parent)
-    report = RankReport(session, lambda: watched.record, lambda job: summary_and_files(_numbered(job, options), options))
+    report = RankReport(session, lambda: watched.record, lambda job: _job_files(job, options), trace=bool(options.trace))
     stop = OnTerminate(report.terminated)
     try:
         raised = _watched_run(watched, script, options)
@@ -143,12 +143,20 @@ def _watch_rank(watched: Any, where: Any, script: Path, options: argparse.Namesp
     return EXIT_FINDINGS if job is not None and job.diverges_in_compiles else own
 
 
-def _numbered(job: Any, options: argparse.Namespace) -> Any:
-    """The job's report with its attempt (torchrun's restarts) and the earlier attempts' reports its --json holds."""
+def _job_files(job: Any, options: argparse.Namespace) -> None:
+    """Rank 0: the job's summary, its JSON with its attempt (torchrun's restarts) and the earlier attempts' reports its
+    --json holds, its card, and the job's trace: every rank's trace events, a process (track group) per rank."""
+    import json
+
     from neurondev.results.attempts import numbered
     from neurondev.results.jobs import Ranks
 
-    return Ranks(numbered(job.data, options.json), job.divergence)
+    traces = [data.pop("trace", []) for data in job.data["ranks"]]
+    summary_and_files(Ranks(numbered(job.data, options.json), job.divergence), options)
+    if options.trace:
+        events = [event for trace in traces for event in trace]
+        Path(options.trace).write_text(json.dumps({"traceEvents": events, "displayTimeUnit": "ms"}), encoding="utf-8")
+        print(f"trace: {options.trace}")
 
 
 _KEPT: list[Any] = []  # the scripts' globals, alive until the interpreter ends, as a script's own are

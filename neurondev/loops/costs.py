@@ -64,6 +64,10 @@ def _dynamo(record: Any) -> Iterable[tuple[_Key, int, float]]:
         row = compile_.row()
         cause = f"dynamo {compile_.kind}" + (f" ({compile_.cause.kind})" if compile_.kind == "recompile" else "")
         yield (row["rule"], f"{_file(row['file'])}:{row['line']}", cause, "dynamo"), 1, compile_.event.seconds
+    for events, cause in ((record.looked_at, "dynamo traced, no graph"), (record.other_threads, "dynamo compile (another thread)")):
+        for event in events:
+            if event.seconds is not None:
+                yield (None, f"{_file(event.file)}:{event.line}", cause, "dynamo"), 1, event.seconds
 
 
 def _xla(record: Any) -> Iterable[tuple[_Key, int, float]]:

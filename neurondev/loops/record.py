@@ -279,8 +279,17 @@ def _read(
             if not event.index
             else "recompile"
         )
-        read.append(Compile(event, kind, causes[index], _xla_between(events, marks, index), step_of.get(index), outside_of.get(index)))
+        cause = _at_the_call(causes[index], event) if kind != "first" else causes[index]
+        read.append(Compile(event, kind, cause, _xla_between(events, marks, index), step_of.get(index), outside_of.get(index)))
     return tuple(read)
+
+
+def _at_the_call(cause: Cause, event: CompileEvent) -> Cause:
+    """A cause no line reads (an input's size, a cache's growth) is named at the program's call of the compiled function,
+    where the value comes in, not at the function's own line (its decorator's)."""
+    if cause.source is not None or event.call_file is None or event.call_line is None or not is_program_file(event.call_file):
+        return cause
+    return dataclasses.replace(cause, source=source_line(event.call_file, event.call_line))
 
 
 def _xla_between(events: tuple[CompileEvent, ...], marks: tuple[Any, ...], index: int) -> int | None:

@@ -25,11 +25,15 @@ FAULTS = Path(__file__).parent / "ranks" / "faults.py"
 HARD_TIMEOUT = 120  # a job that has not ended by then hung
 
 
-def run_job(procs: int, case: str, folder: Path, *, watched: bool, restarts: int = 0) -> tuple[int, dict | None, str | None]:
-    """The job's exit code, and when watched, rank 0's JSON and card (None when not written)."""
+def run_job(
+    procs: int, case: str, folder: Path, *, watched: bool, restarts: int = 0, trace: bool = False
+) -> tuple[int, dict | None, str | None]:
+    """The job's exit code, and when watched, rank 0's JSON and card (None when not written); ``trace``: rank 0 writes
+    the job's trace too (``case``.trace.json)."""
     report, card = folder / f"{case}.json", folder / f"{case}.html"
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={procs}", f"--max-restarts={restarts}"]
     command += ["-m", "neurondev", "watch", "--json", str(report), "--html", str(card)] if watched else []
+    command += ["--trace", str(folder / f"{case}.trace.json")] if watched and trace else []
     command += [str(FAULTS), case]
     environ = {k: v for k, v in os.environ.items() if k != "PJRT_DEVICE"} | {"OMP_NUM_THREADS": "1"}
     job = subprocess.Popen(
@@ -175,12 +179,16 @@ def test_a_job_torchrun_restarts_recovers_as_without_and_the_json_keeps_each_att
     """rank 1 fails in the first attempt only; torchrun (--max-restarts 1) starts the job again, which finishes. The
     second attempt's rank 0 writes the job's JSON with the first attempt's report (written to the same file) inside."""
     plain = run_job(2, "restart", tmp_path, watched=False, restarts=1)[0]
-    code, job, card = run_job(2, "restart", tmp_path, watched=True, restarts=1)
+    code, job, card = run_job(2, "restart", tmp_path, watched=True, restarts=1, trace=True)
     assert plain == code == 0
     assert job["attempt"] == 1 and ended(job) == {0: "finished", 1: "finished"}
     (first,) = job["earlier_attempts"]
     assert first["attempt"] == 0 and first["run_id"] == job["run_id"] and ended(first)[1] == "raised"
     assert "(attempt 1, after 1 restart(s) by torchrun; attempt 0: " in card and "rank 1 (raised RuntimeError, exit 2)" in card
+    events = json.loads((tmp_path / "restart.trace.json").read_text())["traceEvents"]  # the job's trace: a process per rank
+    steps = {rank: [e for e in events if e["pid"] == rank and e["ph"] == "X" and e["name"].startswith("step ")] for rank in (0, 1)}
+    assert [len(steps[rank]) for rank in (0, 1)] == [len(data["steps"]) for data in job["ranks"]] and all(steps.values())
+    assert "trace" not in job["ranks"][0]  # the events go to the trace file, not into the job's JSON
 
 
 def test_ranks_held_in_native_code_whose_torchrun_agent_is_gone_end_on_sigterm_within_the_deadline(tmp_path):

@@ -42,6 +42,18 @@ def logged_recompiles(stderr: str) -> list[tuple[str, int]]:
     return [(file, int(line)) for file, line in re.findall(r"Recompiling function \S+ in (\S+):(\d+)", stderr)]
 
 
+def check_seconds_against_the_runtime(report: dict, runtime: dict) -> None:
+    """The report's seconds per line add up to the runtime's own totals (the script's whole run is watched): torch_xla's
+    CompileTime and dynamo's compile_times, within 5%; the costliest line leads the summary."""
+    costs = report["costs"]
+    xla = sum(row["seconds"] for row in costs if row["cause"].startswith("XLA compile"))
+    dynamo = sum(row["seconds"] for row in costs if row["clock"] == "dynamo")
+    assert xla == pytest.approx(runtime["after"]["xla_compile_seconds"], rel=0.05)
+    assert dynamo == pytest.approx(runtime["after"]["dynamo_seconds"], rel=0.05)
+    top = costs[0]
+    assert f"Where the time went (the runtime's own clocks): {top['cause']} at {top['where']}" in report["summary"]
+
+
 def check_against_dynamo(done: subprocess.CompletedProcess, report: dict, runtime: dict) -> None:
     """Every step's graphs are dynamo's (its counters), each recompile row one dynamo logged, and the phases are the Trainer's: 3 training calls, then 2 evaluation calls, per epoch."""
     assert [step["graphs"] for step in report["steps"]] == per_call(runtime, "graphs")
@@ -67,6 +79,7 @@ def test_transformers_trainer_on_xla_is_steady_as_torch_xla_counts_its_programs_
     last_new = max(i for i, count in enumerate(programs, 1) if count)
     assert report["verdict"] == "steady" and report["steady_state"] == last_new == 4  # the first evaluation call
     assert report["exit_code"] == 0 and report["phase"] == "evaluation"
+    check_seconds_against_the_runtime(report, runtime)
 
 
 @pytest.mark.todays_torch  # the host device's trainers run once, with today's torch (make test's second run)
@@ -104,6 +117,7 @@ def test_nanogpts_train_py_on_xla_is_steady_as_torch_xla_counts_it_its_learning_
     recompiles = [c for c in report["compiles"] if c["kind"] == "recompile"]
     assert len(recompiles) == len(logged_recompiles(done.stderr)) == 1 and recompiles[0]["step"] == 5  # the first training call
     assert torch_load(tmp_path / "out" / "ckpt.pt")["iter_num"] in (0, 4, 8)  # the script's checkpoint, as without the watch
+    check_seconds_against_the_runtime(report, runtime)
 
 
 @pytest.mark.todays_torch  # the host device's trainers run once, with today's torch (make test's second run)

@@ -124,7 +124,8 @@ def test_a_loops_recompiles_and_its_verdict_as_json():
     by_rule = _assert_each_is_its_records(watch_findings(watched.record))
     assert sorted(by_rule) == ["ND405", "ND411"], [(c.kind, c.cause.kind) for c in watched.record.compiles]
     _keys_are(by_rule)
-    assert (by_rule["ND405"]["before"], by_rule["ND405"]["after"], by_rule["ND405"]["where"]) == ("1", "2", None)
+    call = f"test_json_findings.py:{line_of(test_a_loops_recompiles_and_its_verdict_as_json, 'step(torch.ones(size))')}"
+    assert (by_rule["ND405"]["before"], by_rule["ND405"]["after"], by_rule["ND405"]["where"]) == ("1", "2", call)  # the call
     assert (by_rule["ND411"]["verdict"], by_rule["ND411"]["since"], by_rule["ND411"]["line"]) == ("keeps compiling", 2, None)
     assert [f["rule"] for f in watched.to_dict()["findings"]] == ["ND405", "ND405", "ND411"]  # the JSON the command writes
     never = watch_findings(watched.record)[-1]

@@ -1,6 +1,6 @@
 """The runtime's own counts, written down by the trainer scripts before each call of their compiled model and once at
-the end: dynamo's graphs (its counters), torch_xla's programs (its CompileTime metric) or the host device's copies
-(its own log). A watch's steps are checked against them: a step is from one call to the next."""
+the end: dynamo's graphs (its counters) and its compile seconds (compile_times' record), torch_xla's programs and their
+compile seconds (its CompileTime metric) or the host device's copies (its own log). A watch's steps are checked against them: a step is from one call to the next."""
 
 import json
 
@@ -11,13 +11,17 @@ _BEFORE_EACH_CALL: list[dict] = []
 
 def counts(backend: str) -> dict:
     """The runtime's counts so far: dynamo's, and torch_xla's (backend 'openxla') or the host device's."""
-    from torch._dynamo.utils import counters
+    from torch._dynamo.utils import compilation_time_metrics, counters
 
-    found = {"graphs": counters["stats"]["unique_graphs"]}
+    found = {
+        "graphs": counters["stats"]["unique_graphs"],
+        "dynamo_seconds": sum(compilation_time_metrics.get("_compile.compile_inner", [])),
+    }
     if backend == "openxla":
         import torch_xla.debug.metrics as metrics
 
-        found["xla_compiles"] = (metrics.metric_data("CompileTime") or (0,))[0]
+        compiled = metrics.metric_data("CompileTime") or (0, 0.0)
+        found["xla_compiles"], found["xla_compile_seconds"] = compiled[0], compiled[1] / 1e9
     else:
         from neurondev.devices.host.loader import extension
 
