@@ -164,3 +164,15 @@ def on_post_page(output: str, page: Any, config: Any) -> str:
     if "addWidgetsRenderer" not in output:
         return output
     return _WIDGET_VIEW.sub(_WIDGET_NOTE, _WIDGET_LOADER.sub("", output))
+
+
+_ROOTED = re.compile(r'(href|src)="/(?!/)')
+
+
+def on_post_build(config: Any) -> None:
+    """The 404 page with links relative to the site's root, where it lies: styled when opened from disk (material writes
+    them from '/', the root of a file:// URL's disk); ``neurondev docs --serve`` serves it at a missing path with its
+    base at the root."""
+    page = Path(config["site_dir"]) / "404.html"
+    if page.is_file():
+        page.write_text(_ROOTED.sub(r'\1="', page.read_text(encoding="utf-8")), encoding="utf-8")

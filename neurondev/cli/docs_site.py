@@ -90,8 +90,23 @@ def build_site(folder: Path) -> None:
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
+    """The site's files, quietly; a missing path answered with the site's own 404 page (its links from the root)."""
+
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (http.server's name)
         pass
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        page = Path(self.directory) / "404.html"
+        if code != 404 or not page.is_file():
+            super().send_error(code, message, explain)
+            return
+        body = page.read_text(encoding="utf-8").replace("<head>", '<head><base href="/">', 1).encode("utf-8")
+        self.send_response(404)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
 
 
 def _serve(page: str, port: int, *, opening: bool) -> int:

@@ -147,14 +147,12 @@ def _loads(text: str, link: str) -> bool:
     )
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):  # noqa: A002 (http.server's name)
-        pass
-
-
 @pytest.fixture(scope="module")
 def served(site):
-    """The built site over HTTP on this machine (the search's worker needs http://, not file://)."""
+    """The built site over HTTP on this machine, by ``neurondev docs --serve``'s handler (the search's worker needs
+    http://, not file://)."""
+    from neurondev.cli.docs_site import _Quiet
+
     handler = functools.partial(_Quiet, directory=str(site))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -222,3 +220,15 @@ def test_opened_from_disk_getting_started_and_every_tutorial_open_and_ask_nothin
     box = page.locator("input.md-search__input").first
     assert box.get_attribute("placeholder") == "Search needs the site served: neurondev docs --serve"
     assert blocked == []
+
+
+@pytest.mark.browser
+def test_the_404_page_is_styled_opened_from_disk_and_served_at_a_missing_path(page, site, served):
+    """material writes the 404 page's links from '/' (the disk's root under file://): they are made relative to the
+    site's root, and the server answers a missing path with that page, its base at the root."""
+    header = "getComputedStyle(document.querySelector('.md-header')).position"
+    page.goto((site / "404.html").as_uri())
+    assert page.evaluate(header) == "sticky"  # material's stylesheet applied (unstyled: 'static')
+    answer = page.goto(f"{served}how-to/no-such-page.html")
+    assert answer is not None and answer.status == 404 and page.evaluate(header) == "sticky"
+    assert page.locator("h1").first.inner_text() == "404 - Not found"
