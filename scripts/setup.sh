@@ -33,15 +33,39 @@ venv() {
     enough_disk "$venv"
     [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
     echo "setup: installing the tested packages into $venv (log: $venv/setup.log)"
-    if ! { "$venv/bin/python" -m pip install --upgrade pip &&
-           "$venv/bin/python" -m pip install -c "$constraints" -e ".[$extras]" "$@"; } >"$venv/setup.log" 2>&1; then
+    if ! install "$venv" "$constraints" "$extras" "$@" >"$venv/setup.log" 2>&1; then
         tail -n 40 "$venv/setup.log" >&2
-        echo "setup: pip failed; the whole log is $venv/setup.log" >&2
+        echo "setup: the install failed; the whole log is $venv/setup.log" >&2
         exit 1
     fi
     bash scripts/setup_drawing.sh "$venv"
     host_device "$venv"
     echo "$want" > "$stamp"
+}
+
+# install VENV CONSTRAINTS EXTRAS [PINS...]: uv (from PyPI: parallel downloads, about a minute for .venv's 8 GB here
+# against pip's minutes), told where pip looks (uv reads no pip.conf: this machine's find-links and extra indexes);
+# pip itself when uv cannot be had or fails
+install() {
+    local venv=$1 constraints=$2 extras=$3
+    shift 3
+    local uv_flags=()
+    local key value
+    while IFS='=' read -r key value; do
+        value=${value//\'/}
+        case $key in
+            *find-links) for v in $value; do uv_flags+=(--find-links "$v"); done ;;
+            *extra-index-url) for v in $value; do uv_flags+=(--extra-index-url "$v"); done ;;
+        esac
+    done < <("$venv/bin/python" -m pip config list 2>/dev/null)
+    [ ${#uv_flags[@]} = 0 ] || uv_flags+=(--index-strategy unsafe-best-match)  # a local index first, PyPI for the rest
+    if "$venv/bin/python" -m pip install -q uv &&
+       "$venv/bin/uv" pip install --python "$venv/bin/python" "${uv_flags[@]}" -c "$constraints" -e ".[$extras]" "$@"; then
+        return 0
+    fi
+    echo "setup: uv failed (above); installing with pip instead"
+    "$venv/bin/python" -m pip install --upgrade pip &&
+        "$venv/bin/python" -m pip install -c "$constraints" -e ".[$extras]" "$@"
 }
 
 enough_disk() {
@@ -65,6 +89,13 @@ host_device() {
 }
 
 system_packages
-venv .venv requirements/constraints.txt dev,xla,docs,mutate                    # torch 2.9.0 (the CUDA build, ~7 GB the first time)
-venv .venv-current requirements/constraints-current.txt dev 'torch==2.13.0'   # found on these machines' disk, no download
+# the two venvs side by side: one's download overlaps the other's, and one's C++ build the other's install
+venv .venv requirements/constraints.txt dev,xla,docs,mutate &                  # torch 2.9.0 (the CUDA build, ~7 GB the first time)
+tested=$!
+venv .venv-current requirements/constraints-current.txt dev 'torch==2.13.0' &  # found on these machines' disk, no download
+current=$!
+failed=0
+wait "$tested" || failed=1
+wait "$current" || failed=1
+[ "$failed" = 0 ] || { echo "setup: failed (above)" >&2; exit 1; }
 echo "setup: done"

@@ -224,11 +224,16 @@ def _by(collective: str | None) -> str:
 
 def device_lines(seen: Seen) -> str | None:
     """'copy to host at f.py:9; 2 sync(s) at f.py:12; aten::index_select at f.py:14': where a step's device costs were."""
-    parts = [f"{c.transfers_to_host} copy(ies) to host{_by(c.collective)} at {c.where}" for c in seen.host_copies if c.transfers_to_host]
-    parts += [f"{u.transfers_to_device} copy(ies) to device{_by(u.collective)} at {u.where}" for u in seen.uploads]
-    parts += [f"{c.syncs} sync(s) at {c.where}" for c in seen.host_copies if c.syncs]
-    parts += [f"{f.calls} x {f.op} at {f.where}" for f in seen.fallbacks]
+    parts = [f"{c.transfers_to_host} copy(ies) to host{_by(c.collective)} at {_at(c)}" for c in seen.host_copies if c.transfers_to_host]
+    parts += [f"{u.transfers_to_device} copy(ies) to device{_by(u.collective)} at {_at(u)}" for u in seen.uploads]
+    parts += [f"{c.syncs} sync(s) at {_at(c)}" for c in seen.host_copies if c.syncs]
+    parts += [f"{f.calls} x {f.op} at {_at(f)}" for f in seen.fallbacks]
     return "; ".join(parts) or None
+
+
+def _at(cost: Located) -> str:
+    """Where a cost was: its line, and for a helper's line the line that called the helper."""
+    return cost.source.where_called if cost.source is not None else cost.where
 
 
 def snapshot(recorder: Recorder, *, name: str, watched_function: bool, gaps: dict[str, Gap | None], raised: Raised | None) -> WatchRecord:

@@ -18,7 +18,7 @@ import torch.fx
 from neurondev._compat.fx_internals import OpOverload
 from neurondev.fx.modules import module_path
 from neurondev.runs.counts import Counts
-from neurondev.trace.source import Located, SourceLine, is_program_file, source_line, source_of
+from neurondev.trace.source import Located, SourceLine, is_program_file, is_user_file, source_line, source_of
 
 __all__ = ["ACTIVE", "DEVICE_LOGS", "EVENT_KINDS", "DeviceEvent", "Totals", "Whereabouts", "active_for", "name_of"]
 
@@ -118,7 +118,7 @@ class Whereabouts:
             frame = _program_frame(caller)
         if frame is None:
             return None, "", None, None
-        return None, self._module_of(caller), _line_of(frame.f_code, frame.f_lineno), None
+        return None, self._module_of(caller), _called(_line_of(frame.f_code, frame.f_lineno), frame), None
 
     def _module_of(self, frame: Any) -> str:
         """The innermost module of the model whose code is running from ``frame`` outwards (its dotted
@@ -183,6 +183,22 @@ def _line_of(code: Any, line: int) -> SourceLine:
 @functools.lru_cache(maxsize=4096)
 def _source_line(filename: str, line: int, function: str) -> SourceLine:
     return source_line(filename, line, function)
+
+
+def _called(line: SourceLine, frame: Any) -> SourceLine:
+    """``line`` with the user's line that called its function, when it is inside a helper the user's code called (a
+    sync in ``def log_loss(loss): loss.item()`` is named with the loop's call of it)."""
+    if frame.f_code.co_name == "<module>":
+        return line
+    outer = _program_frame(frame.f_back)
+    if outer is None or not is_user_file(outer.f_code.co_filename):
+        return line
+    return _with_caller(line, _line_of(outer.f_code, outer.f_lineno).where)
+
+
+@functools.lru_cache(maxsize=4096)
+def _with_caller(line: SourceLine, caller: str) -> SourceLine:
+    return dataclasses.replace(line, caller=caller)
 
 
 def caller(depth: int) -> Any:

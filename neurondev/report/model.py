@@ -217,6 +217,16 @@ class ExplanationData:
             return tuple(("your program", fallback) for fallback in self.program.rewritten.fallbacks)
         return tuple(("graph traced on CPU", fallback) for record in self.after for fallback in record.fallbacks)
 
+    def cost_table(self) -> Any:
+        """A pandas.DataFrame, one row per timed node of each graph's measured call on the device, before the pass and
+        after it, the costliest first (``RUN_COST_COLUMNS``): a graph break with its rule and line, seconds by
+        torch_xla's own clocks (compiles, executions, transfers to the host), share of its run."""
+        import pandas
+
+        from neurondev.report.run_costs import RUN_COST_COLUMNS, run_cost_rows
+
+        return pandas.DataFrame(run_cost_rows(self), columns=list(RUN_COST_COLUMNS))
+
     def transfer_table(self) -> Any:
         """A pandas.DataFrame, one row per place that copies between the host and the device on every call:
         scenario (your program as written or with the neurondev backend; the graphs traced on CPU, before or

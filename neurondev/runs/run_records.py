@@ -241,7 +241,8 @@ class RunRecord:
     ``output_transfers`` are moves to the host whose value only leaves the graph (``return
     x.cpu()``): results handed back on purpose, counted apart from breaks.
     ``comparison`` holds the figures against the CPU reference (``matches_reference`` its verdict,
-    ``mismatch`` its message); ``not_compared`` says why there is none.
+    ``mismatch`` its message); ``not_compared`` says why there is none. ``node_seconds``: each node's seconds in the
+    measured call by torch_xla's own clocks (what it compiled, executed and moved to the host; the nodes with any).
     """
 
     device: str
@@ -269,6 +270,7 @@ class RunRecord:
     bytes_to_device: int = 0
     host_copies: tuple[HostCopy, ...] = ()
     fallbacks: tuple[Fallback, ...] = ()
+    node_seconds: Mapping[str, float] = dataclasses.field(default_factory=lambda: MappingProxyType({}), compare=False)
 
     def __post_init__(self) -> None:
         for name in ("fallback_ops", "node_fallbacks", "node_devices"):  # frozen means frozen: read-only mappings

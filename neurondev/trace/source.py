@@ -60,6 +60,7 @@ class SourceLine:
     function: str = ""
     code: str = ""
     cell: int | None = None
+    caller: str | None = None  # a helper's line: the program's line that called its function (``train.py:20``)
 
     @property
     def where(self) -> str:
@@ -76,7 +77,13 @@ class SourceLine:
         return self.in_notebook_cell or self.file.startswith("<")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"file": self.file, "line": self.line, "code": self.code, "where": self.where}
+        called = {"called_from": self.caller} if self.caller else {}
+        return {"file": self.file, "line": self.line, "code": self.code, "where": self.where, **called}
+
+    @property
+    def where_called(self) -> str:
+        """``utils.py:5 (called from train.py:20)`` for a helper's line, else ``where``."""
+        return f"{self.where} (called from {self.caller})" if self.caller else self.where
 
 
 class Located:

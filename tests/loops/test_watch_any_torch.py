@@ -167,3 +167,26 @@ def test_gradients_turned_off_for_evaluation_are_a_flag_with_one_graph_each_and_
     causes = [c.cause for c in watched.record.compiles]
     assert [(c.kind, c.value) for c in causes] == [("first compile", None), ("flag", GRAD_MODE)]
     assert watched.record.advice == () and "gradients turned on or off (training and evaluation calls)" in watched.summary()
+
+
+def log_loss(loss):
+    return loss.item()  # a sync inside a helper of the loop's
+
+
+def test_a_sync_inside_a_helper_is_named_at_its_line_with_the_loops_call_of_the_helper():
+    """On the host device, each step's sync is the device's own (its log), named at the helper's line and at the line of
+    the loop that called the helper."""
+    from neurondev.devices.host.loader import extension
+
+    device = neurondev.host_device()
+    step = torch.compile(lambda x: (x * 2).sum(), backend="aot_eager")
+    seen = len(extension().events(0))
+    with neurondev.watch() as w:
+        for _ in range(3):
+            loss = step(torch.ones(4, device=device))
+            log_loss(loss)  # the loop's call of the helper
+    logged = [event for event in extension().events(0)[seen:] if event[0] == "sync"]
+    assert sum(w.steps["syncs"]) == len(logged) == 3
+    helper = f"test_watch_any_torch.py:{line_of(log_loss, 'loss.item()')}"
+    call = f"test_watch_any_torch.py:{line_of(test_a_sync_inside_a_helper_is_named_at_its_line_with_the_loops_call_of_the_helper, 'log_loss(loss)  #')}"
+    assert set(w.steps["device_lines"]) == {f"1 sync(s) at {helper} (called from {call})"}
