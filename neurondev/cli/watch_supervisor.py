@@ -41,6 +41,8 @@ def supervised(options: argparse.Namespace, *, rank: bool = False) -> int | None
         _CHILD.append(journal)
         _end_with_parent()
         return None
+    if rank:
+        _stopped_with_agent()
     try:
         code = os.waitstatus_to_exitcode(_Waiting(pid).status())
         if code >= 0:
@@ -117,6 +119,18 @@ class _Waiting:
             os.kill(self.pid, signum)
         if self.asked is None:
             self.asked = time.monotonic()
+
+
+def _stopped_with_agent() -> None:
+    """Linux, a rank's supervising process: SIGTERM when torchrun's agent, which started it, dies (killed itself): the
+    stop is passed on to the script as torchrun's own would be, and a rank whose agent and store are gone ends
+    (a script held in native code is killed ``_Waiting.DEADLINE`` seconds later) instead of waiting for ever."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def _end_with_parent() -> None:
