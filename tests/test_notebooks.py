@@ -132,6 +132,8 @@ _FLOAT = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)|[-+]?\d+\.\d+"
 # two lines), which one dynamo names varies between processes (134 or 173 in CI, same versions): the
 # line in a library's file is masked; the notebook's own lines (read at In[N]:L) are not.
 _LIBRARY_READ = re.compile(r"(read at [\w.-]+\.py):\d+")
+# Where a watched loop's time went: its lines in the order of seconds measured on this machine (close costs trade places)
+_COSTS = re.compile(r"Where the time went \(the runtime's own clocks\): .*? watched\. ")
 # gloo's C++ logging reaches stdout at its own pace, from the kernel and its rank processes: its newline can
 # arrive after the kernel's next print ('...ranks is : 1rank 0: frozen ...'), so the message is cut out
 # wherever it lands rather than its line dropped (a loaded run lost the rank's line that way).
@@ -150,8 +152,9 @@ def printed(notebook) -> list[str]:
 
 
 def facts(notebook) -> list[str]:
-    """The printed lines with every float masked: what must agree between machines."""
-    return [_LIBRARY_READ.sub(r"\1:<line>", _FLOAT.sub("<float>", line)) for line in printed(notebook)]
+    """The printed lines with every float masked, and the costliest lines of a watch (their order is timing's): what must
+    agree between machines."""
+    return [_LIBRARY_READ.sub(r"\1:<line>", _FLOAT.sub("<float>", _COSTS.sub("<costs> ", line))) for line in printed(notebook)]
 
 
 def errors(notebook) -> list[str]:

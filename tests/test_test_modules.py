@@ -26,6 +26,8 @@ TESTED_BY = {
     "render/html_program": ("tests/browser/test_report_in_chromium.py", "table.nd-program"),
     "render/html_runs": ("tests/report/test_explain.py", "Traced natively on XLA"),
     "render/watch": ("tests/loops/test_watch.py", "_repr_html_"),  # a Watch's card and summary
+    "render/time_spent": ("tests/loops/test_costs.py", "nd-time-strip"),  # the costliest lines, the strip and the table
+    "render/trace_events": ("tests/loops/test_costs.py", "save_trace("),  # the trace-event file, read back by HTA
     "render/job_card": ("tests/cli/test_watch_faults.py", '"--html", str(card)'),  # a torchrun job's card, each fault
     "native/marks": ("tests/devices/host/test_collectives.py", "_c10d_functional.reduce_scatter_tensor"),  # a collective's copies
     "report/model": ("tests/report/test_explain.py", "neurondev.explain("),

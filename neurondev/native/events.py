@@ -188,10 +188,13 @@ def _source_line(filename: str, line: int, function: str) -> SourceLine:
 def _called(line: SourceLine, frame: Any) -> SourceLine:
     """``line`` with the user's line that called its function, when it is inside a helper the user's code called (a
     sync in ``def log_loss(loss): loss.item()`` is named with the loop's call of it)."""
-    if frame.f_code.co_name == "<module>":
-        return line
-    outer = _program_frame(frame.f_back)
-    if outer is None or not is_user_file(outer.f_code.co_filename):
+    outer = frame.f_back  # the helper's caller itself: a frame of neurondev's or torch's between them is no program call
+    if (
+        frame.f_code.co_name == "<module>"
+        or outer is None
+        or not _is_program_code(outer.f_code)
+        or not is_user_file(outer.f_code.co_filename)
+    ):
         return line
     return _with_caller(line, _line_of(outer.f_code, outer.f_lineno).where)
 
