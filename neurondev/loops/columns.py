@@ -4,6 +4,18 @@ from __future__ import annotations
 
 __all__ = ["CALL_COLUMNS", "COMPILE_COLUMNS", "STEP_COLUMNS"]
 
+# what the device did in a step (or call): XLA's executions and transfers, a native device's copies, syncs, fallbacks
+_DEVICE = (
+    "executions",
+    "transfers_to_host",
+    "transfers_to_device",
+    "copies_to_host",
+    "copies_to_device",
+    "syncs",
+    "fallbacks",
+    "device_lines",
+)
+
 COMPILE_COLUMNS = (
     "function",
     "file",
@@ -35,14 +47,7 @@ STEP_COLUMNS = (
     "xla_compiles",
     "compile_seconds",
     "cached_programs",
-    "executions",
-    "transfers_to_host",
-    "transfers_to_device",
-    "copies_to_host",
-    "copies_to_device",
-    "syncs",
-    "fallbacks",
-    "device_lines",
+    *_DEVICE,
     "lined",
     "xla_triggers",
     "xla_programs",
@@ -56,13 +61,6 @@ CALL_COLUMNS = (
     "compiled",
     "graphs",
     "xla_compiles",
-    "executions",
-    "transfers_to_host",
-    "transfers_to_device",
-    "copies_to_host",
-    "copies_to_device",
-    "syncs",
-    "fallbacks",
-    "device_lines",
+    *_DEVICE,
     "seconds",
 )
