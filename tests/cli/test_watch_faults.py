@@ -175,6 +175,7 @@ def _line(text: str) -> int:
     return next(number for number, line in enumerate(FAULTS.read_text().splitlines(), 1) if text in line)
 
 
+@pytest.mark.todays_torch  # no process group: both torches alike, run once (make test's second run)
 def test_a_job_torchrun_restarts_recovers_as_without_and_the_json_keeps_each_attempt_numbered(tmp_path):
     """rank 1 fails in the first attempt only; torchrun (--max-restarts 1) starts the job again, which finishes. The
     second attempt's rank 0 writes the job's JSON with the first attempt's report (written to the same file) inside."""
@@ -191,6 +192,7 @@ def test_a_job_torchrun_restarts_recovers_as_without_and_the_json_keeps_each_att
     assert "trace" not in job["ranks"][0]  # the events go to the trace file, not into the job's JSON
 
 
+@pytest.mark.todays_torch  # no process group: both torches alike, run once (make test's second run)
 def test_ranks_held_in_native_code_whose_torchrun_agent_is_gone_end_within_the_deadline(tmp_path):
     """Each rank blocks holding Python's lock (no Python handler can run, neurondev's neither); torchrun's agent is
     killed, leaving them orphans that nobody stops (a plain rank held so waits for ever). The process torchrun started

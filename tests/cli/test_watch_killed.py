@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 KILLED_AT_STEP = """
 import os, signal, sys, time
 import torch
@@ -39,6 +41,7 @@ def watched(tmp_path: Path, kill: str) -> tuple[subprocess.CompletedProcess, dic
     return done, json.loads((tmp_path / "w.json").read_text()), temporary
 
 
+@pytest.mark.todays_torch  # no device: both torches alike, run once (make test's second run)
 def test_a_script_killed_by_sigkill_leaves_its_steps_and_how_it_ended_in_the_json_and_the_card(tmp_path):
     done, report, temporary = watched(tmp_path, "SIGKILL")
     assert done.returncode == 128 + signal.SIGKILL, done.stderr[-2000:]
