@@ -20,6 +20,7 @@ __all__ = [
     "cache_entry_ids",
     "compilation_metrics",
     "compile_attempts_class",
+    "compile_timing",
     "compile_wrapper_code",
     "compiled_code_objects",
     "dynamo_break_of",
@@ -176,6 +177,17 @@ def compilation_metrics() -> list[Any]:
     from torch._dynamo.utils import get_compilation_metrics
 
     return get_compilation_metrics()
+
+
+def compile_timing(metric: Any) -> tuple[float | None, float | None]:
+    """Dynamo's own clock of one compile (a ``CompilationMetrics``, or None): the whole frame's seconds, and when it
+    began (seconds since the epoch); None where this dynamo does not say."""
+    seconds = getattr(metric, "entire_frame_compile_time_s", None)
+    micros = getattr(metric, "start_time_us", None)
+    return (
+        float(seconds) if isinstance(seconds, (int, float)) else None,
+        micros / 1e6 if isinstance(micros, (int, float)) else None,
+    )
 
 
 def graphs_made() -> int:

@@ -13,7 +13,7 @@ from typing import Any
 from neurondev.cli.usage import EXIT_ERROR, EXIT_FINDINGS, UsageError
 from neurondev.cli.verb_explain import summary_and_files
 
-__all__ = ["add_watch_command", "run_watch"]
+__all__ = ["add_watch_command", "run_watch", "watch_files"]
 
 
 def add_watch_command(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -69,11 +69,11 @@ def run_watch(options: argparse.Namespace) -> int:
             f"--ranks-timeout is a number of seconds above 0, got {options.ranks_timeout}; leave it out to wait while a rank runs"
         )
     from neurondev.cli.watch_supervisor import Journal, child_journal, supervised
-    from neurondev.results.jobs import job
+    from neurondev.results.torchrun_env import job
 
     where = job()
     if getattr(options, "as_command", False):  # the command (not main() called in a process of the caller's)
-        code = supervised(options, rank=where is not None)
+        code = supervised(options, watch_files, rank=where is not None)
         if code is not None:
             return code
     from neurondev.results.watched import watch
@@ -92,8 +92,7 @@ def run_watch(options: argparse.Namespace) -> int:
         record = _named(record, script, options)
     from neurondev.results.watched import Watch
 
-    summary_and_files(Watch.of(record), options)
-    _trace(Watch.of(record), options)
+    watch_files(Watch.of(record), options)
     if raised is not None and record.raised is not None and record.raised.exit_code is not None:
         print(f"neurondev: the script exited with code {record.raised.exit_code}", file=sys.stderr)
     elif raised is not None:
@@ -101,7 +100,9 @@ def run_watch(options: argparse.Namespace) -> int:
     return _own_exit(record, raised)
 
 
-def _trace(watched: Any, options: argparse.Namespace) -> None:
+def watch_files(watched: Any, options: argparse.Namespace) -> None:
+    """A watch's summary, and the --html, --json and --trace files asked for."""
+    summary_and_files(watched, options)
     if getattr(options, "trace", None):
         print(f"trace: {watched.save_trace(options.trace)}")
 

@@ -13,6 +13,7 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +23,10 @@ _CHILD: list[Path] = []  # in the child: where it keeps its record so far (never
 _SHARE = 0.05  # the journal's writes take at most this share of the run's time
 
 
-def supervised(options: argparse.Namespace, *, rank: bool = False) -> int | None:
+def supervised(options: argparse.Namespace, report: Callable[[Any, argparse.Namespace], None], *, rank: bool = False) -> int | None:
     """Fork: the child returns None and runs the watch; the parent waits and returns the child's exit code, or, when a
-    signal killed it, reports the record the child kept and returns 128 + the signal, as a shell does. ``rank``: a
+    signal killed it, writes the record the child kept with ``report`` (a Watch and the options: the summary and the
+    files asked for) and returns 128 + the signal, as a shell does. ``rank``: a
     rank of a torchrun job, whose record goes to rank 0 by the job's exchange (a killed one is named missing there).
     None also where there is no fork (Windows) or in a child already."""
     if not hasattr(os, "fork") or _CHILD:
@@ -39,10 +41,10 @@ def supervised(options: argparse.Namespace, *, rank: bool = False) -> int | None
 
         os.environ[SCRATCH] = str(folder)  # neurondev's own scratch folders, removed with this one
         _CHILD.append(journal)
-        _end_with_parent()
+        _signalled_when_parent_dies(signal.SIGKILL)
         return None
     if rank:
-        _stopped_with_agent()
+        _signalled_when_parent_dies(signal.SIGTERM)
     try:
         code = os.waitstatus_to_exitcode(_Waiting(pid).status())
         if code >= 0:
@@ -50,7 +52,7 @@ def supervised(options: argparse.Namespace, *, rank: bool = False) -> int | None
         if rank:
             print(f"neurondev: this rank's script was killed by {signal.Signals(-code).name} (signal {-code})", file=sys.stderr)
             return 128 - code
-        return _killed(-code, journal, options)
+        return _killed(-code, journal, options, report)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -121,46 +123,32 @@ class _Waiting:
             self.asked = time.monotonic()
 
 
-def _stopped_with_agent() -> None:
-    """Linux, a rank's supervising process: SIGTERM when torchrun's agent, which started it, dies (killed itself): the
-    stop is passed on to the script as torchrun's own would be, and a rank whose agent and store are gone ends
-    (a script held in native code is killed ``_Waiting.DEADLINE`` seconds later) instead of waiting for ever."""
+def _signalled_when_parent_dies(signum: int) -> None:
+    """Linux (PR_SET_PDEATHSIG): ``signum`` to this process when the one that started it dies. The child takes SIGKILL
+    (nothing outlives the command killed, as a script run directly would not); a rank's supervising process takes
+    SIGTERM when torchrun's agent dies, passes it on, and a script held in native code is killed ``_Waiting.DEADLINE``
+    seconds later, instead of an orphan rank waiting for ever."""
     try:
         import ctypes
 
-        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        ctypes.CDLL(None).prctl(1, signum)
     except (OSError, AttributeError):
         pass
 
 
-def _end_with_parent() -> None:
-    """Linux: the child is killed when this process is (SIGKILL, which nothing outlives), as a script run directly
-    would be."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
-def _killed(signum: int, journal: Path, options: argparse.Namespace) -> int:
+def _killed(signum: int, journal: Path, options: argparse.Namespace, report: Callable[[Any, argparse.Namespace], None]) -> int:
     """The report of a script a signal killed: the record its child kept, how it ended, and 128 + the signal."""
     name = signal.Signals(signum).name
     if not journal.is_file():
         print(f"neurondev: the script was killed by {name} (signal {signum}) before its first step: nothing was recorded", file=sys.stderr)
         return 128 + signum
-    from neurondev.cli.verb_explain import summary_and_files
     from neurondev.loops.record import Raised
     from neurondev.results.watched import Watch
 
     age = time.time() - journal.stat().st_mtime
     record = pickle.loads(journal.read_bytes())
     ended = Raised(name, f"killed by {name} (signal {signum})", len(record.compiles), signal=signum)
-    watched = Watch.of(dataclasses.replace(record, raised=ended))
-    summary_and_files(watched, options)
-    if getattr(options, "trace", None):
-        print(f"trace: {watched.save_trace(options.trace)}")
+    report(Watch.of(dataclasses.replace(record, raised=ended)), options)
     print(
         f"neurondev: the script was killed by {name} (signal {signum}): the record above is up to its step {len(record.steps)}, "
         f"kept {age:.1f} s before it ended (kept at most every {1 / _SHARE:.0f} times the time keeping it takes)",

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from neurondev.loops.steps import Step
+from neurondev.trace.source import short_location
 
 __all__ = ["COST_COLUMNS", "Cost", "costs", "steps_of", "timed_programs"]
 
@@ -63,11 +64,11 @@ def _dynamo(record: Any) -> Iterable[tuple[_Key, int, float]]:
             continue
         row = compile_.row()
         cause = f"dynamo {compile_.kind}" + (f" ({compile_.cause.kind})" if compile_.kind == "recompile" else "")
-        yield (row["rule"], f"{_file(row['file'])}:{row['line']}", cause, "dynamo"), 1, compile_.event.seconds
+        yield (row["rule"], short_location(row["file"], row["line"]), cause, "dynamo"), 1, compile_.event.seconds
     for events, cause in ((record.looked_at, "dynamo traced, no graph"), (record.other_threads, "dynamo compile (another thread)")):
         for event in events:
             if event.seconds is not None:
-                yield (None, f"{_file(event.file)}:{event.line}", cause, "dynamo"), 1, event.seconds
+                yield (None, short_location(event.file, event.line), cause, "dynamo"), 1, event.seconds
 
 
 def _xla(record: Any) -> Iterable[tuple[_Key, int, float]]:
@@ -88,9 +89,9 @@ def _programs(record: Any, step: Step, place: str) -> Iterable[tuple[_Key, int, 
     xla = step.xla
     if xla is None or not xla.compilations:
         return
-    timed = _compile_samples(record, step)
-    if step.programs and len(step.programs) == len(timed) == xla.compilations:
-        for program, seconds in zip(step.programs, timed):
+    timed = timed_programs(record, step)
+    if timed and len(timed) == xla.compilations and all(program is not None for _, _, program in timed):
+        for _, seconds, program in timed:
             where = program.where if program.source is not None else place
             yield (program.rule, where, f"XLA compile ({program.kind})", "torch_xla"), 1, seconds
         return
@@ -110,14 +111,6 @@ def timed_programs(record: Any, step: Step) -> list[tuple[float, float, Any]]:
     return [(when, seconds, program) for (when, seconds), program in zip(found, programs)]
 
 
-def _compile_samples(record: Any, step: Step) -> list[float]:
-    """torch_xla's compile samples that ended within ``step``, in order (seconds each)."""
-    if step.started is None:
-        return []
-    start, end = step.started + record.epoch, step.started + step.seconds + record.epoch
-    return [seconds for what, when, seconds in record.xla_samples if what == "XLA compile" and start <= when <= end]
-
-
 def steps_of(step: Step) -> str:
     """Where a step's untimed-by-line costs belong: its compiled function, or the loop's steps."""
     if step.number == 0:
@@ -125,9 +118,3 @@ def steps_of(step: Step) -> str:
     if step.number < 0:
         return "after the loop"
     return f"{step.function} (its steps)" if step.function else "the loop's steps"
-
-
-def _file(path: str | None) -> str:
-    from pathlib import Path
-
-    return Path(path).name if path else "?"

@@ -18,6 +18,7 @@ from neurondev.runs.run_records import Seen
 from neurondev.trace.source import Located, SourceLine, is_program_file, source_line
 
 __all__ = [
+    "dynamo_seconds",
     "CALL_COLUMNS",
     "COMPILE_COLUMNS",
     "STEP_COLUMNS",
@@ -179,7 +180,6 @@ class WatchRecord:
 
 def _step_row(step: Step, compiles: tuple[Compile, ...]) -> dict[str, Any]:
     xla = step.xla
-    timed = [compiles[i].event.seconds for i in step.compiles if i < len(compiles)]
     triggers = "; ".join(f"{p.kind} at {p.where}" if p.source else p.kind for p in step.programs)
     return {
         "step": step.number,
@@ -197,11 +197,16 @@ def _step_row(step: Step, compiles: tuple[Compile, ...]) -> dict[str, Any]:
         **_native_columns(step),
         "xla_triggers": triggers or None,
         "xla_programs": [program.graph_hash for program in step.programs] or None,
-        "dynamo_seconds": sum(t for t in timed if t is not None),
+        "dynamo_seconds": dynamo_seconds(step, compiles),
         "execute_seconds": xla.execute_seconds if xla else None,
         "transfer_seconds": xla.transfer_seconds if xla else None,
         "seconds": step.seconds,
     }
+
+
+def dynamo_seconds(step: Step, compiles: tuple[Compile, ...]) -> float:
+    """Dynamo's own seconds for ``step``'s compiles (``compiles``: the record's, by which the step names its own)."""
+    return sum(compiles[i].event.seconds or 0.0 for i in step.compiles if i < len(compiles))
 
 
 def _native_columns(step: Step) -> dict[str, Any]:

@@ -37,7 +37,7 @@ from neurondev.loops.annotations import BlockRange, profiler_range
 from neurondev.loops.frames import graph_hash, in_torch, known_as, metrics_after, user_call, value_now, wrapped_name
 from neurondev.loops.sync_points import after_import, optimizer_steps, settled, sync, unwrap_step_marker, wrap_step_marker, xla_counts
 from neurondev.loops.workers import Workers, hear_workers
-from neurondev.trace.source import in_neurondev
+from neurondev.trace.source import in_neurondev, short_location
 
 __all__ = ["CompileEvent", "Mark", "Recorder", "active"]
 
@@ -125,13 +125,10 @@ class Recorder:
         self.workers: list[Workers] = []  # worker processes the script started (torch.multiprocessing): not watched
         self._put_back_workers: Callable[[], None] | None = None
         self._wrapper_code = dynamo_internals.compile_wrapper_code()
-        self.epoch = (
-            time.time() - time.perf_counter()
-        )  # a mark's ``at`` plus this: seconds since the epoch (dynamo's and torch_xla's clocks)
-        self.on_mark: Callable[[], None] | None = None
-        self._block = BlockRange(
-            "neurondev: watched block"
-        )  # a range of the user's torch.profiler trace, when one records  # called after each step's mark (the command's journal of the record)
+        # a mark's ``at`` plus this: seconds since the epoch (dynamo's and torch_xla's clocks)
+        self.epoch = time.time() - time.perf_counter()
+        self.on_mark: Callable[[], None] | None = None  # called after each step's mark (the command's journal of the record)
+        self._block = BlockRange("neurondev: watched block")  # a range of the user's torch.profiler trace, when one records
 
     # --- the hooks ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -247,7 +244,7 @@ class Recorder:
         error: BaseException | None = None
         try:
             with profiler_range(
-                lambda: f"neurondev: dynamo compile of {known_as(frame)[0]} ({_short(frame.f_code.co_filename)}:{frame.f_lineno})"
+                lambda: f"neurondev: dynamo compile of {known_as(frame)[0]} ({short_location(frame.f_code.co_filename, frame.f_lineno)})"
             ):
                 return run()
         except BaseException as raised:
@@ -305,24 +302,8 @@ class Recorder:
         index = getattr(metric, "cache_size", None)
         now, owner = value_now(reason, frame)
         event = CompileEvent(function, file, line, index, reason, graphs, limit, failed, now, owner, top, frame.f_lineno)
-        return dataclasses.replace(event, seconds=_compile_seconds(metric), started=_started(metric))
-
-
-def _short(path: str) -> str:
-    return path.rsplit("/", 1)[-1]
-
-
-def _compile_seconds(metric: Any) -> float | None:
-    seconds = getattr(metric, "entire_frame_compile_time_s", None)
-    return float(seconds) if isinstance(seconds, (int, float)) else None
-
-
-def _started(metric: Any) -> float | None:
-    micros = getattr(metric, "start_time_us", None)
-    if isinstance(micros, (int, float)):
-        return micros / 1e6
-    seconds = getattr(metric, "start_time", None)
-    return float(seconds) if isinstance(seconds, (int, float)) else None
+        seconds, started = dynamo_internals.compile_timing(metric)
+        return dataclasses.replace(event, seconds=seconds, started=started)
 
 
 def _observing(recorder: Recorder, original: Callable[..., Any]) -> Callable[..., Any]:

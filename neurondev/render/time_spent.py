@@ -6,11 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from neurondev.loops.costs import Cost, costs
+from neurondev.loops.record import dynamo_seconds
 from neurondev.render.card_style import escape as _e
 
-__all__ = ["costliest_text", "costs_section", "strip_svg"]
+__all__ = ["BINS", "binned", "costliest_text", "costs_section", "strip_svg"]
 
 _SHOWN = 3
+BINS = 60  # bars at most in a chart per step: a longer loop's steps are shown in groups
 _PARTS = (
     ("dynamo compile", "#d62728"),
     ("XLA compile", "#9467bd"),
@@ -51,11 +53,20 @@ def costs_section(record: Any) -> str:
     return f"<h4>Where the time went</h4>{strip_svg(record)}{table}"
 
 
+def binned(labels: list[str], values: list[dict[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:
+    """Per-step values in at most ``BINS`` groups of consecutive steps (each labelled 'first-last', its values summed)."""
+    if len(values) <= BINS:
+        return labels, values
+    size = -(-len(values) // BINS)
+    grouped = [values[i : i + size] for i in range(0, len(values), size)]
+    names = [f"{labels[i]}-{labels[min(i + size, len(labels)) - 1]}" for i in range(0, len(values), size)]
+    return names, [{key: sum(v[key] for v in group) for key in group[0]} for group in grouped]
+
+
 def _seconds(record: Any, step: Any) -> dict[str, float]:
     xla = step.xla
-    dynamo = sum(record.compiles[i].event.seconds or 0.0 for i in step.compiles if i < len(record.compiles))
     return {
-        "dynamo compile": dynamo,
+        "dynamo compile": dynamo_seconds(step, record.compiles),
         "XLA compile": xla.compile_seconds if xla else 0.0,
         "XLA execution": xla.execute_seconds if xla else 0.0,
         "transfer to host": xla.transfer_seconds if xla else 0.0,
@@ -63,13 +74,8 @@ def _seconds(record: Any, step: Any) -> dict[str, float]:
 
 
 def strip_svg(record: Any) -> str:
-    """One bar per step (up to 120; longer loops are shown in groups), its seconds stacked by kind, on one scale."""
-    values = [_seconds(record, step) for step in record.steps]
-    labels = [str(step.number) for step in record.steps]
-    if len(values) > 120:
-        size = -(-len(values) // 120)
-        labels = [f"{labels[i]}-{labels[min(i + size, len(labels)) - 1]}" for i in range(0, len(values), size)]
-        values = [{k: sum(v[k] for v in values[i : i + size]) for k in values[0]} for i in range(0, len(values), size)]
+    """One bar per step (grouped beyond ``BINS``, as the chart of counts), its seconds stacked by kind, on one scale."""
+    labels, values = binned([str(step.number) for step in record.steps], [_seconds(record, step) for step in record.steps])
     width, height, left = 720, 120, 10
     peak = max((sum(v.values()) for v in values), default=0.0) or 1.0
     slot = (width - left - 10) / max(len(values), 1)

@@ -8,6 +8,7 @@ import os
 from typing import Any
 
 from neurondev.loops.costs import steps_of, timed_programs
+from neurondev.trace.source import short_location
 
 __all__ = ["TRACKS", "trace_events"]
 
@@ -51,7 +52,7 @@ def _dynamo(record: Any, pid: int) -> list[dict[str, Any]]:
         event, row = compile_.event, compile_.row()
         if event.seconds is None or event.started is None:
             continue
-        where = f"{os.path.basename(row['file'] or '?')}:{row['line']}"
+        where = short_location(row["file"], row["line"])
         args = {"rule": row["rule"], "line": where, "cause": row["cause"], "kind": compile_.kind, "function": row["function"],
                 "value": row["value"], "before": row["before"], "after": row["after"], "step": row["step"]}  # fmt: skip
         found.append(_slice(pid, "dynamo", f"{row['rule']} dynamo {compile_.kind} at {where}", event.started, event.seconds, args))

@@ -11,7 +11,7 @@ from neurondev.loops.record import device_lines
 from neurondev.loops.verdict import not_steady
 from neurondev.render.card_style import escape as _e
 from neurondev.render.sentences import cause_words
-from neurondev.render.time_spent import costliest_text, costs_section
+from neurondev.render.time_spent import binned, costliest_text, costs_section
 from neurondev.render.watch_words import advice_check_text, advice_text, gap_text, never_steady_text, workers_text
 from neurondev.report.findings import watch_findings
 from neurondev.trace.source import is_user_file
@@ -22,8 +22,6 @@ if TYPE_CHECKING:
     from neurondev.loops.steps import Step
 
 __all__ = ["chart_svg", "steady_text", "watch_card", "watch_report", "watch_summary"]
-
-_BINS = 60
 
 
 def _subject(record: WatchRecord) -> str:
@@ -281,19 +279,10 @@ def _values(step: Step) -> dict[str, int]:
     }
 
 
-def _binned(labels: list[str], values: list[dict[str, int]]) -> tuple[list[str], list[dict[str, int]]]:
-    if len(values) <= _BINS:
-        return labels, values
-    size = -(-len(values) // _BINS)
-    grouped = [values[i : i + size] for i in range(0, len(values), size)]
-    names = [f"{labels[i]}-{labels[min(i + size, len(labels)) - 1]}" for i in range(0, len(values), size)]
-    return names, [{key: sum(v[key] for v in group) for key in group[0]} for group in grouped]
-
-
 def chart_svg(record: WatchRecord) -> str:
     """Bars per step in step order (binned beyond 60): dynamo compiles, XLA compiles, transfers (a native
     device: copies to the host and CPU fallbacks); the steady state marked."""
-    labels, values = _binned([str(step.number) for step in record.steps], [_values(step) for step in record.steps])
+    labels, values = binned([str(step.number) for step in record.steps], [_values(step) for step in record.steps])
     series = _series(record)
     width, left, row = 720, 10, 56
     slot = (width - left - 10) / max(len(values), 1)

@@ -25,25 +25,18 @@ def input_bytes(fn: Callable[..., Any], args: tuple, kwargs: dict) -> int:
     module = fn if isinstance(fn, torch.nn.Module) else getattr(fn, "__self__", None)
     if isinstance(module, torch.nn.Module):
         tensors += [*module.parameters(), *module.buffers()]
-    storages = {}
-    for tensor in tensors:
-        if tensor.device.type == "meta" or tensor.layout != torch.strided:
-            continue
-        storages[_storage_key(tensor)] = tensor.untyped_storage().nbytes() if _has_storage(tensor) else tensor.nbytes
+    storages = dict(_storage(tensor) for tensor in tensors if tensor.device.type != "meta" and tensor.layout == torch.strided)
     return sum(storages.values())
 
 
-def _has_storage(tensor: torch.Tensor) -> bool:
+def _storage(tensor: torch.Tensor) -> tuple[tuple[str, int], int]:
+    """(a key per storage, its bytes): its device and address; a tensor whose storage cannot be read here (a wrapper
+    subclass, a device's own tensor: XLA's) is a storage of its own, its bytes its elements'."""
     try:
-        tensor.untyped_storage().data_ptr()
-    except (RuntimeError, NotImplementedError):  # a wrapper subclass or a device's own tensor: no host storage to read
-        return False
-    return True
-
-
-def _storage_key(tensor: torch.Tensor) -> tuple[str, int]:
-    """One key per storage (its device and address); a tensor with no readable storage is its own."""
-    return (tensor.device.type, tensor.untyped_storage().data_ptr()) if _has_storage(tensor) else ("object", id(tensor))
+        storage = tensor.untyped_storage()
+        return (tensor.device.type, storage.data_ptr()), storage.nbytes()
+    except (RuntimeError, NotImplementedError):
+        return ("object", id(tensor)), tensor.nbytes
 
 
 def say_input_memory(fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:

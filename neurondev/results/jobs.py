@@ -18,30 +18,9 @@ from neurondev.loops.divergence import RankDivergence, divergences
 from neurondev.render.job_card import divergence_text, ranks_card, ranks_report, ranks_summary
 from neurondev.render.json import SCHEMA
 from neurondev.results.exchange import Absent, Beat, Exchange, collect, exchange_for
+from neurondev.results.torchrun_env import Job, job
 
 __all__ = ["Job", "RankSession", "Ranks", "across_ranks", "gathered", "job", "merged"]
-
-
-class Job:
-    """This process's place in a torchrun job: its rank, the world size and the run's id."""
-
-    def __init__(self, rank: int, world: int, run_id: str) -> None:
-        self.rank, self.world, self.run_id = rank, world, run_id
-
-    def __repr__(self) -> str:
-        return f"Job(rank={self.rank}, world={self.world}, run_id={self.run_id!r})"
-
-
-def job(environ: Mapping[str, str] | None = None) -> Job | None:
-    """The torchrun job this process is a rank of (None: not under torchrun, or a world of one)."""
-    environ = os.environ if environ is None else environ
-    try:
-        rank, world = int(environ["RANK"]), int(environ["WORLD_SIZE"])
-    except (KeyError, ValueError):
-        return None
-    if world < 2:
-        return None
-    return Job(rank, world, environ.get("TORCHELASTIC_RUN_ID") or environ.get("MASTER_PORT") or "job")
 
 
 def _process_start() -> float:

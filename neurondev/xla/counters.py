@@ -87,16 +87,17 @@ def _fallback_counts() -> dict[str, int]:
 
 
 def counts() -> Counts:
-    """Read torch_xla.debug.metrics now (never cleared: the user's own figures stay as they are)."""
+    """Read torch_xla.debug.metrics now (never cleared: the user's own figures stay as they are); each metric read once
+    (a read copies its latest samples too: this runs at every node of a measured graph and every step of a watch)."""
     import torch_xla.debug.metrics as metrics
 
+    read = {name: metrics.metric_data(name) for name in ("ExecuteTime", "CompileTime", "TransferFromDeviceTime", "TransferToDeviceTime")}
+
     def samples(name: str) -> int:
-        data = metrics.metric_data(name)
-        return int(data[0]) if data else 0
+        return int(read[name][0]) if read[name] else 0
 
     def seconds(name: str) -> float:
-        data = metrics.metric_data(name)
-        return float(data[1]) / 1e9 if data else 0.0
+        return float(read[name][1]) / 1e9 if read[name] else 0.0
 
     fallbacks = tuple((name, int(metrics.counter_value(name))) for name in metrics.counter_names() if name.startswith("aten::"))
     return Counts(
